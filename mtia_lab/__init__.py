@@ -1,0 +1,32 @@
+"""mtia_lab: learn how an accelerator plugs into PyTorch, on a simulated MTIA device.
+
+`import mtia_lab` registers the `mtia_sim` device: `torch.randn(3, device="mtia_sim")` works.
+"""
+
+from __future__ import annotations
+
+from .backend import (
+    MTIATensor,
+    StrictModeError,
+    configure,
+    fallback_counts,
+    register,
+    register_kernel,
+    reset_fallback_counts,
+    set_strict,
+    storage_of,
+    strict,
+    unregister_kernel,
+)
+from .backend.profile import MTIA_V1, MTIA_V2, ChipProfile
+
+__version__ = "0.1.0"
+DEVICE = "mtia_sim"
+
+__all__ = [
+    "DEVICE", "MTIA_V1", "MTIA_V2", "ChipProfile", "MTIATensor", "StrictModeError", "configure",
+    "fallback_counts", "register", "register_kernel", "reset_fallback_counts", "set_strict",
+    "storage_of", "strict", "unregister_kernel",
+]
+
+register()

@@ -1,0 +1,77 @@
+"""Every private or experimental PyTorch API mtia_lab touches, in one place.
+
+The Python backend path of PyTorch is young: the names below are private and may move between
+releases. mtia_lab pins torch (see pyproject.toml); when upgrading, this is the file to check,
+and tests/test_compat.py is the suite that says whether the hooks still behave.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils.backend_registration as _backend_registration
+
+SUPPORTED_TORCH = ("2.13",)
+DEVICE_NAME = "mtia_sim"
+
+
+def check_torch_version() -> None:
+    """Fail early, with the fix, on a torch whose private hooks were not checked."""
+    version = torch.__version__.split("+")[0]
+    if not version.startswith(SUPPORTED_TORCH):
+        raise ImportError(
+            f"mtia_lab was checked on torch {', '.join(SUPPORTED_TORCH)}.x but found {version}. "
+            "Install the pinned CPU build: pip install torch==2.13.0"
+        )
+
+
+def privateuse1_name() -> str:
+    return torch._C._get_privateuse1_backend_name()
+
+
+def setup_python_backend(name: str, device_module: object) -> None:
+    """Rename PrivateUse1, generate `Tensor.<name>()` methods, register the device module,
+    the hooks and the (one-device) Python device guard."""
+    _backend_registration._setup_privateuseone_for_python_backend(
+        rename=name, backend_module=device_module
+    )
+
+
+def make_wrapper_tensor(
+    cls: type, inner: torch.Tensor, device: torch.device, requires_grad: bool = False
+) -> torch.Tensor:
+    """A tensor whose metadata (size, strides, offset, dtype, device) is its own, data elsewhere."""
+    return torch.Tensor._make_wrapper_subclass(
+        cls,
+        inner.size(),
+        strides=inner.stride(),
+        storage_offset=inner.storage_offset(),
+        dtype=inner.dtype,
+        layout=inner.layout,
+        device=device,
+        requires_grad=requires_grad,
+    )
+
+
+def register_fallback(fn, dispatch_key: str) -> torch.library.Library:
+    """A boxed kernel for every op without one at `dispatch_key`: fn(op, keyset, *args, **kw)."""
+    lib = torch.library.Library("_", "IMPL")
+    lib.fallback(fn, dispatch_key=dispatch_key, with_keyset=True)
+    return lib
+
+
+def register_fallthrough(dispatch_key: str) -> torch.library.Library:
+    """Let every op pass through `dispatch_key` (what C++ backends get from makeFallthrough)."""
+    lib = torch.library.Library("_", "IMPL")
+    lib.fallback(torch.library.fallthrough_kernel, dispatch_key=dispatch_key)
+    return lib
+
+
+def dispatch_keys_of(tensor: torch.Tensor) -> list[str]:
+    """The dispatch key set of a tensor, as names (highest priority first)."""
+    text = str(torch._C._dispatch_keys(tensor))
+    inner = text[text.index("(") + 1 : text.rindex(")")]
+    return [key.strip() for key in inner.split(",") if key.strip()]
+
+
+def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), dispatch_key)

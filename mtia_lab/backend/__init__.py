@@ -1,0 +1,41 @@
+"""The simulated MTIA device: runtime (memory, streams), operator registrations, device module.
+
+`register()` is all it takes; `import mtia_lab` calls it.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from . import device_module, dispatch, kernels, registration
+from .dispatch import StrictModeError, set_strict, strict
+from .fallback import fallback_counts, reset_fallback_counts
+from .registry import KERNELS, register_kernel, unregister_kernel
+from .runtime import RUNTIME, configure
+from .tensor import MTIATensor, storage_of
+
+__all__ = [
+    "KERNELS", "MTIATensor", "RUNTIME", "StrictModeError", "configure", "fallback_counts",
+    "register", "register_kernel", "reset_fallback_counts", "set_strict", "storage_of",
+    "strict", "unregister_kernel",
+]
+
+
+def _as_module() -> types.ModuleType:
+    """torch.mtia_sim is a real module object, so `import torch.mtia_sim`-style access works."""
+    module = sys.modules.get("torch.mtia_sim")
+    if module is None:
+        module = types.ModuleType("torch.mtia_sim", device_module.__doc__)
+        for name in device_module.__all__ + ["_is_in_bad_fork", "_lazy_init", "DeviceProperties"]:
+            setattr(module, name, getattr(device_module, name))
+        sys.modules["torch.mtia_sim"] = module
+    return module
+
+
+def register() -> None:
+    """Register the mtia_sim device with PyTorch (idempotent)."""
+    if not KERNELS:
+        kernels.register_native_families()
+    registration.register_backend(_as_module())
+    dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)

@@ -1,0 +1,358 @@
+"""A caching allocator for one simulated device, in the spirit of PyTorch's CUDA allocator.
+
+Why cache: asking the driver for memory (cudaMalloc, or its MTIA twin) is slow and synchronises,
+so PyTorch reserves *segments* from the device and carves them into *blocks* itself:
+
+- sizes are rounded up to 512 bytes, so blocks are easy to reuse;
+- requests of at most 1 MiB come from the *small pool* (2 MiB segments), larger ones from the
+  *large pool* (20 MiB segments, or the rounded size itself for requests of 10 MiB and more);
+- a request takes the smallest cached free block that fits (best fit); if the block is much
+  larger it is *split* and the remainder stays cached;
+- a freed block is *merged* with free neighbours of its segment and stays reserved, so the next
+  request of that size costs nothing; `empty_cache` returns whole free segments to the device;
+- when the device is full, cached free segments are released and the request retried once;
+  if it still does not fit, `torch.OutOfMemoryError` says what holds the memory.
+
+Addresses here are simulated device addresses; the bytes of a tensor live in host memory owned by
+the tensor (see tensor.py). The allocator only decides *where on the device* they would live,
+which is what the memory statistics and snapshots report.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass, field
+
+import torch
+
+MIN_BLOCK = 512  # every size is rounded up to this
+SMALL_SIZE = 1 << 20  # requests up to 1 MiB use the small pool
+SMALL_SEGMENT = 2 << 20  # the small pool grows 2 MiB at a time
+LARGE_SEGMENT = 20 << 20  # requests under 10 MiB share 20 MiB segments
+MIN_LARGE_ALLOC = 10 << 20
+ROUND_LARGE = 2 << 20  # larger requests are rounded to 2 MiB
+DEVICE_BASE_ADDRESS = 0x7F00_0000_0000
+
+
+def round_size(nbytes: int) -> int:
+    """The block size a request of `nbytes` uses (512-byte granularity, at least one granule)."""
+    return max(MIN_BLOCK, (nbytes + MIN_BLOCK - 1) // MIN_BLOCK * MIN_BLOCK)
+
+
+def segment_size_for(rounded: int) -> int:
+    if rounded <= SMALL_SIZE:
+        return SMALL_SEGMENT
+    if rounded < MIN_LARGE_ALLOC:
+        return LARGE_SEGMENT
+    return (rounded + ROUND_LARGE - 1) // ROUND_LARGE * ROUND_LARGE
+
+
+def format_bytes(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes} B"
+
+
+@dataclass(eq=False)
+class Block:
+    """A piece of a segment: free (cached) or handed to a tensor's storage."""
+
+    segment: Segment
+    address: int
+    size: int
+    allocated: bool = False
+    requested: int = 0  # bytes the user asked for (size is rounded up)
+    op: str = ""  # the op that allocated it
+    source: str = ""  # the user's file:line, when recorded
+    prev: Block | None = None
+    next: Block | None = None
+
+    def sort_key(self) -> tuple[int, int]:
+        return (self.size, self.address)
+
+
+@dataclass(eq=False)
+class Segment:
+    """One reservation from the (simulated) device: a run of contiguous addresses."""
+
+    address: int
+    size: int
+    is_small: bool
+    first: Block | None = None
+
+    def blocks(self) -> list[Block]:
+        out, block = [], self.first
+        while block is not None:
+            out.append(block)
+            block = block.next
+        return out
+
+    def is_free(self) -> bool:
+        return self.first is not None and self.first.next is None and not self.first.allocated
+
+
+@dataclass
+class _Stat:
+    current: int = 0
+    peak: int = 0
+    allocated: int = 0  # cumulative increments
+    freed: int = 0  # cumulative decrements
+
+    def add(self, amount: int) -> None:
+        self.current += amount
+        self.allocated += amount
+        self.peak = max(self.peak, self.current)
+
+    def sub(self, amount: int) -> None:
+        self.current -= amount
+        self.freed += amount
+
+    def reset_peak(self) -> None:
+        self.peak = self.current
+
+
+@dataclass
+class _PoolStats:
+    allocated_bytes: _Stat = field(default_factory=_Stat)
+    requested_bytes: _Stat = field(default_factory=_Stat)
+    reserved_bytes: _Stat = field(default_factory=_Stat)
+    active_bytes: _Stat = field(default_factory=_Stat)
+    inactive_split_bytes: _Stat = field(default_factory=_Stat)
+    allocation: _Stat = field(default_factory=_Stat)
+    segment: _Stat = field(default_factory=_Stat)
+    active: _Stat = field(default_factory=_Stat)
+
+
+class CachingAllocator:
+    """Hands out blocks of one device's memory; see the module docstring for the policy."""
+
+    def __init__(self, device_index: int, capacity: int) -> None:
+        self.device_index = device_index
+        self.capacity = capacity
+        self.segments: list[Segment] = []
+        self._free = {True: [], False: []}  # is_small -> sorted [(size, address, block)]
+        self._stats = {"all": _PoolStats(), "small_pool": _PoolStats(), "large_pool": _PoolStats()}
+        self._num_alloc_retries = 0
+        self._num_ooms = 0
+        self._next_address = DEVICE_BASE_ADDRESS + device_index * (1 << 40)
+        self._order = itertools.count()
+
+    # -- allocation -------------------------------------------------------------------------
+    def malloc(self, nbytes: int, op: str = "", source: str = "") -> Block:
+        size = round_size(nbytes)
+        is_small = size <= SMALL_SIZE
+        block = self._take_free(size, is_small)
+        if block is not None and (block.prev is not None or block.next is not None):
+            self._count(is_small, "inactive_split_bytes", -block.size)
+        if block is None:
+            block = self._new_segment(size, is_small, nbytes, op)
+        block = self._split(block, size)
+        block.allocated, block.requested, block.op, block.source = True, nbytes, op, source
+        for name, amount in (
+            ("allocated_bytes", size),
+            ("requested_bytes", nbytes),
+            ("active_bytes", size),
+            ("allocation", 1),
+            ("active", 1),
+        ):
+            self._count(is_small, name, amount)
+        return block
+
+    def free(self, block: Block) -> None:
+        if not block.allocated:
+            raise RuntimeError(f"double free of device block at {block.address:#x}")
+        is_small = block.segment.is_small
+        for name, amount in (
+            ("allocated_bytes", block.size),
+            ("requested_bytes", block.requested),
+            ("active_bytes", block.size),
+            ("allocation", 1),
+            ("active", 1),
+        ):
+            self._count(is_small, name, -amount)
+        block.allocated, block.requested, block.op, block.source = False, 0, "", ""
+        block = self._merge(block)
+        self._insert_free(block)
+
+    def empty_cache(self) -> int:
+        """Return every fully free segment to the device; the bytes released."""
+        released = 0
+        for segment in list(self.segments):
+            if segment.is_free():
+                released += self._release(segment)
+        return released
+
+    # -- statistics --------------------------------------------------------------------------
+    @property
+    def allocated_bytes(self) -> int:
+        return self._stats["all"].allocated_bytes.current
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self._stats["all"].reserved_bytes.current
+
+    def peak(self, name: str) -> int:
+        """Peak of a stat over both pools, as PyTorch reports `<name>.all.peak`."""
+        return getattr(self._stats["all"], name).peak
+
+    def reset_peak_stats(self) -> None:
+        for pool in self._stats.values():
+            for stat in vars(pool).values():
+                stat.reset_peak()
+
+    def reset_accumulated_stats(self) -> None:
+        for pool in self._stats.values():
+            for stat in vars(pool).values():
+                stat.allocated = stat.freed = 0
+        self._num_alloc_retries = self._num_ooms = 0
+
+    def memory_stats(self) -> dict[str, int]:
+        """The flat dict of `torch.cuda.memory_stats`: `<stat>.<pool>.<current|peak|...>`."""
+        out: dict[str, int] = {}
+        for name in vars(_PoolStats()):
+            for pool_name, pool in self._stats.items():
+                stat = getattr(pool, name)
+                for metric in ("current", "peak", "allocated", "freed"):
+                    out[f"{name}.{pool_name}.{metric}"] = getattr(stat, metric)
+        out["num_alloc_retries"] = self._num_alloc_retries
+        out["num_ooms"] = self._num_ooms
+        out["capacity"] = self.capacity
+        return dict(sorted(out.items()))
+
+    def snapshot(self) -> list[dict]:
+        """Segments and their blocks, shaped like `torch.cuda.memory_snapshot()`."""
+        out = []
+        for segment in sorted(self.segments, key=lambda s: s.address):
+            blocks = segment.blocks()
+            out.append(
+                {
+                    "device": self.device_index,
+                    "address": segment.address,
+                    "total_size": segment.size,
+                    "allocated_size": sum(b.size for b in blocks if b.allocated),
+                    "active_size": sum(b.size for b in blocks if b.allocated),
+                    "requested_size": sum(b.requested for b in blocks if b.allocated),
+                    "segment_type": "small" if segment.is_small else "large",
+                    "blocks": [
+                        {
+                            "address": b.address,
+                            "size": b.size,
+                            "requested_size": b.requested,
+                            "state": "active_allocated" if b.allocated else "inactive",
+                            "op": b.op,
+                            "source": b.source,
+                        }
+                        for b in blocks
+                    ],
+                }
+            )
+        return out
+
+    # -- internals ---------------------------------------------------------------------------
+    def _count(self, is_small: bool, name: str, amount: int) -> None:
+        """Add `amount` (negative to subtract) to a stat of one pool and of "all"."""
+        for pool in (self._stats["all"], self._stats["small_pool" if is_small else "large_pool"]):
+            stat = getattr(pool, name)
+            stat.add(amount) if amount >= 0 else stat.sub(-amount)
+
+    def _take_free(self, size: int, is_small: bool) -> Block | None:
+        free = self._free[is_small]
+        index = bisect.bisect_left(free, (size, 0))
+        if index == len(free):
+            return None
+        # Like the CUDA allocator, do not hand a huge cached block to a small large-pool request.
+        _, _, block = free[index]
+        if not is_small and size < MIN_LARGE_ALLOC and block.size >= MIN_LARGE_ALLOC:
+            return None
+        del free[index]
+        return block
+
+    def _insert_free(self, block: Block) -> None:
+        bisect.insort(self._free[block.segment.is_small], (block.size, block.address, block))
+
+    def _remove_free(self, block: Block) -> None:
+        free = self._free[block.segment.is_small]
+        index = bisect.bisect_left(free, (block.size, block.address))
+        assert free[index][2] is block
+        del free[index]
+
+    def _new_segment(self, size: int, is_small: bool, requested: int, op: str) -> Block:
+        seg_size = segment_size_for(size)
+        if self.reserved_bytes + seg_size > self.capacity:
+            self._num_alloc_retries += 1
+            self.empty_cache()
+            if self.reserved_bytes + seg_size > self.capacity:
+                self._num_ooms += 1
+                raise torch.OutOfMemoryError(self._oom_message(requested, seg_size, op))
+        segment = Segment(self._next_address, seg_size, is_small)
+        self._next_address += seg_size
+        segment.first = Block(segment, segment.address, seg_size)
+        self.segments.append(segment)
+        self._count(is_small, "reserved_bytes", seg_size)
+        self._count(is_small, "segment", 1)
+        return segment.first
+
+    def _release(self, segment: Segment) -> int:
+        self._remove_free(segment.first)
+        self.segments.remove(segment)
+        self._count(segment.is_small, "reserved_bytes", -segment.size)
+        self._count(segment.is_small, "segment", -1)
+        return segment.size
+
+    def _split(self, block: Block, size: int) -> Block:
+        remaining = block.size - size
+        should_split = remaining >= MIN_BLOCK if block.segment.is_small else remaining > SMALL_SIZE
+        if should_split:
+            rest = Block(block.segment, block.address + size, remaining, prev=block, next=block.next)
+            if block.next is not None:
+                block.next.prev = rest
+            block.next, block.size = rest, size
+            self._insert_free(rest)
+            self._count(block.segment.is_small, "inactive_split_bytes", remaining)
+        return block
+
+    def _merge(self, block: Block) -> Block:
+        is_small = block.segment.is_small
+        for neighbour in (block.prev, block.next):
+            if neighbour is None or neighbour.allocated:
+                continue
+            self._remove_free(neighbour)
+            self._count(is_small, "inactive_split_bytes", -neighbour.size)
+            if neighbour is block.prev:
+                neighbour.size += block.size
+                neighbour.next = block.next
+                if block.next is not None:
+                    block.next.prev = neighbour
+                block = neighbour
+            else:
+                block.size += neighbour.size
+                block.next = neighbour.next
+                if neighbour.next is not None:
+                    neighbour.next.prev = block
+        if block.prev is not None or block.next is not None:  # still a piece of a split segment
+            self._count(is_small, "inactive_split_bytes", block.size)
+        return block
+
+    def _oom_message(self, requested: int, seg_size: int, op: str) -> str:
+        holders: dict[str, int] = {}
+        for segment in self.segments:
+            for block in segment.blocks():
+                if block.allocated:
+                    key = f"{block.op or 'unknown op'}" + (f" at {block.source}" if block.source else "")
+                    holders[key] = holders.get(key, 0) + block.size
+        top = sorted(holders.items(), key=lambda kv: -kv[1])[:5]
+        lines = "\n".join(f"  {format_bytes(n):>12}  {who}" for who, n in top) or "  (nothing)"
+        free = self.capacity - self.reserved_bytes
+        return (
+            f"mtia_sim:{self.device_index} out of memory: tried to allocate "
+            f"{format_bytes(requested)} (a new {format_bytes(seg_size)} segment"
+            f"{f' for {op}' if op else ''}). The device has {format_bytes(self.capacity)} in "
+            f"total, {format_bytes(self.allocated_bytes)} allocated by tensors, "
+            f"{format_bytes(self.reserved_bytes)} reserved by the caching allocator and "
+            f"{format_bytes(free)} free.\nLargest holders of memory:\n{lines}\n"
+            "Free tensors you no longer need (del them), call torch.mtia_sim.empty_cache(), "
+            "use smaller batches, or raise the capacity with "
+            "mtia_lab.configure(memory_capacity=...)."
+        )

@@ -1,0 +1,272 @@
+"""`torch.mtia_sim`: the device module, shaped like `torch.mtia` and `torch.cuda`.
+
+Code written for `torch.mtia` or `torch.cuda` should read the same with `torch.mtia_sim`.
+Everything here is a thin layer over the runtime state (runtime.py), the allocator
+(allocator.py) and the streams (streams.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+from .._compat import DEVICE_NAME
+from .allocator import format_bytes
+from .runtime import RUNTIME
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream, synchronize
+
+__all__ = [
+    "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "synchronize",
+    "is_available", "is_initialized", "device_count", "current_device", "set_device", "device",
+    "get_device_name", "get_device_properties", "get_device_capability", "manual_seed",
+    "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state", "set_rng_state",
+    "get_rng_state_all", "set_rng_state_all", "is_bf16_supported", "get_amp_supported_dtype",
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "memory_stats", "memory_snapshot", "memory_summary", "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats", "empty_cache", "set_per_process_memory_fraction",
+    "mem_get_info",
+]
+
+
+def _index(device=None) -> int:
+    if device is None:
+        return RUNTIME.current_index
+    if isinstance(device, int):
+        RUNTIME.device(device)
+        return device
+    device = torch.device(device)
+    if device.type != DEVICE_NAME:
+        raise ValueError(f"expected a {DEVICE_NAME} device, got {device}")
+    return RUNTIME.device(device.index).index
+
+
+# -- devices -------------------------------------------------------------------------------------
+def is_available() -> bool:
+    return True
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def _lazy_init() -> None:
+    pass
+
+
+def device_count() -> int:
+    return len(RUNTIME.devices)
+
+
+def current_device() -> int:
+    return RUNTIME.current_index
+
+
+def set_device(device) -> None:
+    RUNTIME.current_index = _index(device)
+
+
+class device(contextlib.ContextDecorator):
+    """Context manager that changes the current device (shaped like torch.cuda.device)."""
+
+    def __init__(self, device) -> None:
+        self.index = _index(device) if device is not None else None
+
+    def __enter__(self):
+        self.previous = RUNTIME.current_index
+        if self.index is not None:
+            RUNTIME.current_index = self.index
+
+    def __exit__(self, *exc) -> bool:
+        RUNTIME.current_index = self.previous
+        return False
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What `get_device_properties` reports: the chip profile plus the simulator's capacity."""
+
+    name: str
+    major: int
+    minor: int
+    total_memory: int  # the simulated device's capacity (configurable)
+    chip_memory: int  # the real chip's DRAM, as published
+    multi_processor_count: int  # processing elements (PEs)
+    clock_rate_mhz: int
+    sram_bytes: int
+    gemm_tflops_bf16: float
+    vector_tflops_fp32: float
+    dram_bandwidth_gbps: float
+
+    def __repr__(self) -> str:
+        return (
+            f"_MtiaSimDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // 2**20}MB, multi_processor_count="
+            f"{self.multi_processor_count})"
+        )
+
+
+def get_device_properties(device=None) -> DeviceProperties:
+    state = RUNTIME.device(_index(device))
+    p = state.profile
+    return DeviceProperties(
+        name=p.name,
+        major=p.major,
+        minor=p.minor,
+        total_memory=state.allocator.capacity,
+        chip_memory=p.dram_bytes,
+        multi_processor_count=p.num_pes,
+        clock_rate_mhz=round(p.clock_ghz * 1000),
+        sram_bytes=p.sram_bytes,
+        gemm_tflops_bf16=p.gemm_flops_bf16 / 1e12,
+        vector_tflops_fp32=p.vector_flops_fp32 / 1e12,
+        dram_bandwidth_gbps=p.dram_bandwidth / 1e9,
+    )
+
+
+def get_device_name(device=None) -> str:
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    p = RUNTIME.device(_index(device)).profile
+    return (p.major, p.minor)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.bfloat16, torch.float16]
+
+
+# -- random numbers ------------------------------------------------------------------------------
+def manual_seed(seed: int) -> None:
+    state = RUNTIME.device(RUNTIME.current_index)
+    state.generator.manual_seed(int(seed))
+    state.initial_seed = int(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    for state in RUNTIME.devices:
+        state.generator.manual_seed(int(seed))
+        state.initial_seed = int(seed)
+
+
+def seed() -> None:
+    state = RUNTIME.device(RUNTIME.current_index)
+    state.initial_seed = state.generator.seed()
+
+
+def seed_all() -> None:
+    first = RUNTIME.devices[0].generator.seed()
+    manual_seed_all(first)
+
+
+def initial_seed() -> int:
+    return RUNTIME.device(RUNTIME.current_index).initial_seed
+
+
+def get_rng_state(device=None) -> torch.Tensor:
+    return RUNTIME.device(_index(device)).generator.get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device=None) -> None:
+    RUNTIME.device(_index(device)).generator.set_state(new_state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [state.generator.get_state() for state in RUNTIME.devices]
+
+
+def set_rng_state_all(new_states) -> None:
+    for state, new_state in zip(RUNTIME.devices, new_states, strict=True):
+        state.generator.set_state(new_state)
+
+
+# -- memory --------------------------------------------------------------------------------------
+def _allocator(device=None):
+    return RUNTIME.device(_index(device)).allocator
+
+
+def memory_allocated(device=None) -> int:
+    return _allocator(device).allocated_bytes
+
+
+def max_memory_allocated(device=None) -> int:
+    return _allocator(device).peak("allocated_bytes")
+
+
+def memory_reserved(device=None) -> int:
+    return _allocator(device).reserved_bytes
+
+
+def max_memory_reserved(device=None) -> int:
+    return _allocator(device).peak("reserved_bytes")
+
+
+def memory_stats(device=None) -> dict[str, int]:
+    return _allocator(device).memory_stats()
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _allocator(device).reset_peak_stats()
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    _allocator(device).reset_accumulated_stats()
+
+
+def empty_cache() -> None:
+    for state in RUNTIME.devices:
+        state.allocator.empty_cache()
+
+
+def memory_snapshot(device=None) -> list[dict]:
+    """Segments and blocks of every device (or one), as torch.cuda.memory_snapshot()."""
+    states = RUNTIME.devices if device is None else [RUNTIME.device(_index(device))]
+    return [segment for state in states for segment in state.allocator.snapshot()]
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the device, as the driver would report them."""
+    allocator = _allocator(device)
+    return allocator.capacity - allocator.reserved_bytes, allocator.capacity
+
+
+def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    state = RUNTIME.device(_index(device))
+    state.allocator.capacity = int(RUNTIME.capacity * fraction)
+
+
+def memory_summary(device=None) -> str:
+    allocator = _allocator(device)
+    stats = allocator.memory_stats()
+    rows = [
+        ("allocated", "allocated_bytes"),
+        ("requested", "requested_bytes"),
+        ("reserved", "reserved_bytes"),
+        ("inactive split", "inactive_split_bytes"),
+    ]
+    lines = [
+        f"mtia_sim:{allocator.device_index} memory summary "
+        f"(capacity {format_bytes(allocator.capacity)})",
+        f"{'':16}{'current':>14}{'peak':>14}{'total alloc':>14}{'total freed':>14}",
+    ]
+    for label, key in rows:
+        cells = [format_bytes(stats[f"{key}.all.{m}"]) for m in ("current", "peak", "allocated", "freed")]
+        lines.append(f"{label:16}" + "".join(f"{c:>14}" for c in cells))
+    lines.append(
+        f"segments: {stats['segment.all.current']}   blocks in use: "
+        f"{stats['allocation.all.current']}   retries: {stats['num_alloc_retries']}   "
+        f"OOMs: {stats['num_ooms']}"
+    )
+    return "\n".join(lines)

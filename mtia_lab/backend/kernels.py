@@ -1,0 +1,127 @@
+"""The simulated device's native kernels: which aten ops it runs itself, and how.
+
+Read top to bottom: the op families the device supports natively (each family a list of aten
+op packets, every overload of which -- functional, in-place `_` and `out=` -- is native), then the
+kernels that need more than running the op on device memory.
+
+Ops that are CompositeImplicitAutograd in PyTorch (`matmul`, `reshape`, `linear`, `layer_norm`,
+...) never reach a backend: PyTorch decomposes them above autograd into the ops below, so listing
+their parts is what makes them native.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .registry import register_kernel, run_on_device
+
+aten = torch.ops.aten
+
+FACTORIES = [
+    "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+    "randint_like", "fill", "fill_", "zero_", "zero", "arange", "linspace", "new_empty",
+    "new_empty_strided", "new_zeros", "new_ones", "new_full", "empty", "empty_strided",
+    "scalar_tensor",
+]
+RANDOM = [
+    "normal", "normal_", "uniform", "uniform_", "bernoulli", "bernoulli_", "random_", "random",
+    "exponential_", "exponential", "native_dropout", "native_dropout_backward",
+]
+COPIES = ["clone", "_copy_from_and_resize", "lift_fresh_copy"]
+CLAMPS = ["clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_"]
+POINTWISE = [
+    "add", "add_", "sub", "sub_", "rsub", "mul", "mul_", "div", "div_", "neg", "neg_", "abs",
+    "abs_", "pow", "pow_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "exp", "exp_", "exp2", "expm1",
+    "log", "log_", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "tanh_", "sigmoid",
+    "sigmoid_", "erf", "erfinv", "reciprocal", "reciprocal_", "remainder", "fmod", "floor",
+    "ceil", "round", "trunc", "frac", "sign", "sgn", "maximum", "minimum", "fmax", "fmin", "lerp",
+    "lerp_", "addcmul", "addcmul_", "addcdiv", "addcdiv_", "logical_not", "logical_and",
+    "logical_or", "logical_xor", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "masked_fill", "masked_fill_", "atan2", "hypot", "copysign", "nan_to_num", "xlogy",
+    "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "exp_", "square",
+    "logit", "heaviside", "nextafter", "float_power", "floor_divide", "true_divide",
+]
+ACTIVATIONS = [
+    "relu", "relu_", "gelu", "gelu_", "silu", "silu_", "leaky_relu", "leaky_relu_", "hardtanh",
+    "hardtanh_", "elu", "elu_", "softplus", "mish", "hardsigmoid", "hardswish", "threshold",
+    "threshold_", "_prelu_kernel", "glu", "celu", "selu", "relu6", "log_sigmoid_forward",
+    # their derivatives, so that backward stays on the device
+    "threshold_backward", "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward",
+    "leaky_relu_backward", "hardtanh_backward", "elu_backward", "softplus_backward",
+    "mish_backward", "hardsigmoid_backward", "hardswish_backward", "glu_backward",
+    "log_sigmoid_backward",
+]
+COMPARISONS = [
+    "eq", "eq_", "ne", "ne_", "lt", "lt_", "le", "le_", "gt", "gt_", "ge", "ge_", "where",
+    "isnan", "isinf", "isneginf", "isposinf", "signbit",
+]
+REDUCTIONS = [
+    "sum", "mean", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",
+    "max", "min", "prod", "any", "all", "linalg_vector_norm", "aminmax", "logsumexp",
+    "count_nonzero", "nansum",
+]
+LINEAR_ALGEBRA = ["mm", "addmm", "bmm", "baddbmm", "dot", "mv", "addmv", "outer", "addbmm", "vdot"]
+NN = [
+    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "native_layer_norm", "native_layer_norm_backward", "embedding", "embedding_dense_backward",
+    "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "cat",
+    "stack", "index", "index_put", "index_put_", "_unsafe_index", "_unsafe_index_put",
+    "index_add", "index_add_", "masked_scatter", "tril", "triu", "tril_", "triu_", "flip",
+    "roll", "repeat", "constant_pad_nd", "_local_scalar_dense", "sort", "topk", "nll_loss_forward",
+    "nll_loss_backward", "mse_loss", "mse_loss_backward",
+]
+VIEWS = [
+    "view", "_unsafe_view", "_reshape_alias", "as_strided", "expand", "permute", "transpose",
+    "t", "slice", "select", "squeeze", "unsqueeze", "unfold", "diagonal", "alias", "detach",
+    "split", "split_with_sizes", "unbind", "chunk", "narrow", "view_as_real", "view_as_complex",
+    "_conj", "_neg_view", "lift_fresh", "unsafe_split", "movedim",
+]
+
+NATIVE_FAMILIES = {
+    "factories": FACTORIES,
+    "random": RANDOM,
+    "copies": COPIES,
+    "clamp": CLAMPS,
+    "pointwise": POINTWISE,
+    "activations": ACTIVATIONS,
+    "comparisons": COMPARISONS,
+    "reductions": REDUCTIONS,
+    "linear algebra": LINEAR_ALGEBRA,
+    "nn": NN,
+}
+
+
+def _packets(names: list[str]):
+    for name in names:
+        packet = getattr(aten, name, None)
+        if isinstance(packet, torch._ops.OpOverloadPacket):
+            yield packet
+
+
+def register_native_families() -> None:
+    for names in NATIVE_FAMILIES.values():
+        for packet in _packets(names):
+            register_kernel(packet)(run_on_device)
+    for packet in _packets(VIEWS):
+        register_kernel(packet, kind="view")(run_on_device)
+    _register_copies()
+
+
+def _register_copies() -> None:
+    """Copies may cross devices (host<->device, device<->device): the only ops allowed to."""
+
+    @register_kernel(aten._to_copy.default, cross_device=True)
+    def to_copy(func, args, kwargs, device):
+        # Device placement is the dispatcher's job; here only dtype/layout/format change.
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "non_blocking")}
+        return func(*args, **kwargs)
+
+    @register_kernel(aten.copy_.default, cross_device=True)
+    def copy_(func, args, kwargs, device):
+        dst, src = args[0], args[1]
+        return dst.copy_(src)
+
+    @register_kernel(aten._copy_from.default, cross_device=True)
+    def copy_from(func, args, kwargs, device):
+        src, dst = args[0], args[1]
+        return dst.copy_(src)

@@ -1,0 +1,96 @@
+"""Chip profiles: the published figures of the chip the simulated device imitates.
+
+Every number here is a public figure, not a measurement; its source is beside it. The cost model
+(mtia_lab/backend/cost.py) and `get_device_properties` read them from here and nowhere else.
+Users can describe their own chip with `ChipProfile(...)` and `mtia_lab.configure(profile=...)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+GB = 10**9
+TB = 10**12
+MiB = 2**20
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class ChipProfile:
+    name: str
+    process_nm: int
+    clock_ghz: float
+    tdp_watts: float
+    pe_grid: tuple[int, int]
+    gemm_flops_bf16: float  # dense FLOP/s on the GEMM engine
+    gemm_ops_int8: float
+    vector_flops_fp32: float  # FLOP/s on the vector/SIMD units
+    vector_flops_bf16: float
+    sram_bytes: int  # on-chip SRAM shared by the PEs
+    sram_bandwidth: float  # bytes/s
+    local_memory_per_pe: int
+    dram_bytes: int  # off-chip LPDDR5 per chip
+    dram_bandwidth: float  # bytes/s
+    host_link: str
+    host_link_bandwidth: float  # bytes/s, one direction
+    kernel_launch_us: float  # fixed cost of one kernel launch (modelling assumption)
+    major: int
+    minor: int
+
+    @property
+    def num_pes(self) -> int:
+        return self.pe_grid[0] * self.pe_grid[1]
+
+    def with_changes(self, **changes) -> ChipProfile:
+        return replace(self, **changes)
+
+
+# MTIA v2, "next-generation MTIA", Meta engineering blog, April 2024 (TSMC 5 nm).
+MTIA_V2 = ChipProfile(
+    name="MTIA v2 (simulated)",
+    process_nm=5,
+    clock_ghz=1.35,
+    tdp_watts=90,
+    pe_grid=(8, 8),
+    gemm_flops_bf16=177 * TB,  # 177 TFLOPS FP16/BF16 dense (354 with sparsity)
+    gemm_ops_int8=354 * TB,  # 354 TOPS INT8 dense
+    vector_flops_fp32=2.76 * TB,  # vector/SIMD: 2.76 TFLOPS FP32
+    vector_flops_bf16=5.53 * TB,  # vector/SIMD: 5.53 TFLOPS FP16/BF16
+    sram_bytes=256 * MiB,  # 256 MB on-chip SRAM
+    sram_bandwidth=2.7 * TB,  # at 2.7 TB/s
+    local_memory_per_pe=384 * 1024,  # 384 KB per PE at 1 TB/s
+    dram_bytes=64 * GiB,  # LPDDR5, 128 GB per board of two chips
+    dram_bandwidth=204.8 * GB,  # 204.8 GB/s
+    host_link="PCIe Gen5 x8",
+    host_link_bandwidth=32 * GB,  # PCIe Gen5: 32 GT/s x 8 lanes, about 32 GB/s per direction
+    kernel_launch_us=4.0,  # assumption: a few microseconds, as on other accelerators
+    major=2,
+    minor=0,
+)
+
+# MTIA v1, Firoozshahian et al., "MTIA: First Generation Silicon Targeting Meta's Recommendation
+# Systems", ISCA 2023 (TSMC 7 nm).
+MTIA_V1 = ChipProfile(
+    name="MTIA v1 (simulated)",
+    process_nm=7,
+    clock_ghz=0.8,
+    tdp_watts=25,
+    pe_grid=(8, 8),
+    gemm_flops_bf16=51.2 * TB,
+    gemm_ops_int8=102.4 * TB,
+    vector_flops_fp32=51.2 * TB / 16,  # not published: assumed 1/16 of GEMM, as in v2's ratio
+    vector_flops_bf16=51.2 * TB / 8,
+    sram_bytes=128 * MiB,  # 128 MB at 800 GB/s
+    sram_bandwidth=800 * GB,
+    local_memory_per_pe=128 * 1024,
+    dram_bytes=64 * GiB,  # LPDDR5, 64 GB at 176 GB/s
+    dram_bandwidth=176 * GB,
+    host_link="PCIe Gen4 x8",
+    host_link_bandwidth=16 * GB,  # PCIe Gen4: 16 GT/s x 8 lanes
+    kernel_launch_us=4.0,
+    major=1,
+    minor=0,
+)
+
+PROFILES = {"mtia_v2": MTIA_V2, "mtia_v1": MTIA_V1}
+DEFAULT_PROFILE = MTIA_V2

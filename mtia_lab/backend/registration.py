@@ -1,0 +1,100 @@
+"""Plugging the device into PyTorch: the PrivateUse1 backend and its few kernels.
+
+Device tensors carry the Python dispatch key, so every op on them goes to
+`MTIATensor.__torch_dispatch__` (dispatch.py). What reaches the PrivateUse1 key itself is only
+what has no device tensor among its arguments yet: factories called with `device="mtia_sim"`
+(`torch.empty`, and through them `zeros`, `randn`, `arange`, ...) and host-to-device copies
+(`cpu_tensor.to("mtia_sim")`). Those few kernels live here; anything else arriving at
+PrivateUse1 is computed on the host and moved to the device by one boxed fallback.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import _compat
+from .._compat import DEVICE_NAME
+from . import fallback
+from .runtime import RUNTIME
+from .tensor import MTIATensor, device_of, wrap
+
+_LIBRARIES: list[torch.library.Library] = []
+_registered = False
+
+
+def _index(device) -> int:
+    if device is None:
+        return RUNTIME.current_index
+    device = torch.device(device)
+    index = device.index if device.index is not None else RUNTIME.current_index
+    RUNTIME.device(index)  # raises a clear error for an index that does not exist
+    return index
+
+
+def _empty_memory_format(
+    size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
+    index = _index(device)
+    host = torch.empty(
+        size, dtype=dtype, layout=layout, memory_format=memory_format or torch.contiguous_format
+    )
+    return wrap(host, index, "aten::empty.memory_format")
+
+
+def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    index = _index(device)
+    return wrap(torch.empty_strided(size, stride, dtype=dtype, layout=layout), index, "aten::empty_strided")
+
+
+def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    """Host -> device: the copy keeps dense layouts (transposed, channels_last) as `.to` does."""
+    index = _index(device)
+    host = torch.ops.aten._to_copy.default(
+        x, dtype=dtype, layout=layout, memory_format=memory_format
+    )
+    if host is x:
+        host = x.clone(memory_format=torch.preserve_format)
+    return wrap(host, index, "aten::_to_copy")
+
+
+def _copy_from(src, dst, non_blocking=False):
+    dst_inner = dst._inner if isinstance(dst, MTIATensor) else dst
+    dst_inner.copy_(src._inner if isinstance(src, MTIATensor) else src)
+    return dst
+
+
+def _boxed_fallback(op, keyset, *args, **kwargs):
+    """An op reached PrivateUse1 with no kernel: a factory we did not write. Compute it on the
+    host with the same arguments, then move the result to the requested device."""
+    name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
+    if RUNTIME.strict:
+        from .dispatch import StrictModeError, _strict_message
+
+        raise StrictModeError(_strict_message(name))
+    fallback._COUNTS[name] += 1
+    index = _index(kwargs.get("device"))
+    host_kwargs = dict(kwargs, device=torch.device("cpu"))
+    out = op(*args, **host_kwargs)
+    if isinstance(out, torch.Tensor):
+        return wrap(out.clone() if out._base is not None else out, index, name)
+    return out
+
+
+def register_backend(device_module) -> None:
+    """Rename PrivateUse1 to mtia_sim and install the kernels above. Idempotent."""
+    global _registered
+    if _registered:
+        return
+    _compat.check_torch_version()
+    if _compat.privateuse1_name() != DEVICE_NAME:
+        _compat.setup_python_backend(DEVICE_NAME, device_module)
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("empty.memory_format", _empty_memory_format, "PrivateUse1")
+    lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+    lib.impl("_to_copy", _to_copy, "PrivateUse1")
+    lib.impl("_copy_from", _copy_from, "PrivateUse1")
+    _LIBRARIES.append(lib)
+    _LIBRARIES.append(_compat.register_fallback(_boxed_fallback, "PrivateUse1"))
+    _registered = True
+    device_of(63)  # torch.device objects for every index, made once

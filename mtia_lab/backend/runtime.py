@@ -1,0 +1,107 @@
+"""The simulated devices' runtime state: one `DeviceState` per device, and the switches.
+
+This is the only mutable global state of the backend. Everything that a real driver would own
+(memory, the random generator, the chip profile, later streams and the clock) hangs off a
+`DeviceState`; the device module (device_module.py) is a thin PyTorch-shaped API over it.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+
+from .allocator import CachingAllocator
+from .profile import DEFAULT_PROFILE, GiB, ChipProfile
+
+DEFAULT_DEVICE_COUNT = 2
+DEFAULT_CAPACITY = 2 * GiB  # per device; the profile's real DRAM size is only reported
+
+
+@dataclass
+class DeviceState:
+    index: int
+    profile: ChipProfile
+    allocator: CachingAllocator
+    generator: torch.Generator = field(default_factory=torch.Generator)
+    initial_seed: int = 0
+    now_us: float = 0.0  # the device's simulated "now": every synchronized work is done by then
+    streams: weakref.WeakSet = field(default_factory=weakref.WeakSet)
+    default_stream: object = None
+
+    def __post_init__(self) -> None:
+        self.initial_seed = self.generator.initial_seed()
+
+
+class Runtime:
+    """All simulated devices of this process, and the settings that apply to them."""
+
+    def __init__(self) -> None:
+        self.profile: ChipProfile = DEFAULT_PROFILE
+        self.capacity: int = int(os.environ.get("MTIA_SIM_MEMORY_CAPACITY", DEFAULT_CAPACITY))
+        count = int(os.environ.get("MTIA_SIM_DEVICE_COUNT", DEFAULT_DEVICE_COUNT))
+        self.devices: list[DeviceState] = []
+        self.current_index = 0
+        self.strict = False  # True: an op without a native kernel raises instead of falling back
+        self.record_alloc_source = True  # attribute each allocation to the user's source line
+        self.set_device_count(count)
+
+    def set_device_count(self, count: int) -> None:
+        if count < 1:
+            raise ValueError(f"device_count must be at least 1, got {count}")
+        while len(self.devices) < count:
+            index = len(self.devices)
+            self.devices.append(
+                DeviceState(index, self.profile, CachingAllocator(index, self.capacity))
+            )
+        if len(self.devices) > count:
+            busy = [d.index for d in self.devices[count:] if d.allocator.allocated_bytes]
+            if busy:
+                raise RuntimeError(
+                    f"cannot remove mtia_sim devices {busy}: tensors still live on them"
+                )
+            del self.devices[count:]
+        self.current_index = min(self.current_index, count - 1)
+
+    def device(self, index: int | None = None) -> DeviceState:
+        if index is None or index < 0:
+            index = self.current_index
+        if index >= len(self.devices):
+            raise RuntimeError(
+                f"mtia_sim:{index} does not exist: this process has {len(self.devices)} simulated "
+                f"device(s) (valid indices 0..{len(self.devices) - 1}). Ask for more with "
+                "mtia_lab.configure(device_count=N) or MTIA_SIM_DEVICE_COUNT=N."
+            )
+        return self.devices[index]
+
+
+RUNTIME = Runtime()
+
+
+def configure(
+    *,
+    device_count: int | None = None,
+    memory_capacity: int | None = None,
+    profile: ChipProfile | None = None,
+    strict: bool | None = None,
+    record_alloc_source: bool | None = None,
+) -> None:
+    """Change the simulated devices. Capacity and profile apply to every device."""
+    if device_count is not None:
+        RUNTIME.set_device_count(device_count)
+    if memory_capacity is not None:
+        if memory_capacity <= 0:
+            raise ValueError(f"memory_capacity must be a positive number of bytes, got {memory_capacity}")
+        RUNTIME.capacity = memory_capacity
+        for device in RUNTIME.devices:
+            device.allocator.capacity = memory_capacity
+    if profile is not None:
+        RUNTIME.profile = profile
+        for device in RUNTIME.devices:
+            device.profile = profile
+    if strict is not None:
+        RUNTIME.strict = strict
+    if record_alloc_source is not None:
+        RUNTIME.record_alloc_source = record_alloc_source

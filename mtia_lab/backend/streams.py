@@ -1,0 +1,169 @@
+"""Streams and events on the simulated clock of each device.
+
+A stream is an ordered queue of device work. Here each stream keeps `clock_us`: the simulated
+time at which the last work queued on it finishes. Work queued on a stream starts when the stream
+is free (and after whatever it was told to wait for) and advances it by the work's simulated
+duration (see cost.py). Host code never waits in wall time; `synchronize` only moves the device's
+notion of "now" forward to when everything queued has finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+
+import torch
+
+from .._compat import DEVICE_NAME
+from .runtime import RUNTIME
+
+_stream_ids = itertools.count(1)
+_local = threading.local()
+
+
+class Stream:
+    """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream)."""
+
+    def __init__(self, device=None, priority: int = 0) -> None:
+        index = _device_index(device)
+        self.device_index = index
+        self.priority = priority
+        self.stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
+        state = RUNTIME.device(index)
+        self.clock_us = state.now_us
+        state.streams.add(self)
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(DEVICE_NAME, self.device_index)
+
+    def enqueue(self, duration_us: float, not_before_us: float = 0.0) -> tuple[float, float]:
+        """Queue `duration_us` of work; returns its (start, end) on the simulated clock."""
+        start = max(self.clock_us, not_before_us)
+        self.clock_us = start + duration_us
+        return start, self.clock_us
+
+    def wait_event(self, event: Event) -> None:
+        """Work queued after this waits until the event's recorded work has finished."""
+        if event.recorded_us is not None:
+            self.clock_us = max(self.clock_us, event.recorded_us)
+
+    def wait_stream(self, stream: Stream) -> None:
+        self.clock_us = max(self.clock_us, stream.clock_us)
+
+    def record_event(self, event: Event | None = None) -> Event:
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return self.clock_us <= RUNTIME.device(self.device_index).now_us
+
+    def synchronize(self) -> None:
+        state = RUNTIME.device(self.device_index)
+        state.now_us = max(state.now_us, self.clock_us)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Stream) and other is self
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<mtia_sim Stream {self.stream_id} on {self.device} at t={self.clock_us:.3f} us>"
+
+
+class Event:
+    """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+        self.recorded_us: float | None = None
+        self.device_index: int | None = None
+
+    def record(self, stream: Stream | None = None) -> None:
+        stream = stream or current_stream()
+        self.device_index = stream.device_index
+        self.recorded_us = stream.clock_us
+
+    def wait(self, stream: Stream | None = None) -> None:
+        (stream or current_stream()).wait_event(self)
+
+    def query(self) -> bool:
+        if self.recorded_us is None:
+            return True
+        return self.recorded_us <= RUNTIME.device(self.device_index).now_us
+
+    def synchronize(self) -> None:
+        if self.recorded_us is not None:
+            state = RUNTIME.device(self.device_index)
+            state.now_us = max(state.now_us, self.recorded_us)
+
+    def elapsed_time(self, end_event: Event) -> float:
+        """Simulated milliseconds between this event and `end_event`, as CUDA reports them."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError(
+                "Both events must be created with enable_timing=True to measure elapsed time"
+            )
+        if self.recorded_us is None or end_event.recorded_us is None:
+            raise RuntimeError("Both events must be recorded before calling elapsed_time")
+        return (end_event.recorded_us - self.recorded_us) / 1000.0
+
+    def __repr__(self) -> str:
+        where = "unrecorded" if self.recorded_us is None else f"t={self.recorded_us:.3f} us"
+        return f"<mtia_sim Event {where}>"
+
+
+def _device_index(device) -> int:
+    if device is None:
+        return RUNTIME.current_index
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return device.index if device.index is not None else RUNTIME.current_index
+
+
+def default_stream(device=None) -> Stream:
+    state = RUNTIME.device(_device_index(device))
+    stream = state.default_stream
+    if stream is None:
+        _local.creating_default = True
+        try:
+            stream = Stream(state.index)
+        finally:
+            _local.creating_default = False
+        state.default_stream = stream
+    return stream
+
+
+def current_stream(device=None) -> Stream:
+    index = _device_index(device)
+    current = getattr(_local, "current", {})
+    return current.get(index) or default_stream(index)
+
+
+def set_stream(stream: Stream) -> None:
+    if not hasattr(_local, "current"):
+        _local.current = {}
+    _local.current[stream.device_index] = stream
+
+
+@contextlib.contextmanager
+def stream(stream: Stream | None):
+    """Queue the block's device work on `stream` (None: leave the current stream as it is)."""
+    if stream is None:
+        yield
+        return
+    previous = current_stream(stream.device_index)
+    set_stream(stream)
+    try:
+        yield stream
+    finally:
+        set_stream(previous)
+
+
+def synchronize(device=None) -> None:
+    """Wait (in simulated time) until every stream of the device is idle."""
+    state = RUNTIME.device(_device_index(device))
+    state.now_us = max([state.now_us] + [s.clock_us for s in state.streams])

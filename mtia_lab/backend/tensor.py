@@ -1,0 +1,152 @@
+"""What a tensor on the simulated device is made of.
+
+A device tensor is a *wrapper*: a `torch.Tensor` whose metadata (size, strides, storage offset,
+dtype, device `mtia_sim:N`) is its own, while its bytes live in an *inner* CPU tensor. Views of
+one device tensor have inner tensors that share one CPU storage, so aliasing and in-place
+updates behave exactly as on a real device.
+
+Every CPU storage that backs device data is owned by one `DeviceStorage`, which holds the
+allocator block that says where on the simulated device those bytes are. When the last tensor
+that uses a storage dies, Python drops the `DeviceStorage` and the block goes back to the
+caching allocator: freeing follows tensor lifetime, as on CUDA.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+
+import torch
+
+from .._compat import DEVICE_NAME
+from .allocator import Block
+from .runtime import RUNTIME
+
+# CPU storage data pointer -> the DeviceStorage that owns it (weak: tensors own storages).
+_LIVE_STORAGES: weakref.WeakValueDictionary[int, DeviceStorage] = weakref.WeakValueDictionary()
+_DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
+_PACKAGE_DIRS = (
+    torch.__file__.rsplit("/", 1)[0],
+    __file__.rsplit("/", 3)[0] + "/mtia_lab",
+    "<frozen",
+    "contextlib",
+    "/functools",
+)
+
+
+class DeviceStorage:
+    """One simulated allocation: the allocator block and the host bytes behind it."""
+
+    __slots__ = ("device_index", "block", "nbytes", "host_ptr", "__weakref__")
+
+    def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
+        self.device_index = device_index
+        self.nbytes = nbytes
+        self.host_ptr = host_ptr
+        self.block: Block | None = None
+        if nbytes:
+            source = _user_source() if RUNTIME.record_alloc_source else ""
+            self.block = RUNTIME.devices[device_index].allocator.malloc(nbytes, op, source)
+            _LIVE_STORAGES[host_ptr] = self
+
+    @property
+    def address(self) -> int:
+        return self.block.address if self.block is not None else 0
+
+    def __del__(self) -> None:
+        block = self.block
+        if block is not None:
+            self.block = None
+            try:
+                RUNTIME.devices[self.device_index].allocator.free(block)
+            except (IndexError, AttributeError):  # interpreter shutdown or device removed
+                pass
+
+    def __repr__(self) -> str:
+        return f"DeviceStorage(mtia_sim:{self.device_index}, {self.nbytes} bytes at {self.address:#x})"
+
+
+def _user_source() -> str:
+    """file:line of the first frame outside torch and mtia_lab: who asked for this memory."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIRS) and "/torch/" not in filename:
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+class MTIATensor(torch.Tensor):
+    """A tensor on `mtia_sim:N`. Ops on it reach `__torch_dispatch__` (see dispatch.py)."""
+
+    _inner: torch.Tensor
+    _storage: DeviceStorage
+    # Results of ops are made by __torch_dispatch__; do not let __torch_function__ turn host
+    # results (like `.cpu()`) into this class.
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(cls, inner: torch.Tensor, storage: DeviceStorage) -> MTIATensor:
+        tensor = torch.Tensor._make_wrapper_subclass(
+            cls,
+            inner.size(),
+            strides=inner.stride(),
+            storage_offset=inner.storage_offset(),
+            dtype=inner.dtype,
+            device=_DEVICES[storage.device_index],  # filled by registration.register_backend
+            requires_grad=False,
+            storage_size=storage.nbytes,
+        )
+        tensor._inner = inner
+        tensor._storage = storage
+        return tensor
+
+    # torch.compile (AOTAutograd) sees through the wrapper to the inner tensor.
+    def __tensor_flatten__(self):
+        return ["_inner"], self._storage.device_index
+
+    @staticmethod
+    def __tensor_unflatten__(inner_tensors, device_index, outer_size, outer_stride):
+        return wrap(inner_tensors["_inner"], device_index, "compiled")
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        text = torch._tensor_str._str(self._inner.detach())
+        suffix = f", device='{self.device}'"
+        if self.grad_fn is not None:
+            suffix += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            suffix += ", requires_grad=True"
+        return text[:-1] + suffix + ")"
+
+    def __reduce_ex__(self, protocol):
+        # Pickle through the host, then back onto the same device index.
+        return (_rebuild_on_device, (self.detach().cpu(), self._storage.device_index, self.requires_grad))
+
+
+def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
+    return host.to(device_of(device_index)).requires_grad_(requires_grad)
+
+
+def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
+    """Put a CPU tensor on the device: share the DeviceStorage of its CPU storage if one
+    exists (a view or an in-place result), otherwise allocate a block for it (a fresh result)."""
+    untyped = inner.untyped_storage()
+    ptr = untyped.data_ptr()
+    storage = _LIVE_STORAGES.get(ptr) if ptr else None
+    if storage is None or storage.device_index != device_index:
+        storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
+    return MTIATensor(inner, storage)
+
+
+def storage_of(tensor: torch.Tensor) -> DeviceStorage:
+    """The DeviceStorage behind a device tensor (views share it)."""
+    if not isinstance(tensor, MTIATensor):
+        raise TypeError(f"expected a tensor on {DEVICE_NAME}, got one on {tensor.device}")
+    return tensor._storage
+
+
+def device_of(index: int) -> torch.device:
+    while len(_DEVICES) <= index:
+        _DEVICES.append(torch.device(DEVICE_NAME, len(_DEVICES)))
+    return _DEVICES[index]
