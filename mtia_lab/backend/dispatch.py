@@ -19,10 +19,11 @@ import threading
 import torch
 
 from .._compat import DEVICE_NAME
-from . import fallback
+from . import cost, fallback
 from .registry import Kernel, kernel_for, run_on_device
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
+from .streams import charge
 from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
@@ -120,14 +121,22 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             observer.before_op(func, "fallback", args, kwargs, device)
         out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
         kind = "fallback"
+        # The op ran on the host: its inputs went up the host link and its results came back.
+        price = cost.transfer(cost._nbytes(inner_args) + cost._nbytes(out))
     else:
         if observer is not None:
             observer.before_op(func, kernel.kind, args, kwargs, device)
         out = kernel.fn(func, inner_args, inner_kwargs, device)
         kind = kernel.kind
+        price = None if kind == "view" else cost.estimate(func, inner_args, out)
+        if kernel.cross_device and not (isinstance(target, int) and devices and all(
+            isinstance(d, int) for d in devices
+        )):
+            price = cost.transfer(cost._nbytes(out) or cost._nbytes(inner_args[1:2]))
+    span = charge(device, price.duration_us(device.profile)) if price is not None else None
     result = _rewrap(out, op_facts, args, kwargs, target, func)
     if observer is not None:
-        observer.after_op(func, kind, result)
+        observer.after_op(func, kind, result, price, span)
     return result
 
 

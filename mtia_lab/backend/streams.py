@@ -167,3 +167,13 @@ def synchronize(device=None) -> None:
     """Wait (in simulated time) until every stream of the device is idle."""
     state = RUNTIME.device(_device_index(device))
     state.now_us = max([state.now_us] + [s.clock_us for s in state.streams])
+
+
+def charge(state, duration_us: float) -> tuple[Stream, float, float]:
+    """Queue `duration_us` of work on the device's current stream: (stream, start, end)."""
+    current = getattr(_local, "current", None)
+    queue = (current.get(state.index) if current else None) or state.default_stream
+    if queue is None:
+        queue = default_stream(state.index)
+    start, end = queue.enqueue(duration_us)
+    return queue, start, end
