@@ -1,0 +1,63 @@
+# mtia_lab set-up. Two targets for people: `make lab` and `make test`.
+#
+# Both build .venv the same way. torch goes in FIRST and pinned: on a machine without torch, a
+# bare or ranged `torch` requirement makes pip fetch a multi-GB CUDA build, while
+# `torch==2.13.0` takes the CPU wheel (2.13.0+cpu sorts above 2.13.0). The install is redone only
+# when pyproject.toml is newer than the stamp file, so a second `make test` starts at once.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC := torch==2.13.0
+
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.mtia_lab-installed
+NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+# Only paths that exist: git keeps no empty folder, and pytest fails on a missing path.
+TEST_PATHS := $(wildcard tests) $(NOTEBOOKS)
+NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+# Jupyter refuses to start as root unless told it may.
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+# Silences jupyter_core's platformdirs migration warning, which would fail nbval cells.
+export JUPYTER_PLATFORM_DIRS := 1
+
+.PHONY: lab test clean
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
+
+# pytest exits 5 when it collected no test at all: say so plainly instead of failing.
+test: $(STAMP) chromium
+	$(VENV)/bin/ruff check .
+	@status=0; \
+	$(VENV)/bin/pytest $(TEST_PATHS) $(if $(NOTEBOOKS),$(NBVAL_ARGS),) $(PYTEST_ARGS) \
+		|| status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests"; status=0; fi; \
+	exit $$status
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install "$(TORCH_SPEC)"
+	$(PY) -c "import torch, sys; sys.exit(torch.version.cuda and \
+		'torch ' + torch.__version__ + ' is a CUDA build: run make clean, then retry')"
+	$(PIP) install -e '.[test]'
+	touch $@
+
+# Browser tests drive Debian's Chromium (Playwright's own browser download cannot work here).
+# Installed only when missing and when we may; otherwise those tests skip.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian chromium for the browser tests"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	else echo "note: /usr/bin/chromium is missing and we are not root; browser tests will skip"; \
+	fi
+
+.PHONY: chromium
