@@ -128,15 +128,16 @@ class _PoolStats:
 class CachingAllocator:
     """Hands out blocks of one device's memory; see the module docstring for the policy."""
 
-    def __init__(self, device_index: int, capacity: int) -> None:
+    def __init__(self, device_index: int, capacity: int, physical_index: int | None = None) -> None:
         self.device_index = device_index
+        physical_index = device_index if physical_index is None else physical_index
         self.capacity = capacity
         self.segments: list[Segment] = []
         self._free = {True: [], False: []}  # is_small -> sorted [(size, address, block)]
         self._stats = {"all": _PoolStats(), "small_pool": _PoolStats(), "large_pool": _PoolStats()}
         self._num_alloc_retries = 0
         self._num_ooms = 0
-        self._next_address = DEVICE_BASE_ADDRESS + device_index * (1 << 40)
+        self._next_address = DEVICE_BASE_ADDRESS + physical_index * (1 << 40)
         self._order = itertools.count()
 
     # -- allocation -------------------------------------------------------------------------

@@ -18,14 +18,14 @@ from .registry import register_kernel, run_on_device
 aten = torch.ops.aten
 
 FACTORIES = [
-    "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
-    "randint_like", "fill", "fill_", "zero_", "zero", "arange", "linspace", "new_empty",
+    "empty_like", "zeros_like", "ones_like", "full_like",
+    "fill", "fill_", "zero_", "zero", "arange", "linspace", "new_empty",
     "new_empty_strided", "new_zeros", "new_ones", "new_full", "empty", "empty_strided",
     "scalar_tensor",
 ]
 RANDOM = [
     "normal", "normal_", "uniform", "uniform_", "bernoulli", "bernoulli_", "random_", "random",
-    "exponential_", "exponential", "native_dropout", "native_dropout_backward",
+    "exponential_", "exponential", "native_dropout_backward", "multinomial",
 ]
 COPIES = ["clone", "_copy_from_and_resize", "lift_fresh_copy"]
 CLAMPS = ["clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_"]
@@ -105,6 +105,7 @@ def register_native_families() -> None:
     for packet in _packets(VIEWS):
         register_kernel(packet, kind="view")(run_on_device)
     _register_copies()
+    _register_device_random()
 
 
 def _register_copies() -> None:
@@ -125,3 +126,39 @@ def _register_copies() -> None:
     def copy_from(func, args, kwargs, device):
         src, dst = args[0], args[1]
         return dst.copy_(src)
+
+
+def _register_device_random() -> None:
+    """Random ops whose schema has no `generator` argument would draw from the host's global
+    generator; these kernels draw from the device's own (seeded by torch.mtia_sim.manual_seed)."""
+
+    def like(x, dtype, memory_format):
+        return torch.empty_like(x, dtype=dtype, memory_format=memory_format or torch.preserve_format)
+
+    @register_kernel(aten.rand_like)
+    def rand_like(func, args, kwargs, device):
+        out = like(args[0], kwargs.get("dtype"), kwargs.get("memory_format"))
+        return out.uniform_(0.0, 1.0, generator=device.generator)
+
+    @register_kernel(aten.randn_like)
+    def randn_like(func, args, kwargs, device):
+        out = like(args[0], kwargs.get("dtype"), kwargs.get("memory_format"))
+        return out.normal_(0.0, 1.0, generator=device.generator)
+
+    @register_kernel(aten.randint_like)
+    def randint_like(func, args, kwargs, device):
+        low, high = (0, args[1]) if len(args) == 2 else (args[1], args[2])
+        out = like(args[0], kwargs.get("dtype"), kwargs.get("memory_format"))
+        return out.random_(int(low), int(high), generator=device.generator)
+
+    @register_kernel(aten.native_dropout.default)
+    def native_dropout(func, args, kwargs, device):
+        """As ATen: keep each element with probability 1-p, scale kept ones by 1/(1-p)."""
+        x, p = args[0], args[1]
+        train = args[2] if len(args) > 2 else kwargs.get("train")
+        if train is False or p == 0:
+            return x.clone(), torch.ones_like(x, dtype=torch.bool)
+        if p == 1:
+            return torch.zeros_like(x), torch.zeros_like(x, dtype=torch.bool)
+        mask = torch.empty_like(x).bernoulli_(1 - p, generator=device.generator).bool()
+        return x * mask * (1.0 / (1 - p)), mask

@@ -22,9 +22,10 @@ DEFAULT_CAPACITY = 2 * GiB  # per device; the profile's real DRAM size is only r
 
 @dataclass
 class DeviceState:
-    index: int
+    index: int  # the index this process uses: mtia_sim:<index>
     profile: ChipProfile
     allocator: CachingAllocator
+    physical_index: int = -1  # the simulated chip behind it (see MTIA_SIM_VISIBLE_DEVICES)
     generator: torch.Generator = field(default_factory=torch.Generator)
     initial_seed: int = 0
     now_us: float = 0.0  # the device's simulated "now": every synchronized work is done by then
@@ -33,6 +34,8 @@ class DeviceState:
 
     def __post_init__(self) -> None:
         self.initial_seed = self.generator.initial_seed()
+        if self.physical_index < 0:
+            self.physical_index = self.index
 
 
 class Runtime:
@@ -42,6 +45,13 @@ class Runtime:
         self.profile: ChipProfile = DEFAULT_PROFILE
         self.capacity: int = int(os.environ.get("MTIA_SIM_MEMORY_CAPACITY", DEFAULT_CAPACITY))
         count = int(os.environ.get("MTIA_SIM_DEVICE_COUNT", DEFAULT_DEVICE_COUNT))
+        # Like CUDA_VISIBLE_DEVICES: "1" makes simulated chip 1 this process's mtia_sim:0. It is
+        # how one process drives one chip, e.g. for autograd on a chip other than the first
+        # (PyTorch 2.13's Python device guard reports a single device to the autograd engine).
+        visible = os.environ.get("MTIA_SIM_VISIBLE_DEVICES", "").strip()
+        self.visible = [int(v) for v in visible.split(",") if v.strip()] or None
+        if self.visible is not None:
+            count = len(self.visible)
         self.devices: list[DeviceState] = []
         self.current_index = 0
         self.strict = False  # True: an op without a native kernel raises instead of falling back
@@ -53,8 +63,11 @@ class Runtime:
             raise ValueError(f"device_count must be at least 1, got {count}")
         while len(self.devices) < count:
             index = len(self.devices)
+            physical = self.visible[index] if self.visible and index < len(self.visible) else index
             self.devices.append(
-                DeviceState(index, self.profile, CachingAllocator(index, self.capacity))
+                DeviceState(
+                    index, self.profile, CachingAllocator(index, self.capacity, physical), physical
+                )
             )
         if len(self.devices) > count:
             busy = [d.index for d in self.devices[count:] if d.allocator.allocated_bytes]
