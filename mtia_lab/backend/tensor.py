@@ -132,7 +132,10 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
     """Put a CPU tensor on the device: share the DeviceStorage of its CPU storage if one
     exists (a view or an in-place result), otherwise allocate a block for it (a fresh result)."""
     untyped = inner.untyped_storage()
-    ptr = untyped.data_ptr()
+    try:
+        ptr = untyped.data_ptr()
+    except RuntimeError:  # a FakeTensor while torch.compile traces: metadata only, no memory
+        return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
     storage = _LIVE_STORAGES.get(ptr) if ptr else None
     if storage is None or storage.device_index != device_index:
         storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
