@@ -174,24 +174,21 @@ def _written_arg(op_facts, args, kwargs, where, inner_result, target, name):
     return inner_result if not isinstance(inner_result, torch.Tensor) else original
 
 
-_PYTHON_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
-
-
 def _sync_metadata(tensor: MTIATensor, name: str) -> None:
-    """After `out=` resized the inner tensor, make the wrapper's metadata follow it."""
+    """After `out=` resized the inner tensor (`torch.arange(n, device=...)` is `empty(0)` then
+    `arange.out`), make the wrapper follow: `.data =` swaps its metadata and storage in place,
+    so the caller's tensor object stays the same."""
     inner = tensor._inner
-    if inner.shape == tensor.shape and inner.stride() == tensor.stride():
+    if (
+        inner.shape == tensor.shape
+        and inner.stride() == tensor.stride()
+        and inner.storage_offset() == tensor.storage_offset()
+        and inner.untyped_storage().nbytes() == tensor._storage.nbytes
+    ):
         return
-    storage = tensor._storage
-    untyped = inner.untyped_storage()
-    if untyped.data_ptr() != storage.host_ptr or untyped.nbytes() > storage.nbytes:
-        raise RuntimeError(
-            f"{name}: mtia_sim cannot grow the storage of an out= tensor from "
-            f"{tuple(tensor.shape)} to {tuple(inner.shape)}. Pass an out tensor of the result's "
-            f"shape, e.g. torch.empty({tuple(inner.shape)}, device='{tensor.device}')."
-        )
-    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
-        torch.Tensor.as_strided_(tensor, inner.shape, inner.stride(), inner.storage_offset())
+    resized = wrap(inner, tensor._storage.device_index, name)
+    tensor.data = resized
+    tensor._inner, tensor._storage = resized._inner, resized._storage
 
 
 def _strict_message(name: str) -> str:
