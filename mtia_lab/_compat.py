@@ -75,3 +75,26 @@ def dispatch_keys_of(tensor: torch.Tensor) -> list[str]:
 
 def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), dispatch_key)
+
+
+# -- used by the trace recorder (mtia_lab/trace/recorder.py) ------------------------------------
+def dispatch_key_bits(tensor: torch.Tensor) -> int:
+    """The dispatch key set of a tensor as one integer: cheap to read, hash and cache."""
+    return torch._C._dispatch_keys(tensor).raw_repr()
+
+
+def dispatch_key_names(bits: int) -> list[str]:
+    """The names in a key set read by `dispatch_key_bits`, lowest priority first (as printed)."""
+    text = str(torch._C.DispatchKeySet.from_raw_repr(bits))
+    inner = text[text.index("(") + 1 : text.rindex(")")]
+    return [key.strip() for key in inner.split(",") if key.strip()]
+
+
+def current_autograd_node():
+    """The autograd Node whose backward is running on this thread, or None outside backward."""
+    return torch._C._current_autograd_node()
+
+
+def autograd_sequence_nr(node) -> int:
+    """The creation order of an autograd Node (per thread); AccumulateGrad nodes have 2**64-1."""
+    return node._sequence_nr()
