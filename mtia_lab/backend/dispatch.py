@@ -35,14 +35,19 @@ class StrictModeError(NotImplementedError):
     """An op has no native kernel and strict mode forbids the CPU fallback."""
 
 
+# Process-wide, not per thread: autograd runs the backward ops of device tensors on its own
+# worker thread, and a trace must see those too.
+_OBSERVER = None
+
+
 def _observer():
-    return getattr(_state, "observer", None)
+    return _OBSERVER
 
 
 def set_observer(observer) -> object:
     """Install the object told about every op (the trace recorder); returns the previous one."""
-    previous = _observer()
-    _state.observer = observer
+    global _OBSERVER
+    previous, _OBSERVER = _OBSERVER, observer
     return previous
 
 
@@ -111,7 +116,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         inner_kwargs["device"] = _CPU
     if op_facts.has_generator and inner_kwargs.get("generator") is None:
         inner_kwargs["generator"] = device.generator
-    observer = _observer()
+    observer = _OBSERVER
     if kernel is None and op_facts.is_view:
         kernel = _VIEW_KERNEL
     if kernel is None:
