@@ -28,14 +28,15 @@ export JUPYTER_PLATFORM_DIRS := 1
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
+# Lint and tests both run, so one report shows every problem; either failing fails the target.
 # pytest exits 5 when it collected no test at all: say so plainly instead of failing.
+PYTEST_CMD = $(VENV)/bin/pytest $(TEST_PATHS) $(if $(NOTEBOOKS),$(NBVAL_ARGS),) $(PYTEST_ARGS)
 test: $(STAMP) chromium
-	$(VENV)/bin/ruff check .
-	@status=0; \
-	$(VENV)/bin/pytest $(TEST_PATHS) $(if $(NOTEBOOKS),$(NBVAL_ARGS),) $(PYTEST_ARGS) \
-		|| status=$$?; \
+	@echo "$(VENV)/bin/ruff check ."; lint=0; $(VENV)/bin/ruff check . || lint=$$?; \
+	echo "$(PYTEST_CMD)"; status=0; $(PYTEST_CMD) || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests"; status=0; fi; \
-	exit $$status
+	if [ $$lint -ne 0 ]; then echo "make test: ruff check failed (see above)"; fi; \
+	if [ $$status -ne 0 ]; then exit $$status; fi; exit $$lint
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
@@ -45,9 +46,9 @@ $(PY):
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install "$(TORCH_SPEC)"
-	$(PY) -c "import torch, sys; sys.exit(torch.version.cuda and \
-		'torch ' + torch.__version__ + ' is a CUDA build: run make clean, then retry')"
 	$(PIP) install -e '.[test]'
+	@$(PY) -c "import torch, sys; sys.exit(torch.version.cuda and \
+		'torch ' + torch.__version__ + ' is a CUDA build: run make clean, then retry')"
 	touch $@
 
 # Browser tests drive Debian's Chromium (Playwright's own browser download cannot work here).
@@ -56,7 +57,7 @@ chromium:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "Installing Debian chromium for the browser tests"; \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "note: /usr/bin/chromium is missing and we are not root; browser tests will skip"; \
 	fi
 
