@@ -1,0 +1,315 @@
+"""The OpInfo oracle: does an op give the same answer on `mtia_sim` as on the CPU?
+
+PyTorch describes every public op in `op_db` (torch.testing._internal.common_methods_invocations):
+an `OpInfo` knows how to call the op and yields `sample_inputs` that cover its overloads, shapes,
+broadcasting and keyword arguments. CPU is the reference. For one op, `check_op` runs each float32
+sample on the CPU, then the same values moved to the device, compares the two results and sorts
+the op into one class:
+
+- "native": every aten op the device ran had a native (or view) kernel;
+- "fallback": right answers, but some aten op went through the CPU fallback;
+- "cpu-fails": the CPU reference itself raised on every sample (nothing to compare against);
+- "wrong": the device returned a different value, dtype, shape or device than the CPU;
+- "error": the device raised where the CPU did not.
+
+"wrong" and "error" are bugs of the device. Ops whose outputs are random (or uninitialised, like
+`empty`) are compared on dtype and shape only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .. import DEVICE
+from ..backend import dispatch, fallback_counts
+from ..backend.schema import facts
+
+CLASSES = ("native", "fallback", "cpu-fails", "wrong", "error")
+VARIANTS = ("op", "method", "inplace", "out")
+MAX_SAMPLES = 8
+_RANDOM_ATEN = {"aten::native_dropout.default", "aten::multinomial.default"}
+# OpInfo name -> positions in sample.args that the op requires on the host, on every device
+# (CUDA too): these stay CPU tensors.
+_HOST_ARGS = {"tensor_split": (0,)}
+
+
+@dataclass
+class OpResult:
+    """What the oracle found for one OpInfo (or one of its variants)."""
+
+    name: str  # OpInfo full name, e.g. "clamp" or "nn.functional.gelu"
+    klass: str  # one of CLASSES
+    samples: int = 0  # samples compared (CPU succeeded)
+    cpu_failures: int = 0  # samples the CPU reference raised on (skipped)
+    random: bool = False  # values not compared
+    kinds: dict[str, int] = field(default_factory=dict)  # "native"/"view"/"fallback" -> count
+    fallbacks: set[str] = field(default_factory=set)  # aten ops that used the CPU fallback
+    problem: str = ""  # first line of the first "wrong"/"error" finding
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "class": self.klass, "samples": self.samples,
+            "cpu_failures": self.cpu_failures, "random": self.random, "kinds": self.kinds,
+            "fallbacks": sorted(self.fallbacks), "problem": self.problem,
+        }
+
+
+class _KindRecorder:
+    """Observer for dispatch.py: counts how each aten op was served, then passes the call on."""
+
+    def __init__(self, previous) -> None:
+        self.previous = previous
+        self.kinds: dict[str, int] = {}
+        self.fallbacks: set[str] = set()
+        self.random = False
+
+    def before_op(self, func, kind, args, kwargs, device_state) -> None:
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        op_facts = facts(func)
+        if kind == "fallback":
+            self.fallbacks.add(op_facts.name)
+        if op_facts.has_generator or op_facts.name in _RANDOM_ATEN:
+            self.random = True
+        if self.previous is not None:
+            self.previous.before_op(func, kind, args, kwargs, device_state)
+
+    def after_op(self, func, kind, result, price, span) -> None:
+        if self.previous is not None:
+            self.previous.after_op(func, kind, result, price, span)
+
+
+def to_device(value, device: str = DEVICE):
+    """Every tensor in a nested structure moved to `device` with the same values."""
+    return pytree.tree_map(lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, value)
+
+
+def device_sample(sample, op_name: str = "") -> tuple:
+    """(input, args, kwargs) of a CPU sample, for the device: tensors moved (except the ones the
+    op wants on the host) and a factory's `device="cpu"` keyword pointed at the device."""
+    keep_on_host = _HOST_ARGS.get(op_name, ())
+    args = tuple(a if i in keep_on_host else to_device(a) for i, a in enumerate(sample.args))
+    kwargs = to_device(sample.kwargs)
+    if "device" in kwargs and torch.device(kwargs["device"]).type == "cpu":
+        kwargs["device"] = DEVICE
+    return to_device(sample.input), args, kwargs
+
+
+def _to_cpu(value):
+    return pytree.tree_map(lambda v: v.cpu() if isinstance(v, torch.Tensor) else v, value)
+
+
+def _plain(value):
+    """Named tuples (torch.return_types.max, max_out) and torch.Size compare as tuples."""
+    if isinstance(value, tuple) and type(value) is not tuple:
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _first_line(error: BaseException) -> str:
+    """One line about an error; assert_close's detail lines (mismatch counts) are kept."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    text = "; ".join(lines[:4]) if isinstance(error, AssertionError) else (lines or [""])[0]
+    return f"{type(error).__name__}: {text}"
+
+
+def has_variant(op, variant: str) -> bool:
+    """Whether the OpInfo has this variant: op, method, inplace or out."""
+    return {"op": True, "method": op.method_variant is not None, "out": op.supports_out,
+            "inplace": op.inplace_variant is not None}[variant]
+
+
+def _names_a_device(sample) -> bool:
+    """Samples like `x.to("cpu")` ask for a device themselves: results need not be on ours."""
+    kwargs = {k: v for k, v in sample.kwargs.items() if k != "device"}
+    leaves = pytree.tree_leaves((sample.args, kwargs))
+    return any(isinstance(v, (torch.device, str)) and "cpu" in str(v) for v in leaves)
+
+
+def compare(expected, actual, *, check_values: bool = True, check_device: bool = True) -> None:
+    """Raise AssertionError if the device result differs from the CPU one: structure, then per
+    tensor device, dtype, shape and (unless random) values, NaN == NaN."""
+    exp_leaves, exp_spec = pytree.tree_flatten(_plain(expected))
+    act_leaves, act_spec = pytree.tree_flatten(_plain(actual))
+    if exp_spec != act_spec:
+        raise AssertionError(f"result structure differs: cpu {exp_spec} vs device {act_spec}")
+    for i, (exp, act) in enumerate(zip(exp_leaves, act_leaves, strict=True)):
+        where = f"result {i}" if len(exp_leaves) > 1 else "result"
+        if not isinstance(exp, torch.Tensor):
+            if isinstance(act, torch.Tensor) or (check_values and not _same_scalar(exp, act)):
+                raise AssertionError(f"{where}: cpu {exp!r} vs device {act!r}")
+            continue
+        if not isinstance(act, torch.Tensor):
+            raise AssertionError(f"{where}: cpu gives a tensor, device {type(act).__name__}")
+        if check_device and exp.device.type == "cpu" and act.device.type != DEVICE:
+            raise AssertionError(f"{where}: device op returned a tensor on {act.device}")
+        if exp.dtype != act.dtype or exp.shape != act.shape:
+            raise AssertionError(
+                f"{where}: cpu {exp.dtype}{list(exp.shape)} vs device {act.dtype}{list(act.shape)}"
+            )
+        if check_values:
+            torch.testing.assert_close(act.cpu(), exp, equal_nan=True, check_device=False,
+                                       msg=lambda m, where=where: f"{where}: {m}")
+
+
+def _same_scalar(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    return a == b
+
+
+@dataclass
+class SampleRun:
+    """One sample on both sides; `problem` is set when the device disagrees."""
+
+    cpu_error: str = ""
+    problem: str = ""
+    klass: str = ""  # "wrong" or "error" when problem is set
+
+
+def _empty_like(value, device):
+    """out= tensors: fresh tensors of the functional result's shapes and dtypes."""
+    def empty(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.empty(t.shape, dtype=t.dtype, device=device)
+    return pytree.tree_map(empty, value)
+
+
+def _call(fn, inputs: tuple, variant: str, device):
+    """Call one variant; for out=, the functional call gives the shapes of the out tensors."""
+    value, args, kwargs = inputs
+    if variant != "out":
+        return fn(value, *args, **kwargs), None
+    with torch.no_grad():
+        shapes = fn(value, *args, **kwargs)
+    out = _empty_like(shapes, device)
+    return fn(value, *args, **kwargs, out=out), out
+
+
+def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
+               variant: str = "op", op_name: str = "") -> SampleRun:
+    """Run `fn` on one sample on the device, then on the CPU, and compare.
+
+    The device copy is made first, so an op that writes to its input cannot change what the
+    device sees. In-place variants must return their input, written like the CPU's; `out=`
+    variants get fresh tensors of the result's shape on each side, and must fill and return them.
+    """
+    try:
+        dev_inputs = device_sample(sample, op_name)
+        move_error = ""
+    except Exception as error:  # noqa: BLE001 -- reported below unless the CPU fails too
+        move_error = f"moving the inputs to {DEVICE}: {_first_line(error)}"
+    try:
+        expected, cpu_out = _call(fn, (sample.input, sample.args, sample.kwargs), variant, "cpu")
+    except Exception as error:  # noqa: BLE001 -- any CPU failure means "no reference"
+        return SampleRun(cpu_error=_first_line(error))
+    if move_error:
+        return SampleRun(problem=move_error, klass="error")
+    previous = recorder.previous = dispatch.set_observer(recorder)
+    try:
+        actual, out = _call(fn, dev_inputs, variant, DEVICE)
+    except Exception as error:  # noqa: BLE001 -- the device raised where the CPU did not
+        return SampleRun(problem=_first_line(error), klass="error")
+    finally:
+        dispatch.set_observer(previous)
+    try:
+        check_values = not (random or recorder.random)
+        check_device = not _names_a_device(sample)
+        compare(_to_cpu(expected), actual, check_values=check_values, check_device=check_device)
+        if variant == "inplace":
+            if actual is not dev_inputs[0]:
+                raise AssertionError("in-place variant did not return its input tensor")
+            compare(sample.input, dev_inputs[0], check_values=check_values)
+        if variant == "out":
+            compare(cpu_out, out, check_values=check_values)
+            returned = pytree.tree_leaves(actual)
+            if returned and not all(a is b for a, b in zip(returned, pytree.tree_leaves(out),
+                                                            strict=True)):
+                raise AssertionError("out= variant did not return the out tensors it was given")
+    except AssertionError as error:
+        return SampleRun(problem=_first_line(error), klass="wrong")
+    return SampleRun()
+
+
+def samples_of(op, *, max_samples: int = MAX_SAMPLES, seed: int = 0) -> list:
+    """The op's first float32 CPU samples, made reproducibly."""
+    torch.manual_seed(seed)
+    return list(itertools.islice(op.sample_inputs("cpu", torch.float32), max_samples))
+
+
+def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op") -> OpResult:
+    """Classify one OpInfo by running its float32 samples on CPU and on the device.
+
+    variant: "op" (the functional form), "method", "inplace" (`op.inplace_variant`, whose
+    written input is compared too) or "out" (`out=` tensors allocated on the device).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; use one of {', '.join(VARIANTS)}")
+    fn = {"op": op.op, "out": op.op if op.supports_out else None,
+          "inplace": op.inplace_variant, "method": op.method_variant}[variant]
+    name = op.full_name if variant == "op" else f"{op.full_name}[{variant}]"
+    result = OpResult(name=name, klass="native", random=op.has_nondeterministic_output)
+    if fn is None:
+        raise ValueError(
+            f"{op.full_name} has no {variant} variant: check op.inplace_variant, "
+            "op.method_variant or op.supports_out before asking for it"
+        )
+    recorder = _KindRecorder(None)
+    before = fallback_counts()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            samples = samples_of(op, max_samples=max_samples)
+        except Exception as error:  # noqa: BLE001 -- a broken sample generator is CPU-side
+            result.klass, result.problem = "cpu-fails", _first_line(error)
+            return result
+        for sample in samples:
+            run = run_sample(fn, sample, recorder, random=result.random, variant=variant,
+                             op_name=op.full_name)
+            if run.cpu_error:
+                result.cpu_failures += 1
+                result.problem = result.problem or run.cpu_error
+                continue
+            result.samples += 1
+            if run.problem:
+                result.klass, result.problem = run.klass, run.problem
+                break
+    after = fallback_counts()
+    result.kinds = dict(recorder.kinds)
+    result.random = result.random or recorder.random
+    factory_fallbacks = {k for k, n in after.items() if n > before.get(k, 0)}
+    result.fallbacks = recorder.fallbacks | factory_fallbacks
+    if result.klass in ("wrong", "error"):
+        return result
+    result.problem = ""
+    if result.samples == 0:
+        result.klass = "cpu-fails"
+    elif result.fallbacks:
+        result.klass = "fallback"
+    return result
+
+
+def float32_ops(names: list[str] | None = None) -> list:
+    """OpInfos from op_db that support float32 on CPU; `names` picks by full or short name."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    ops = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
+    if names is None:
+        return ops
+    wanted = set(names)
+    picked = [op for op in ops if op.full_name in wanted or op.name in wanted]
+    missing = wanted - {op.full_name for op in picked} - {op.name for op in picked}
+    if missing:
+        raise ValueError(
+            f"not float32 OpInfos in op_db: {', '.join(sorted(missing))}. Use OpInfo full names "
+            "such as 'nn.functional.gelu' or 'normal.in_place'."
+        )
+    return picked

@@ -1,0 +1,88 @@
+"""Sweep PyTorch's op_db on mtia_sim: every float32 OpInfo, device result against CPU.
+
+    .venv/bin/python scripts/opinfo_sweep.py                 # the whole op_db (a few minutes)
+    .venv/bin/python scripts/opinfo_sweep.py --ops add,clamp,nn.functional.conv2d
+    .venv/bin/python scripts/opinfo_sweep.py --json sweep.json
+
+Prints the number of ops in each class (see mtia_lab/testing/opinfo.py), then every op that is
+"wrong" or "error" with the first line of what went wrong. Errors that come from PyTorch itself
+(a Python wrapper device cannot do what a C++ backend can) are listed apart as known limits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import mtia_lab  # noqa: F401  (registers the device)
+from mtia_lab.testing.opinfo import CLASSES, OpResult, check_op, float32_ops, has_variant
+
+# Ops whose device error is a limit of PyTorch's Python-wrapper-device path, not a device bug.
+# name -> why. Keep each reason short and checkable.
+KNOWN_LIMITS: dict[str, str] = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", help="comma-separated OpInfo names (default: all of op_db)")
+    parser.add_argument("--json", dest="json_path", help="write every result to this file")
+    parser.add_argument("--variants", default="op",
+                        help="comma-separated: op,method,inplace,out (default: op)")
+    parser.add_argument("--max-samples", type=int, default=8, help="samples per op (default 8)")
+    options = parser.parse_args(argv)
+    console = Console()
+    ops = float32_ops(options.ops.split(",") if options.ops else None)
+    variants = options.variants.split(",")
+    jobs = [(op, v) for op in ops for v in variants if has_variant(op, v)]
+    results: list[OpResult] = []
+    start = time.perf_counter()
+    columns = (TextColumn("{task.description:<36}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("op_db float32", total=len(jobs))
+        for op, variant in jobs:
+            progress.update(task, description=op.full_name[:36])
+            results.append(check_op(op, max_samples=options.max_samples, variant=variant))
+            progress.advance(task)
+    elapsed = time.perf_counter() - start
+    report(console, results, elapsed)
+    if options.json_path:
+        with open(options.json_path, "w") as handle:
+            json.dump([r.to_json() for r in results], handle, indent=1)
+    bugs = [r for r in results if r.klass == "wrong" or
+            (r.klass == "error" and r.name not in KNOWN_LIMITS)]
+    return 1 if bugs else 0
+
+
+def report(console: Console, results: list[OpResult], elapsed: float) -> None:
+    counts = Counter(r.klass for r in results)
+    table = Table(title=f"{len(results)} float32 OpInfo runs in {elapsed:.0f} s")
+    table.add_column("class")
+    table.add_column("ops", justify="right")
+    for klass in CLASSES:
+        table.add_row(klass, str(counts.get(klass, 0)))
+    console.print(table)
+    for klass in ("wrong", "error"):
+        found = [r for r in results if r.klass == klass and r.name not in KNOWN_LIMITS]
+        if found:
+            console.print(f"\n[bold]{klass}[/bold] ({len(found)})")
+            for r in found:
+                console.print(f"  {r.name:<36} {r.problem[:200]}", markup=False, highlight=False,
+                              soft_wrap=True)
+    limits = [r for r in results if r.name in KNOWN_LIMITS and r.klass == "error"]
+    if limits:
+        console.print(f"\n[bold]known limits[/bold] ({len(limits)}): errors from PyTorch itself")
+        for r in limits:
+            console.print(f"  {r.name:<40} {KNOWN_LIMITS[r.name]}", markup=False)
+            console.print(f"  {'':<40} {r.problem}", markup=False, highlight=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
