@@ -13,6 +13,11 @@ so PyTorch reserves *segments* from the device and carves them into *blocks* its
 - when the device is full, cached free segments are released and the request retried once;
   if it still does not fit, `torch.OutOfMemoryError` says what holds the memory.
 
+*Private pools* serve graph captures (graphs.py), as in CUDA: while a graph captures, its
+requests are served only from segments of its own pool, and blocks freed there go back to that
+pool, never to the shared cache, so the addresses a captured graph uses stay reserved for it until
+the pool is released (`release_pool`, when no graph uses it any more). Graphs may share a pool.
+
 Addresses here are simulated device addresses; the bytes of a tensor live in host memory owned by
 the tensor (see tensor.py). The allocator only decides *where on the device* they would live,
 which is what the memory statistics and snapshots report.
@@ -33,6 +38,9 @@ LARGE_SEGMENT = 20 << 20  # requests under 10 MiB share 20 MiB segments
 MIN_LARGE_ALLOC = 10 << 20
 ROUND_LARGE = 2 << 20  # larger requests are rounded to 2 MiB
 DEVICE_BASE_ADDRESS = 0x7F00_0000_0000
+DEFAULT_POOL = (0, 0)  # the id the snapshot reports for the shared cache, as CUDA does
+
+PoolId = tuple[int, int]
 
 
 def round_size(nbytes: int) -> int:
@@ -72,6 +80,21 @@ class Block:
     def sort_key(self) -> tuple[int, int]:
         return (self.size, self.address)
 
+    @property
+    def pool(self) -> PoolId:
+        """The pool this block belongs to: DEFAULT_POOL or a private pool's id."""
+        pool = self.segment.pool
+        return DEFAULT_POOL if pool is None else pool.id
+
+
+@dataclass(eq=False)
+class PrivatePool:
+    """Segments set aside for graph captures: they serve only requests made to this pool."""
+
+    id: PoolId
+    use_count: int = 1  # graphs that use the pool; at 0 its memory goes back to the device
+    free: dict[bool, list] = field(default_factory=lambda: {True: [], False: []})
+
 
 @dataclass(eq=False)
 class Segment:
@@ -81,6 +104,7 @@ class Segment:
     size: int
     is_small: bool
     first: Block | None = None
+    pool: PrivatePool | None = None  # None: the shared cache
 
     def blocks(self) -> list[Block]:
         out, block = [], self.first
@@ -134,6 +158,7 @@ class CachingAllocator:
         self.capacity = capacity
         self.segments: list[Segment] = []
         self._free = {True: [], False: []}  # is_small -> sorted [(size, address, block)]
+        self._pools: dict[PoolId, PrivatePool] = {}
         self._stats = {"all": _PoolStats(), "small_pool": _PoolStats(), "large_pool": _PoolStats()}
         self._num_alloc_retries = 0
         self._num_ooms = 0
@@ -141,14 +166,18 @@ class CachingAllocator:
         self._order = itertools.count()
 
     # -- allocation -------------------------------------------------------------------------
-    def malloc(self, nbytes: int, op: str = "", source: str = "") -> Block:
+    def malloc(
+        self, nbytes: int, op: str = "", source: str = "", pool: PoolId | None = None
+    ) -> Block:
+        """A block of at least `nbytes`; from the private pool `pool` if given (see retain_pool)."""
         size = round_size(nbytes)
         is_small = size <= SMALL_SIZE
-        block = self._take_free(size, is_small)
+        private = None if pool is None else self._private(pool)
+        block = self._take_free(size, is_small, self._free if private is None else private.free)
         if block is not None and (block.prev is not None or block.next is not None):
             self._count(is_small, "inactive_split_bytes", -block.size)
         if block is None:
-            block = self._new_segment(size, is_small, nbytes, op)
+            block = self._new_segment(size, is_small, nbytes, op, private)
         block = self._split(block, size)
         block.allocated, block.requested, block.op, block.source = True, nbytes, op, source
         for name, amount in (
@@ -176,14 +205,59 @@ class CachingAllocator:
         block.allocated, block.requested, block.op, block.source = False, 0, "", ""
         block = self._merge(block)
         self._insert_free(block)
+        pool = block.segment.pool
+        if pool is not None and pool.use_count == 0 and block.segment.is_free():
+            self._release(block.segment)  # the last tensor of a released pool died
 
     def empty_cache(self) -> int:
-        """Return every fully free segment to the device; the bytes released."""
+        """Return every fully free segment of the shared cache (and of released private pools)
+        to the device; the bytes released. Pools still used by a graph keep their segments."""
         released = 0
         for segment in list(self.segments):
-            if segment.is_free():
+            if segment.is_free() and (segment.pool is None or segment.pool.use_count == 0):
                 released += self._release(segment)
         return released
+
+    # -- private pools (graph captures) -----------------------------------------------------
+    def retain_pool(self, pool: PoolId) -> None:
+        """One more graph uses `pool`: create it on first use (like CUDA's pool use count)."""
+        private = self._pools.get(pool)
+        if private is None:
+            self._pools[pool] = PrivatePool(tuple(pool))
+        else:
+            private.use_count += 1
+
+    def release_pool(self, pool: PoolId) -> int:
+        """One graph fewer uses `pool`. At zero its free segments go back to the device at once
+        and the others as their last tensor dies; returns the bytes released now."""
+        private = self._private(pool)
+        private.use_count -= 1
+        if private.use_count > 0:
+            return 0
+        del self._pools[private.id]
+        released = 0
+        for segment in list(self.segments):
+            if segment.pool is private and segment.is_free():
+                released += self._release(segment)
+        return released
+
+    def pool_ids(self) -> list[PoolId]:
+        return list(self._pools)
+
+    def pool_reserved_bytes(self, pool: PoolId) -> int:
+        """Bytes of the segments that belong to a live private pool."""
+        private = self._pools.get(pool)
+        return sum(s.size for s in self.segments if private is not None and s.pool is private)
+
+    def _private(self, pool: PoolId) -> PrivatePool:
+        private = self._pools.get(tuple(pool))
+        if private is None:
+            raise ValueError(
+                f"mtia_sim:{self.device_index} has no memory pool {pool}: a private pool exists "
+                "from a graph's capture_begin until the last graph using it is destroyed. Pass "
+                "graph.pool() of a live graph or a fresh torch.mtia_sim.graph_pool_handle()."
+            )
+        return private
 
     # -- statistics --------------------------------------------------------------------------
     @property
@@ -236,6 +310,7 @@ class CachingAllocator:
                     "active_size": sum(b.size for b in blocks if b.allocated),
                     "requested_size": sum(b.requested for b in blocks if b.allocated),
                     "segment_type": "small" if segment.is_small else "large",
+                    "segment_pool_id": DEFAULT_POOL if segment.pool is None else segment.pool.id,
                     "blocks": [
                         {
                             "address": b.address,
@@ -258,8 +333,11 @@ class CachingAllocator:
             stat = getattr(pool, name)
             stat.add(amount) if amount >= 0 else stat.sub(-amount)
 
-    def _take_free(self, size: int, is_small: bool) -> Block | None:
-        free = self._free[is_small]
+    def _free_lists(self, segment: Segment) -> dict[bool, list]:
+        return self._free if segment.pool is None else segment.pool.free
+
+    def _take_free(self, size: int, is_small: bool, lists: dict[bool, list]) -> Block | None:
+        free = lists[is_small]
         index = bisect.bisect_left(free, (size, 0))
         if index == len(free):
             return None
@@ -271,15 +349,18 @@ class CachingAllocator:
         return block
 
     def _insert_free(self, block: Block) -> None:
-        bisect.insort(self._free[block.segment.is_small], (block.size, block.address, block))
+        lists = self._free_lists(block.segment)
+        bisect.insort(lists[block.segment.is_small], (block.size, block.address, block))
 
     def _remove_free(self, block: Block) -> None:
-        free = self._free[block.segment.is_small]
+        free = self._free_lists(block.segment)[block.segment.is_small]
         index = bisect.bisect_left(free, (block.size, block.address))
         assert free[index][2] is block
         del free[index]
 
-    def _new_segment(self, size: int, is_small: bool, requested: int, op: str) -> Block:
+    def _new_segment(
+        self, size: int, is_small: bool, requested: int, op: str, pool: PrivatePool | None = None
+    ) -> Block:
         seg_size = segment_size_for(size)
         if self.reserved_bytes + seg_size > self.capacity:
             self._num_alloc_retries += 1
@@ -287,7 +368,7 @@ class CachingAllocator:
             if self.reserved_bytes + seg_size > self.capacity:
                 self._num_ooms += 1
                 raise torch.OutOfMemoryError(self._oom_message(requested, seg_size, op))
-        segment = Segment(self._next_address, seg_size, is_small)
+        segment = Segment(self._next_address, seg_size, is_small, pool=pool)
         self._next_address += seg_size
         segment.first = Block(segment, segment.address, seg_size)
         self.segments.append(segment)
@@ -306,7 +387,9 @@ class CachingAllocator:
         remaining = block.size - size
         should_split = remaining >= MIN_BLOCK if block.segment.is_small else remaining > SMALL_SIZE
         if should_split:
-            rest = Block(block.segment, block.address + size, remaining, prev=block, next=block.next)
+            rest = Block(
+                block.segment, block.address + size, remaining, prev=block, next=block.next
+            )
             if block.next is not None:
                 block.next.prev = rest
             block.next, block.size = rest, size
@@ -341,7 +424,8 @@ class CachingAllocator:
         for segment in self.segments:
             for block in segment.blocks():
                 if block.allocated:
-                    key = f"{block.op or 'unknown op'}" + (f" at {block.source}" if block.source else "")
+                    where = f" at {block.source}" if block.source else ""
+                    key = (block.op or "unknown op") + where
                     holders[key] = holders.get(key, 0) + block.size
         top = sorted(holders.items(), key=lambda kv: -kv[1])[:5]
         lines = "\n".join(f"  {format_bytes(n):>12}  {who}" for who, n in top) or "  (nothing)"
