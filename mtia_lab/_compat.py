@@ -98,3 +98,41 @@ def current_autograd_node():
 def autograd_sequence_nr(node) -> int:
     """The creation order of an autograd Node (per thread); AccumulateGrad nodes have 2**64-1."""
     return node._sequence_nr()
+
+
+# --- torch.compile (used by mtia_lab/compiler; Inductor's own scheduler is reached only from
+# mtia_lab/compiler/inductor_compare.py, which exists to read those internals) ---
+
+
+def register_dynamo_backend(name: str, compiler_fn) -> None:
+    """Make `torch.compile(..., backend=name)` find `compiler_fn` (idempotent)."""
+    import torch._dynamo
+
+    if name not in torch._dynamo.list_backends(exclude_tags=()):
+        torch._dynamo.register_backend(compiler_fn=compiler_fn, name=name)
+
+
+def aot_autograd_backend(fw_compiler, bw_compiler, decompositions):
+    """A Dynamo backend that lowers to aten with AOTAutograd (forward and backward graphs)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(
+        fw_compiler=fw_compiler, bw_compiler=bw_compiler, decompositions=decompositions
+    )
+
+
+def core_aten_decompositions(extra_ops) -> dict:
+    """PyTorch's core-aten decomposition table plus the decompositions of `extra_ops`."""
+    from torch._decomp import core_aten_decompositions as core
+    from torch._decomp import get_decompositions
+
+    table = dict(core())
+    table.update(get_decompositions(list(extra_ops)))
+    return table
+
+
+def boxed(fn):
+    """AOTAutograd calls compiled graphs with one list of arguments it may clear ("boxed")."""
+    from functorch.compile import make_boxed_func
+
+    return make_boxed_func(fn)
