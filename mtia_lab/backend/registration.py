@@ -14,8 +14,9 @@ import torch
 
 from .. import _compat
 from .._compat import DEVICE_NAME
-from . import fallback
+from . import cost, fallback
 from .runtime import RUNTIME
+from .streams import charge
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -55,7 +56,16 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
     )
     if host is x:
         host = x.clone(memory_format=torch.preserve_format)
-    return wrap(host, index, "aten::_to_copy")
+    result = wrap(host, index, "aten::_to_copy")
+    # The copy crosses the host link on the current stream; a blocking copy makes the host
+    # wait for it (and so for everything queued before it), a non_blocking one does not.
+    state = RUNTIME.devices[index]
+    stream, _, _ = charge(state, cost.transfer(host.numel() * host.element_size()).duration_us(
+        state.profile
+    ))
+    if not non_blocking:
+        stream.synchronize()
+    return result
 
 
 def _copy_from(src, dst, non_blocking=False):

@@ -85,7 +85,8 @@ class Event:
     def record(self, stream: Stream | None = None) -> None:
         stream = stream or current_stream()
         self.device_index = stream.device_index
-        self.recorded_us = stream.clock_us
+        # On an idle stream the event completes as soon as the host records it.
+        self.recorded_us = max(stream.clock_us, RUNTIME.device(stream.device_index).now_us)
 
     def wait(self, stream: Stream | None = None) -> None:
         (stream or current_stream()).wait_event(self)
@@ -175,5 +176,7 @@ def charge(state, duration_us: float) -> tuple[Stream, float, float]:
     queue = (current.get(state.index) if current else None) or state.default_stream
     if queue is None:
         queue = default_stream(state.index)
-    start, end = queue.enqueue(duration_us)
+    # Work cannot start before the host issued it: after a synchronize, the host's "now" is the
+    # device's now_us, and an idle stream starts from there, not from its old clock.
+    start, end = queue.enqueue(duration_us, state.now_us)
     return queue, start, end
