@@ -35,15 +35,10 @@ class KernelCost:
     low_precision: bool = False
 
     def duration_us(self, profile: ChipProfile) -> float:
-        gemm_peak = profile.gemm_flops_bf16 if self.low_precision else profile.gemm_flops_bf16 / 2
-        vector_peak = profile.vector_flops_bf16 if self.low_precision else profile.vector_flops_fp32
-        seconds = max(
-            self.gemm_flops / gemm_peak,
-            self.vector_flops / vector_peak,
-            (self.bytes_read + self.bytes_written) / profile.dram_bandwidth,
+        return roofline_us(
+            profile, self.gemm_flops, self.vector_flops, self.bytes_read + self.bytes_written,
+            self.host_link_bytes, self.low_precision,
         )
-        seconds += self.host_link_bytes / profile.host_link_bandwidth
-        return profile.kernel_launch_us + seconds * 1e6
 
     def __add__(self, other: KernelCost) -> KernelCost:
         return KernelCost(
@@ -56,41 +51,88 @@ class KernelCost:
         )
 
 
+def roofline_us(
+    profile: ChipProfile,
+    gemm_flops: float,
+    vector_flops: float,
+    bytes_moved: int,
+    host_link_bytes: int = 0,
+    low_precision: bool = False,
+) -> float:
+    """The formula of the module docstring, in microseconds."""
+    if low_precision:
+        gemm_peak, vector_peak = profile.gemm_flops_bf16, profile.vector_flops_bf16
+    else:
+        gemm_peak, vector_peak = profile.gemm_flops_bf16 / 2, profile.vector_flops_fp32
+    seconds = max(
+        gemm_flops / gemm_peak, vector_flops / vector_peak, bytes_moved / profile.dram_bandwidth
+    )
+    seconds += host_link_bytes / profile.host_link_bandwidth
+    return profile.kernel_launch_us + seconds * 1e6
+
+
 def _nbytes(value) -> int:
     if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
+        return value.nbytes  # numel * element_size
     if isinstance(value, (list, tuple)):
-        return sum(_nbytes(v) for v in value)
+        total = 0
+        for item in value:
+            total += _nbytes(item)
+        return total
     return 0
 
 
+# GEMM-like overloads -> (position of the first matrix operand, batched?)
+_GEMM_OPERANDS = {
+    aten.mm.default: (0, False),
+    aten.mm.out: (0, False),
+    aten.addmm.default: (1, False),
+    aten.addmm.out: (1, False),
+    aten.addmm_.default: (1, False),
+    aten.bmm.default: (0, True),
+    aten.bmm.out: (0, True),
+    aten.baddbmm.default: (1, True),
+    aten.baddbmm.out: (1, True),
+    aten.baddbmm_.default: (1, True),
+}
+
+
 def gemm_flops(func, args) -> float:
-    """2*M*N*K multiply-adds of the matmul-like ops; 0 for anything else."""
-    if func in (aten.mm.default, aten.mm.out):
-        a, b = args[0], args[1]
-        return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
-    if func in (aten.addmm.default, aten.addmm.out, aten.addmm_.default):
-        a, b = args[1], args[2]
-        return 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
-    if func in (aten.bmm.default, aten.bmm.out):
-        a, b = args[0], args[1]
-        return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-    if func in (aten.baddbmm.default, aten.baddbmm.out, aten.baddbmm_.default):
-        a, b = args[1], args[2]
-        return 2.0 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-    return 0.0
+    """2*M*N*K multiply-adds of the matmul-like ops (times the batch); 0 for anything else."""
+    operands = _GEMM_OPERANDS.get(func)
+    if operands is None:
+        return 0.0
+    first, batched = operands
+    a, b = args[first].shape, args[first + 1].shape
+    if batched:
+        return 2.0 * a[0] * a[1] * a[2] * b[2]
+    return 2.0 * a[0] * a[1] * b[1]
+
+
+def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]:
+    """(gemm_flops, vector_flops, bytes_read, bytes_written, low_precision) of one eager kernel:
+    bytes of its tensor inputs and outputs, flops by class (one vector op per output element)."""
+    read = _nbytes(inner_args)
+    written = _nbytes(out)
+    low = isinstance(out, torch.Tensor) and out.dtype in _LOW_PRECISION
+    flops = gemm_flops(func, inner_args)
+    if flops:
+        return flops, 0.0, read, written, low
+    elements = written // 4 if written else read // 4
+    return 0.0, float(elements), read, written, low
 
 
 def estimate(func, inner_args, out) -> KernelCost:
-    """Cost of one eager kernel: bytes of its tensor inputs and outputs, flops by class."""
-    read = sum(_nbytes(a) for a in inner_args)
-    written = _nbytes(out)
-    flops = gemm_flops(func, inner_args)
-    elements = written // 4 if written else read // 4
-    low = isinstance(out, torch.Tensor) and out.dtype in _LOW_PRECISION
-    if flops:
-        return KernelCost(gemm_flops=flops, bytes_read=read, bytes_written=written, low_precision=low)
-    return KernelCost(vector_flops=float(elements), bytes_read=read, bytes_written=written, low_precision=low)
+    """Cost of one eager kernel (see `estimate_terms`)."""
+    gemm, vector, read, written, low = estimate_terms(func, inner_args, out)
+    return KernelCost(gemm, vector, read, written, 0, low)
+
+
+def estimate_us(func, inner_args, out, profile: ChipProfile) -> float:
+    """`estimate(...).duration_us(profile)` without building the KernelCost: the dispatcher's
+    path when nobody is watching (no observer to hand the KernelCost to)."""
+    gemm, vector, read, written, low = estimate_terms(func, inner_args, out)
+    return roofline_us(profile, gemm, vector, read + written, 0, low)
 
 
 def transfer(nbytes: int) -> KernelCost:

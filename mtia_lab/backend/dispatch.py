@@ -20,7 +20,7 @@ import torch
 
 from .._compat import DEVICE_NAME
 from . import cost, fallback
-from .registry import Kernel, kernel_for, run_on_device
+from .registry import KERNELS, Kernel, run_on_device
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
 from .streams import charge
@@ -68,86 +68,131 @@ def _unwrap(value, devices: list):
             devices.append(value.device)
         return value
     if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
-        return type(value)(_unwrap(item, devices) for item in value)
+        return type(value)([_unwrap(item, devices) for item in value])
     return value
 
 
 def _target_device(kernel: Kernel | None, devices: list, kwargs: dict) -> int | torch.device:
     """The device index the results belong to (or a torch.device for results off the device)."""
-    requested = kwargs.get("device")
+    cross_device = kernel is not None and kernel.cross_device
+    requested = kwargs.get("device") if kwargs else None
+    index = None
     if requested is not None:
         requested = torch.device(requested)
         if requested.type == DEVICE_NAME:
             index = requested.index if requested.index is not None else RUNTIME.current_index
         else:
             index = requested
-        if kernel is not None and kernel.cross_device:
+        if cross_device:
             return index
-    else:
-        index = None
-    first = None
-    for device in devices:
-        if first is None:
-            first = device
-        elif device != first and not (kernel is not None and kernel.cross_device):
-            raise _device_error(_as_device(first), _as_device(device))
-    if index is not None:
-        return index
-    return first if first is not None else RUNTIME.current_index
+    if not devices:
+        return index if index is not None else RUNTIME.current_index
+    first = devices[0]
+    if not cross_device:
+        for device in devices:
+            if device != first:
+                raise _device_error(_as_device(first), _as_device(device))
+    return index if index is not None else first
 
 
 def _as_device(device) -> torch.device:
     return torch.device(DEVICE_NAME, device) if isinstance(device, int) else device
 
 
+class _OpPlan:
+    """What the dispatcher needs about one overload, worked out on its first call and cached:
+    its kernel (the registered one, the view kernel, or None for the fallback) and its schema
+    facts. `registered` is the registry entry it was made from: registering or removing a kernel
+    later makes the plan stale, and the next call makes a new one."""
+
+    __slots__ = ("registered", "kernel", "facts", "name", "first_alias")
+
+    def __init__(self, func: torch._ops.OpOverload, registered: Kernel | None) -> None:
+        self.registered = registered
+        self.facts = facts(func)
+        self.name = self.facts.name
+        if registered is None and self.facts.is_view:
+            self.kernel = _VIEW_KERNEL  # a view moves no data: run it on the device memory
+        else:
+            self.kernel = registered
+        aliases = self.facts.return_aliases
+        self.first_alias = aliases[0] if aliases else None
+
+
+_PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
+
+
 def torch_dispatch(cls, func, types, args=(), kwargs=None):
-    kwargs = kwargs or {}
+    registered = KERNELS.get(func)
+    plan = _PLANS.get(func)
+    if plan is None or plan.registered is not registered:
+        plan = _PLANS[func] = _OpPlan(func, registered)
+    op_facts, kernel = plan.facts, plan.kernel
+    # 1. unwrap, and find the one device the op runs on
     devices: list = []
-    inner_args = tuple(_unwrap(a, devices) for a in args)
-    inner_kwargs = {k: _unwrap(v, devices) for k, v in kwargs.items()} if kwargs else {}
-    kernel = kernel_for(func)
-    op_facts = facts(func)
-    target = _target_device(kernel, devices, kwargs)
-    device_index = target if isinstance(target, int) else (devices[0] if devices else 0)
-    if not isinstance(device_index, int):
-        device_index = next(d for d in devices if isinstance(d, int))
-    device = RUNTIME.device(device_index)
-    if "device" in inner_kwargs:
-        inner_kwargs["device"] = _CPU
+    inner_args = tuple([_unwrap(a, devices) for a in args])
+    if kwargs:
+        inner_kwargs = {k: _unwrap(v, devices) for k, v in kwargs.items()}
+        if "device" in inner_kwargs:
+            inner_kwargs["device"] = _CPU
+    else:
+        kwargs, inner_kwargs = {}, {}
+    target = _target_device(registered, devices, kwargs)
+    if type(target) is int:
+        device_index = target
+    else:  # the results leave the device; the work is still the device's
+        device_index = next((d for d in devices if type(d) is int), 0)
+    states = RUNTIME.devices
+    if 0 <= device_index < len(states):
+        device = states[device_index]
+    else:
+        device = RUNTIME.device(device_index)  # raises, naming the devices that exist
     if op_facts.has_generator and inner_kwargs.get("generator") is None:
         inner_kwargs["generator"] = device.generator
-    observer = _OBSERVER
-    if kernel is None and op_facts.is_view:
-        kernel = _VIEW_KERNEL
+    observer = getattr(_state, "observer", None)
+    # 2. run the kernel (or the fallback) and 3. price it on the simulated clock
+    price = None
     if kernel is None:
         if RUNTIME.strict:
-            raise StrictModeError(_strict_message(op_facts.name))
+            raise StrictModeError(_strict_message(plan.name))
         if observer is not None:
             observer.before_op(func, "fallback", args, kwargs, device)
         out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
         kind = "fallback"
         # The op ran on the host: its inputs went up the host link and its results came back.
         price = cost.transfer(cost._nbytes(inner_args) + cost._nbytes(out))
+        duration = price.duration_us(device.profile)
     else:
-        if observer is not None:
-            observer.before_op(func, kernel.kind, args, kwargs, device)
-        out = kernel.fn(func, inner_args, inner_kwargs, device)
         kind = kernel.kind
-        price = None if kind == "view" else cost.estimate(func, inner_args, out)
-        if kernel.cross_device and not (isinstance(target, int) and devices and all(
-            isinstance(d, int) for d in devices
-        )):
+        if observer is not None:
+            observer.before_op(func, kind, args, kwargs, device)
+        out = kernel.fn(func, inner_args, inner_kwargs, device)
+        if kernel.cross_device and not (
+            type(target) is int and devices and all(type(d) is int for d in devices)
+        ):
             price = cost.transfer(cost._nbytes(out) or cost._nbytes(inner_args[1:2]))
-    span = charge(device, price.duration_us(device.profile)) if price is not None else None
-    result = _rewrap(out, op_facts, args, kwargs, target, func)
+            duration = price.duration_us(device.profile)
+        elif kind == "view":
+            duration = None  # views move no data: no device work
+        elif observer is not None:
+            price = cost.estimate(func, inner_args, out)
+            duration = price.duration_us(device.profile)
+        else:  # the same figure, without building a KernelCost nobody will read
+            duration = cost.estimate_us(func, inner_args, out, device.profile)
+    span = charge(device, duration) if duration is not None else None
+    # 4. wrap the results back onto the device
+    if type(target) is not int:  # e.g. _to_copy(device="cpu"): the result lives on the host
+        result = out
+    elif isinstance(out, torch.Tensor) and plan.first_alias is None:
+        result = wrap(out, target, plan.name)  # the common case: one fresh or view result
+    else:
+        result = _rewrap(out, op_facts, args, kwargs, target)
     if observer is not None:
         observer.after_op(func, kind, result, price, span)
     return result
 
 
-def _rewrap(out, op_facts, args, kwargs, target, func):
-    if not isinstance(target, int):  # e.g. _to_copy(device="cpu"): the result lives on the host
-        return out
+def _rewrap(out, op_facts, args, kwargs, target: int):
     name = op_facts.name
     if isinstance(out, torch.Tensor):
         alias = op_facts.return_aliases[0] if op_facts.return_aliases else None
@@ -223,4 +268,4 @@ def set_strict(enabled: bool) -> None:
 
 
 MTIATensor.__torch_dispatch__ = classmethod(torch_dispatch)
-DeviceState  # re-exported for type hints in kernels
+DeviceState  # noqa: B018  (re-exported for type hints in kernels)

@@ -22,8 +22,10 @@ from .._compat import DEVICE_NAME
 from .allocator import Block
 from .runtime import RUNTIME
 
-# CPU storage data pointer -> the DeviceStorage that owns it (weak: tensors own storages).
-_LIVE_STORAGES: weakref.WeakValueDictionary[int, DeviceStorage] = weakref.WeakValueDictionary()
+# CPU storage data pointer -> weak reference to the DeviceStorage that owns it (tensors own
+# storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
+# of a WeakValueDictionary on the hot path (one per op result).
+_LIVE_STORAGES: dict[int, weakref.ref[DeviceStorage]] = {}
 _DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
 _PACKAGE_DIRS = (
     torch.__file__.rsplit("/", 1)[0],
@@ -47,7 +49,7 @@ class DeviceStorage:
         if nbytes:
             source = _user_source() if RUNTIME.record_alloc_source else ""
             self.block = RUNTIME.devices[device_index].allocator.malloc(nbytes, op, source)
-            _LIVE_STORAGES[host_ptr] = self
+            _LIVE_STORAGES[host_ptr] = weakref.ref(self)
 
     @property
     def address(self) -> int:
@@ -57,13 +59,17 @@ class DeviceStorage:
         block = self.block
         if block is not None:
             self.block = None
+            entry = _LIVE_STORAGES.get(self.host_ptr)
+            if entry is not None and entry() in (self, None):  # not a newer storage's entry
+                del _LIVE_STORAGES[self.host_ptr]
             try:
                 RUNTIME.devices[self.device_index].allocator.free(block)
             except (IndexError, AttributeError):  # interpreter shutdown or device removed
                 pass
 
     def __repr__(self) -> str:
-        return f"DeviceStorage(mtia_sim:{self.device_index}, {self.nbytes} bytes at {self.address:#x})"
+        where = f"mtia_sim:{self.device_index}"
+        return f"DeviceStorage({where}, {self.nbytes} bytes at {self.address:#x})"
 
 
 def _user_source() -> str:
@@ -121,7 +127,8 @@ class MTIATensor(torch.Tensor):
 
     def __reduce_ex__(self, protocol):
         # Pickle through the host, then back onto the same device index.
-        return (_rebuild_on_device, (self.detach().cpu(), self._storage.device_index, self.requires_grad))
+        host = self.detach().cpu()
+        return (_rebuild_on_device, (host, self._storage.device_index, self.requires_grad))
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
@@ -136,7 +143,8 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
         ptr = untyped.data_ptr()
     except RuntimeError:  # a FakeTensor while torch.compile traces: metadata only, no memory
         return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
-    storage = _LIVE_STORAGES.get(ptr) if ptr else None
+    entry = _LIVE_STORAGES.get(ptr) if ptr else None
+    storage = entry() if entry is not None else None
     if storage is None or storage.device_index != device_index:
         storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
     return MTIATensor(inner, storage)
