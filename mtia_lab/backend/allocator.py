@@ -328,10 +328,19 @@ class CachingAllocator:
 
     # -- internals ---------------------------------------------------------------------------
     def _count(self, is_small: bool, name: str, amount: int) -> None:
-        """Add `amount` (negative to subtract) to a stat of one pool and of "all"."""
-        for pool in (self._stats["all"], self._stats["small_pool" if is_small else "large_pool"]):
-            stat = getattr(pool, name)
-            stat.add(amount) if amount >= 0 else stat.sub(-amount)
+        """Add `amount` (negative to subtract) to a stat of one pool and of "all".
+
+        `_Stat.add`/`sub` inlined: this runs about 14 times per tensor allocated and freed."""
+        stats = self._stats
+        pool = stats["small_pool" if is_small else "large_pool"]
+        for stat in (getattr(stats["all"], name), getattr(pool, name)):
+            stat.current += amount
+            if amount >= 0:
+                stat.allocated += amount
+                if stat.current > stat.peak:
+                    stat.peak = stat.current
+            else:
+                stat.freed -= amount
 
     def _free_lists(self, segment: Segment) -> dict[bool, list]:
         return self._free if segment.pool is None else segment.pool.free
