@@ -149,7 +149,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         device = RUNTIME.device(device_index)  # raises, naming the devices that exist
     if op_facts.has_generator and inner_kwargs.get("generator") is None:
         inner_kwargs["generator"] = device.generator
-    observer = getattr(_state, "observer", None)
+    observer = _OBSERVER  # process-wide (see set_observer)
     # 2. run the kernel (or the fallback) and 3. price it on the simulated clock
     price = None
     if kernel is None:
