@@ -1,0 +1,245 @@
+"""What a trace records: one frozen `OpEvent` per op that reached the device, in a `Trace`.
+
+This is the data model only. Renderers (rich tables, widgets, diagrams) read these records and
+never re-run anything; the recorder (recorder.py) is the only writer, and io.py the only
+(de)serialiser. Records are immutable and small (`__slots__`), and equal records are shared, so
+a trace of 100,000 events stays cheap to keep, filter and summarise.
+
+Vocabulary:
+- kind: how the device served the op -- "native" (a registry kernel), "fallback" (the CPU
+  fallback, see `reason`) or "view" (no data moved; the result aliases its input's storage);
+- phase: "forward", or "backward" for ops run by autograd during `.backward()`;
+- call: the top-level torch function the user called (`torch.matmul`, `F.layer_norm`, ...) that
+  produced the event; events with one `call_id` are one call. A call that became several aten
+  ops is a *composite* (see `Trace.calls`). In the backward phase the call is the autograd node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+KINDS = ("native", "fallback", "view")
+PHASES = ("forward", "backward")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorRecord:
+    """A tensor as an op saw it: metadata and where its bytes live."""
+
+    shape: tuple[int, ...]
+    dtype: str  # "float32"
+    strides: tuple[int, ...]  # in elements, as Tensor.stride()
+    storage_offset: int  # in elements
+    storage: int  # simulated device address of its DeviceStorage block (host: data pointer)
+    storage_nbytes: int  # size of the whole storage, which views share
+    device: str  # "mtia_sim:0", "cpu"
+    view_of: int | None  # storage of the base tensor this one is a view of; None: not a view
+    nbytes: int  # bytes of its own elements (numel * element size)
+
+    @property
+    def is_view(self) -> bool:
+        return self.view_of is not None
+
+    @property
+    def numel(self) -> int:
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchPath:
+    """How PyTorch's dispatcher brought an op to the kernel that served it.
+
+    `arg_keys` holds each tensor argument's dispatch key set, `merged` their union: the set the
+    dispatcher reads the highest-priority key from. `steps` walks the keys from the highest
+    priority down, saying what each one did; `chosen` says why this kernel served the op.
+    """
+
+    arg_keys: tuple[tuple[str, ...], ...]
+    merged: tuple[str, ...]
+    steps: tuple[str, ...]
+    chosen: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpEvent:
+    """One aten op that reached the device."""
+
+    index: int  # position in its trace
+    op: str  # aten overload, "aten::add.Tensor"
+    kind: str  # "native" | "fallback" | "view"
+    phase: str  # "forward" | "backward"
+    reason: str  # why the fallback served it ("" otherwise); "raised ..." if the op failed
+    dispatch: DispatchPath
+    inputs: tuple[TensorRecord, ...]
+    outputs: tuple[TensorRecord, ...]
+    allocated: int  # device bytes allocated during the op (allocator blocks, rounded)
+    freed: int  # device bytes freed during the op
+    device_bytes: int  # bytes allocated on the device after the op
+    host_start_ns: int  # wall clock (perf_counter_ns) since the trace started
+    host_ns: int  # wall time of the kernel on the host
+    sim_start_us: float | None  # simulated device clock; None for views (no device work)
+    sim_end_us: float | None
+    stream: int | None  # stream id on the device; None when no device work was queued
+    device: int  # device index
+    source: str  # "file.py:12", the first frame outside torch and mtia_lab
+    module: str  # nn.Module path, "MLP.fc1" ("" outside any module)
+    call: str  # top-level torch function, or autograd node in backward
+    call_id: int  # events of one call share it
+
+    @property
+    def sim_us(self) -> float:
+        return 0.0 if self.sim_start_us is None else self.sim_end_us - self.sim_start_us
+
+    @property
+    def served_by(self) -> str:
+        """One word for the summary: "backward" wins over how the op was served."""
+        return "backward" if self.phase == "backward" else self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class OpSummary:
+    """All events of one aten overload, added up."""
+
+    op: str
+    count: int
+    kinds: dict[str, int]  # kind -> count
+    host_ns: int
+    sim_us: float
+    allocated: int
+    freed: int
+    bytes_in: int
+    bytes_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallGroup:
+    """The events of one top-level call; `kind` is "composite" when it became several aten ops."""
+
+    call_id: int
+    call: str
+    phase: str
+    module: str
+    events: tuple[OpEvent, ...]
+
+    @property
+    def kind(self) -> str:
+        return "composite" if len(self.events) > 1 else self.events[0].kind
+
+
+@dataclass(eq=True)
+class Trace:
+    """The events of one `mtia_lab.trace()` block, in the order they ran, and what was traced.
+
+    `metadata` holds plain JSON values: label, torch and mtia_lab versions, start time, and the
+    simulated clock of each device when the trace began.
+    """
+
+    events: list[OpEvent] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[OpEvent]:
+        return iter(self.events)
+
+    def __getitem__(self, index):
+        return self.events[index]
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{k}={n}" for k, n in sorted(self.kinds().items()))
+        label = self.metadata.get("label") or "trace"
+        return (
+            f"<Trace {label!r}: {len(self.events)} events ({kinds}), "
+            f"host {self.host_ns() / 1e6:.3f} ms, simulated {self.sim_us():.3f} us>"
+        )
+
+    # -- selections --------------------------------------------------------------------------
+    def filter(
+        self,
+        *,
+        op: str | None = None,
+        kind: str | None = None,
+        phase: str | None = None,
+        module: str | None = None,
+        device: int | None = None,
+    ) -> Trace:
+        """The events that match every given criterion; `module` matches a path and its
+        submodules ("MLP.fc1" matches "MLP.fc1" and "MLP.fc1.act")."""
+        prefix = None if module is None else module + "."
+        events = [
+            e
+            for e in self.events
+            if (op is None or e.op == op)
+            and (kind is None or e.kind == kind)
+            and (phase is None or e.phase == phase)
+            and (module is None or e.module == module or e.module.startswith(prefix))
+            and (device is None or e.device == device)
+        ]
+        return Trace(events, dict(self.metadata))
+
+    # -- summaries ---------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """op -> number of events."""
+        return dict(Counter(e.op for e in self.events))
+
+    def kinds(self) -> dict[str, int]:
+        """kind -> number of events ("backward" counted apart, see OpEvent.served_by)."""
+        return dict(Counter(e.served_by for e in self.events))
+
+    def host_ns(self) -> int:
+        return sum(e.host_ns for e in self.events)
+
+    def sim_us(self) -> float:
+        return sum(e.sim_us for e in self.events)
+
+    def allocated(self) -> int:
+        return sum(e.allocated for e in self.events)
+
+    def modules(self) -> list[str]:
+        """Module paths in the order they first appear."""
+        return list(dict.fromkeys(e.module for e in self.events if e.module))
+
+    def devices(self) -> list[int]:
+        return sorted({e.device for e in self.events})
+
+    def summary(self) -> list[OpSummary]:
+        """One row per aten overload, the most host time first."""
+        rows: dict[str, list] = {}
+        for e in self.events:
+            row = rows.get(e.op)
+            if row is None:
+                row = rows[e.op] = [0, Counter(), 0, 0.0, 0, 0, 0, 0]
+            row[0] += 1
+            row[1][e.served_by] += 1
+            row[2] += e.host_ns
+            row[3] += e.sim_us
+            row[4] += e.allocated
+            row[5] += e.freed
+            row[6] += sum(t.nbytes for t in e.inputs)
+            row[7] += sum(t.nbytes for t in e.outputs)
+        out = [
+            OpSummary(op, r[0], dict(r[1]), r[2], r[3], r[4], r[5], r[6], r[7])
+            for op, r in rows.items()
+        ]
+        out.sort(key=lambda s: -s.host_ns)
+        return out
+
+    def calls(self) -> list[CallGroup]:
+        """Events grouped by the top-level call that produced them, in order."""
+        groups: dict[int, list[OpEvent]] = {}
+        for e in self.events:
+            groups.setdefault(e.call_id, []).append(e)
+        return [
+            CallGroup(cid, evs[0].call, evs[0].phase, evs[0].module, tuple(evs))
+            for cid, evs in groups.items()
+        ]
+
+    def fallbacks(self) -> dict[str, str]:
+        """op -> the reason the CPU fallback served it."""
+        return {e.op: e.reason for e in self.events if e.kind == "fallback"}

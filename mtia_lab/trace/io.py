@@ -1,0 +1,222 @@
+"""Traces on disk: the mtia_lab JSON format (save/load), and Chrome's trace event format.
+
+The JSON format is documented in docs/trace-format.md. It is a header (`"format":
+"mtia_lab.trace"`, `"version": 1`), the trace's metadata and three tables of rows: tensor
+records and dispatch paths are stored once and referenced by position from the events, which
+keeps a 100,000-event file small and quick to write and read.
+
+`to_chrome_trace` gives the JSON object that chrome://tracing and https://ui.perfetto.dev open:
+host wall time on one track, simulated device time on one track per (device, stream).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import fields
+
+from .events import DispatchPath, OpEvent, TensorRecord, Trace
+
+FORMAT = "mtia_lab.trace"
+VERSION = 1
+TENSOR_FIELDS = [f.name for f in fields(TensorRecord)]
+DISPATCH_FIELDS = [f.name for f in fields(DispatchPath)]
+EVENT_FIELDS = [f.name for f in fields(OpEvent)]
+_DISPATCH_AT = EVENT_FIELDS.index("dispatch")
+_INPUTS_AT = EVENT_FIELDS.index("inputs")
+_OUTPUTS_AT = EVENT_FIELDS.index("outputs")
+
+
+class TraceFormatError(ValueError):
+    """A file is not a trace this version of mtia_lab can read."""
+
+    def __init__(self, path, problem: str, fix: str) -> None:
+        super().__init__(f"cannot load trace {os.fspath(path)!r}: {problem}\n{fix}")
+        self.path, self.problem, self.fix = os.fspath(path), problem, fix
+
+
+# -- the mtia_lab format ---------------------------------------------------------------------
+def trace_to_json(trace: Trace) -> dict:
+    """The JSON object of a trace (what `save_trace` writes)."""
+    tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
+    tensors: list[list] = []
+    path_ids: dict[int, int] = {}
+    paths: list[list] = []
+
+    def tensor_row(record: TensorRecord) -> int:
+        row = tensor_ids.get(id(record))
+        if row is None:
+            row = tensor_ids[id(record)] = len(tensors)
+            tensors.append([getattr(record, name) for name in TENSOR_FIELDS])
+        return row
+
+    events = []
+    for event in trace.events:
+        row = [getattr(event, name) for name in EVENT_FIELDS]
+        path = event.dispatch
+        at = path_ids.get(id(path))
+        if at is None:
+            at = path_ids[id(path)] = len(paths)
+            paths.append([path.arg_keys, path.merged, path.steps, path.chosen])
+        row[_DISPATCH_AT] = at
+        row[_INPUTS_AT] = [tensor_row(t) for t in event.inputs]
+        row[_OUTPUTS_AT] = [tensor_row(t) for t in event.outputs]
+        events.append(row)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "metadata": trace.metadata,
+        "tensor_fields": TENSOR_FIELDS,
+        "tensors": tensors,
+        "dispatch_fields": DISPATCH_FIELDS,
+        "dispatch": paths,
+        "event_fields": EVENT_FIELDS,
+        "events": events,
+    }
+
+
+def save_trace(trace: Trace, path) -> None:
+    """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(trace_to_json(trace), f, separators=(",", ":"))
+
+
+def load_trace(path) -> Trace:
+    """Read a trace written by `save_trace`; a TraceFormatError says what is wrong and the fix."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise TraceFormatError(
+            path,
+            f"the file is not JSON ({error})",
+            "Check that the file is complete (not truncated while writing) and was written by "
+            "mtia_lab.trace.io.save_trace; Chrome trace exports cannot be loaded back.",
+        ) from None
+    return trace_from_json(data, path)
+
+
+def trace_from_json(data, path="<data>") -> Trace:
+    """A Trace from the JSON object of `trace_to_json` (checked: header, version, fields)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        if isinstance(data, dict) and "traceEvents" in data:
+            problem = "this is a Chrome trace event file (an export), not an mtia_lab trace"
+            fix = "Open it in https://ui.perfetto.dev; load the .json saved by save_trace instead."
+        else:
+            problem = f'it has no "format": "{FORMAT}" header'
+            fix = "Load a file written by mtia_lab.trace.io.save_trace."
+        raise TraceFormatError(path, problem, fix)
+    version = data.get("version")
+    if version != VERSION:
+        raise TraceFormatError(
+            path,
+            f"it is version {version!r} of the format; this mtia_lab reads version {VERSION}",
+            "Load it with the mtia_lab release that wrote it (its metadata names the release), "
+            "or record the trace again.",
+        )
+    for key, expected in (
+        ("tensor_fields", TENSOR_FIELDS),
+        ("dispatch_fields", DISPATCH_FIELDS),
+        ("event_fields", EVENT_FIELDS),
+    ):
+        if data.get(key) != expected:
+            raise TraceFormatError(
+                path,
+                f"its {key} are {data.get(key)!r}, expected {expected!r}",
+                "The file was edited or written by another mtia_lab; record the trace again.",
+            )
+    try:
+        return _build(data)
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise TraceFormatError(
+            path,
+            f"a table is malformed ({type(error).__name__}: {error})",
+            "The file was edited or damaged; record the trace again.",
+        ) from None
+
+
+def _tuple(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _build(data: dict) -> Trace:
+    tensors = []
+    for row in data["tensors"]:
+        shape, dtype, strides, offset, storage, storage_nbytes, device, view_of, nbytes = row
+        tensors.append(TensorRecord(
+            tuple(shape), dtype, tuple(strides), offset, storage, storage_nbytes, device,
+            view_of, nbytes,
+        ))
+    paths = [
+        DispatchPath(tuple(tuple(keys) for keys in arg_keys), tuple(merged), tuple(steps), chosen)
+        for arg_keys, merged, steps, chosen in data["dispatch"]
+    ]
+    events = []
+    for row in data["events"]:
+        if len(row) != len(EVENT_FIELDS):
+            raise ValueError(f"an event has {len(row)} values, expected {len(EVENT_FIELDS)}")
+        row = list(row)
+        row[_DISPATCH_AT] = paths[row[_DISPATCH_AT]]
+        row[_INPUTS_AT] = tuple(tensors[i] for i in row[_INPUTS_AT])
+        row[_OUTPUTS_AT] = tuple(tensors[i] for i in row[_OUTPUTS_AT])
+        events.append(OpEvent(*row))
+    metadata = data.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise TypeError("metadata is not an object")
+    return Trace(events, metadata)
+
+
+# -- Chrome trace event format ---------------------------------------------------------------
+HOST_PID = 0
+
+
+def to_chrome_trace(trace: Trace) -> dict:
+    """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
+    dur in microseconds. Host wall time is process 0; simulated time of device N is process
+    N + 1, one thread per stream, measured from the device's clock when the trace began."""
+    out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
+           _meta("thread_name", HOST_PID, 0, "ops")]
+    sim_start = trace.metadata.get("sim_start_us", {})
+    tracks: dict[tuple[int, int], list] = {}
+    host = []
+    for e in trace.events:
+        args = {
+            "index": e.index, "kind": e.kind, "phase": e.phase, "module": e.module,
+            "call": e.call, "source": e.source,
+            "inputs": [_describe(t) for t in e.inputs],
+            "outputs": [_describe(t) for t in e.outputs],
+        }
+        if e.reason:
+            args["reason"] = e.reason
+        host.append({"name": e.op, "cat": e.served_by, "ph": "X", "pid": HOST_PID, "tid": 0,
+                     "ts": e.host_start_ns / 1000, "dur": e.host_ns / 1000, "args": args})
+        if e.sim_start_us is not None:
+            zero = sim_start.get(str(e.device), 0.0)
+            tracks.setdefault((e.device, e.stream), []).append({
+                "name": e.op, "cat": e.served_by, "ph": "X", "pid": e.device + 1,
+                "tid": e.stream, "ts": e.sim_start_us - zero, "dur": e.sim_us, "args": args,
+            })
+    host.sort(key=lambda ev: ev["ts"])
+    out += host
+    for device, stream in sorted(tracks):
+        if not any(ev["pid"] == device + 1 and ev["ph"] == "M" for ev in out):
+            out.append(_meta("process_name", device + 1, 0, f"mtia_sim:{device} (simulated)"))
+        out.append(_meta("thread_name", device + 1, stream, f"stream {stream}"))
+        out += sorted(tracks[device, stream], key=lambda ev: ev["ts"])
+    return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": trace.metadata}
+
+
+def save_chrome_trace(trace: Trace, path) -> None:
+    """Write the Chrome trace export of `trace` (open it in https://ui.perfetto.dev)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(to_chrome_trace(trace), f, separators=(",", ":"))
+
+
+def _meta(name: str, pid: int, tid: int, value: str) -> dict:
+    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": {"name": value}}
+
+
+def _describe(t: TensorRecord) -> str:
+    shape = "x".join(map(str, t.shape)) or "scalar"
+    view = " view" if t.is_view else ""
+    return f"{t.dtype}[{shape}] stride={list(t.strides)} @{t.storage:#x}+{t.storage_offset}{view}"

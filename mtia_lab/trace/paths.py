@@ -1,0 +1,84 @@
+"""Why an op went where it went: the dispatch path a trace event records, and call names.
+
+PyTorch users have long asked the dispatcher to explain itself (pytorch issues 26207, 81703).
+For an op on the device, the answer is a walk over the merged dispatch key set, highest priority
+first, saying what each key did, and then what `MTIATensor.__torch_dispatch__` chose and why.
+The same (op, key sets, autograd state) always has the same answer, so the recorder builds each
+`DispatchPath` once and shares it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import _compat
+from ..backend.fallback import reason_for
+from ..backend.registry import kernel_for
+from ..backend.schema import facts
+from .events import DispatchPath
+
+
+def call_name(func) -> str:
+    """A readable name for what the user called: torch.add, F.linear, Tensor.add, Tensor.shape."""
+    module = getattr(func, "__module__", None)
+    name = getattr(func, "__name__", None) or repr(func)
+    if name == "__get__" and hasattr(func, "__self__"):  # a property, e.g. Tensor.shape
+        return f"Tensor.{getattr(func.__self__, '__name__', '?')}"
+    if getattr(func, "__objclass__", None) is torch._C.TensorBase or (
+        module == "torch._tensor"
+    ):
+        return f"Tensor.{name}"
+    if module in ("torch.nn.functional", "torch._C._nn"):
+        return f"F.{name}"
+    if module == "torch":
+        return f"torch.{name}"
+    return f"{module}.{getattr(func, '__qualname__', name)}" if module else name
+
+
+def explain_key(key: str, view: bool, writes: bool, grad: bool, autocast: bool) -> str:
+    """What one dispatch key did with this op (keys are visited highest priority first)."""
+    if key == "PythonTLSSnapshot":
+        return "PythonTLSSnapshot: snapshot the Python mode stack for the Python key, go on"
+    if key.startswith("Autocast"):
+        if autocast:
+            return f"{key}: autocast is on: cast the inputs to the autocast dtype if listed"
+        return f"{key}: autocast is off: fall through"
+    if key.startswith("Autograd"):
+        if grad:
+            return f"{key}: an input requires grad: record a backward node (grad_fn), go below"
+        return f"{key}: no input requires grad (or grad mode is off): fall through"
+    if key == "ADInplaceOrView":
+        if view:
+            return "ADInplaceOrView: a view op: remember its base so autograd tracks the alias"
+        if writes:
+            return "ADInplaceOrView: writes a tensor: bump its version counter"
+        return "ADInplaceOrView: neither a view nor in-place: fall through"
+    if key == "Python":
+        return "Python: a tensor subclass holds the op: call MTIATensor.__torch_dispatch__"
+    if key == "PrivateUse1":
+        return "PrivateUse1 (mtia_sim): not reached, __torch_dispatch__ served the op above it"
+    return f"{key}: fall through"
+
+
+def explain(func, kind: str, grad: bool, autocast: bool, bits: tuple[int, ...]) -> DispatchPath:
+    """Build the DispatchPath of one (op, key sets, autograd state): see DispatchPath."""
+    op = facts(func)
+    kernel = kernel_for(func)
+    if kind == "fallback":
+        chosen = f"no registry entry -> CPU fallback ({reason_for(op.name)})"
+    elif kind == "view" and kernel is None:
+        chosen = "no registry entry, but a view op -> view kernel: the result aliases its input"
+    else:
+        fn = getattr(kernel.fn, "__qualname__", repr(kernel.fn)) if kernel else "?"
+        chosen = f"registry: {kind} kernel {fn}"
+    merged_bits = 0
+    for b in bits:
+        merged_bits |= b
+    merged = tuple(reversed(_compat.dispatch_key_names(merged_bits)))  # highest priority first
+    arg_keys = tuple(tuple(reversed(_compat.dispatch_key_names(b))) for b in bits)
+    steps = []
+    for key in merged:
+        steps.append(explain_key(key, op.is_view, bool(op.mutated), grad, autocast))
+        if key == "Python":  # the subclass's __torch_dispatch__ picks the kernel
+            steps.append(f"__torch_dispatch__: {chosen}")
+    return DispatchPath(arg_keys, merged, tuple(steps), chosen)

@@ -1,0 +1,380 @@
+"""`mtia_lab.trace()`: record every op that reaches the device into a `Trace`.
+
+Three PyTorch hooks feed one recorder, and each answers one question about an op:
+
+- the dispatcher's observer (`dispatch.set_observer`): *what ran* -- the aten overload, how it
+  was served, its tensors, memory, host and simulated time. It is called from
+  `MTIATensor.__torch_dispatch__`, so it sees aten ops after autograd has had its turn;
+- a `TorchFunctionMode`: *which call of the user's* produced it -- the top-level torch function
+  (`torch.matmul`, `F.layer_norm`, `Tensor.add`), so the aten ops of a composite stay grouped;
+- global nn.Module forward hooks: *under which module* it ran. For backward, the mode notes
+  which module created each autograd node; during `.backward()` the running node
+  (`torch._C._current_autograd_node`) names the module its ops belong to.
+
+Several traces may be open at once (nested, or several devices): one recorder is installed while
+any trace is open and writes each event into every open trace. Whatever observer was installed
+before keeps being told about every op.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import sysconfig
+import time
+import weakref
+from time import perf_counter_ns
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .. import _compat
+from ..backend import dispatch
+from ..backend.fallback import reason_for
+from ..backend.runtime import RUNTIME
+from ..backend.schema import facts
+from ..backend.tensor import MTIATensor
+from .events import DispatchPath, OpEvent, TensorRecord, Trace
+from .paths import call_name, explain
+
+_SKIP_DIRS = (
+    os.path.dirname(torch.__file__),
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
+    sysconfig.get_paths()["stdlib"],
+    "<frozen",
+)
+_BACKWARD_CALLS = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
+_NO_NODE_SEQ = 1 << 63  # AccumulateGrad and other graph roots have sequence number 2**64-1
+
+
+@functools.cache
+def _is_user_file(filename: str) -> bool:
+    return not filename.startswith(_SKIP_DIRS)
+
+
+def _user_source(depth: int = 2) -> str:
+    """file:line of the first frame outside torch, mtia_lab and the standard library."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        if _is_user_file(frame.f_code.co_filename):
+            return _source_text(frame.f_code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_text(filename: str, line: int) -> str:
+    return f"{filename}:{line}"  # cached: one shared string per source line
+
+
+@functools.cache
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _tensors(value, out: list) -> list:
+    """The tensors in an argument or a result, lists and tuples flattened, in order."""
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, (torch.Tensor, list, tuple)):
+                _tensors(item, out)
+    return out
+
+
+class _CallMode(TorchFunctionMode):
+    """Notes the top-level torch function the user called; nested calls do not reach a mode
+    (it is popped while it handles a call), which is exactly the grouping we want."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rec = self.recorder
+        name = rec.call_names.get(func)
+        if name is None:
+            name = rec.call_names[func] = call_name(func)
+        rec.next_call += 1
+        call = [name, rec.next_call, None]  # source is found lazily, by the first aten op
+        outer, rec.call = rec.call, call
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            rec.call = outer
+        if torch.is_grad_enabled():
+            module = rec.modules[-1] if rec.modules else ""
+            rec.claim(out, (module, call[2] or ""))
+        return out
+
+
+class _Recorder:
+    """The one object installed as dispatch observer while traces are open."""
+
+    def __init__(self) -> None:
+        self.traces: list[tuple[Trace, int]] = []  # (trace, perf_counter_ns at its start)
+        self.previous = None  # the observer installed before us: we keep telling it
+        self.pending: list[tuple] = []  # before_op facts waiting for their after_op
+        self.modules: list[str] = []  # the nn.Module path stack (forward)
+        self.module_names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.node_info: dict[int, tuple[str, str]] = {}  # node sequence nr -> (module, source)
+        self.node_floor = 0  # nodes older than the first trace belong to no traced module
+        self.call: list | None = None  # [name, call_id, source] of the user's current call
+        self.next_call = 0
+        self.last_node = (-1, 0)  # (sequence nr, call_id) of the last backward node seen
+        self.call_names: dict = {}
+        self.paths: dict[tuple, DispatchPath] = {}
+        self.records: dict[tuple, TensorRecord] = {}
+        self.shapes: dict[tuple, tuple] = {}
+        self.device_names = [f"{_compat.DEVICE_NAME}:{i}" for i in range(64)]
+        self.mode: _CallMode | None = None
+        self.handles: list = []
+
+    # -- opening and closing ---------------------------------------------------------------
+    def open(self, trace: Trace) -> None:
+        if not self.traces:
+            self._install()
+        self.traces.append((trace, perf_counter_ns()))
+
+    def close(self, trace: Trace, error: BaseException | None) -> None:
+        if self.pending:  # ops that raised: their after_op never came
+            reason = f"raised {type(error).__name__}: {error}" if error else "raised an error"
+            for facts_ in self.pending:
+                self._emit(facts_, perf_counter_ns(), (), None, reason.splitlines()[0][:200])
+            self.pending.clear()
+        start = next(s for t, s in self.traces if t is trace)
+        self.traces = [(t, s) for t, s in self.traces if t is not trace]
+        trace.metadata["host_duration_ns"] = perf_counter_ns() - start
+        if error is not None:
+            trace.metadata["error"] = f"{type(error).__name__}: {error}".splitlines()[0][:500]
+        if not self.traces:
+            self._uninstall()
+
+    def _install(self) -> None:
+        with torch.enable_grad():  # where autograd's node numbering is now, on this thread
+            probe = torch.zeros((), requires_grad=True).mul(1.0)
+        self.node_floor = _compat.autograd_sequence_nr(probe.grad_fn) + 1
+        self.previous = dispatch.set_observer(self)
+        hooks = torch.nn.modules.module
+        self.handles = [
+            hooks.register_module_forward_pre_hook(self._enter_module),
+            hooks.register_module_forward_hook(self._exit_module, always_call=True),
+        ]
+        self.mode = _CallMode(self)
+        self.mode.__enter__()
+
+    def _uninstall(self) -> None:
+        try:
+            self.mode.__exit__(None, None, None)
+        finally:
+            for handle in self.handles:
+                handle.remove()
+            dispatch.set_observer(self.previous)
+            self.__init__()  # drop caches and node maps: they only hold while traces are open
+
+    # -- nn.Module paths -------------------------------------------------------------------
+    def _enter_module(self, module, args) -> None:
+        name = self.module_names.get(module)
+        if name is None:
+            if self.modules:  # not a registered child (made on the fly): parent.ClassName
+                name = f"{self.modules[-1]}.{type(module).__name__}"
+            else:  # a root: name it and all its submodules, "MLP", "MLP.fc1", ...
+                root = type(module).__name__
+                for sub_name, sub in module.named_modules():
+                    self.module_names[sub] = f"{root}.{sub_name}" if sub_name else root
+                name = root
+        self.modules.append(name)
+
+    def _exit_module(self, module, args, output) -> None:
+        if self.modules:
+            self.modules.pop()
+
+    def claim(self, out, info: tuple[str, str]) -> None:
+        """Note `info` (module, source) for the autograd nodes this call created: the node
+        behind each result and, walking back, every newer node not claimed yet."""
+        todo = [t.grad_fn for t in _tensors(out, []) if t.grad_fn is not None]
+        node_info, floor = self.node_info, self.node_floor
+        while todo:
+            node = todo.pop()
+            if node is None:
+                continue
+            seq = _compat.autograd_sequence_nr(node)
+            if seq < floor or seq >= _NO_NODE_SEQ or seq in node_info:
+                continue
+            node_info[seq] = info
+            todo.extend(next_node for next_node, _ in node.next_functions)
+
+    # -- the observer protocol (dispatch.py) -----------------------------------------------
+    def before_op(self, func, kind, args, kwargs, device) -> None:
+        if self.previous is not None:
+            self.previous.before_op(func, kind, args, kwargs, device)
+        node = _compat.current_autograd_node()
+        if node is not None:  # autograd's engine runs this op inside a node's backward
+            phase = "backward"
+            seq = _compat.autograd_sequence_nr(node)
+            module, source = self.node_info.get(seq, ("", ""))
+            if self.last_node[0] != seq:
+                self.next_call += 1
+                self.last_node = (seq, self.next_call)
+            call_name, call_id = node.name(), self.last_node[1]
+        else:
+            call = self.call
+            if call is None:  # an op no torch function led to (rare): a call of its own
+                self.next_call += 1
+                call = [facts(func).name, self.next_call, None]
+            if call[2] is None:
+                call[2] = _user_source()
+            call_name, call_id, source = call
+            phase = "backward" if call_name in _BACKWARD_CALLS else "forward"
+            module = self.modules[-1] if self.modules else ""
+        tensors = _tensors(args, [])
+        if kwargs:
+            _tensors(list(kwargs.values()), tensors)
+        inputs = tuple([self._record(t, False) for t in tensors])
+        path = self._dispatch_path(func, kind, tensors)
+        stat = device.allocator._stats["all"].allocated_bytes  # cumulative counters
+        self.pending.append((
+            func, kind, phase, path, inputs, stat, stat.allocated, stat.freed, source, module,
+            call_name, call_id, device.index, perf_counter_ns(),
+        ))
+
+    def after_op(self, func, kind, result, price, span) -> None:
+        end = perf_counter_ns()
+        pending = self.pending
+        while pending:
+            facts_ = pending.pop()
+            if facts_[0] is func:
+                self._emit(facts_, end, result, span, "")
+                break
+        if self.previous is not None:
+            self.previous.after_op(func, kind, result, price, span)
+
+    def _emit(self, facts_, end: int, result, span, failure: str) -> None:
+        (func, kind, phase, path, inputs, stat, allocated, freed, source, module, call_name,
+         call_id, device, start) = facts_
+        view = kind == "view"
+        outputs = tuple([self._record(t, view) for t in _tensors(result, [])])
+        reason = failure or (reason_for(facts(func).name) if kind == "fallback" else "")
+        if span is not None:
+            stream, sim_start, sim_end = span[0].stream_id, span[1], span[2]
+        else:
+            stream = sim_start = sim_end = None
+        for trace, trace_start in self.traces:
+            trace.events.append(OpEvent(
+                len(trace.events), facts(func).name, kind, phase, reason, path, inputs, outputs,
+                stat.allocated - allocated, stat.freed - freed, stat.current, start - trace_start,
+                end - start, sim_start, sim_end, stream, device, source, module, call_name,
+                call_id,
+            ))
+
+    # -- records -----------------------------------------------------------------------------
+    def _record(self, t: torch.Tensor, view_result: bool) -> TensorRecord:
+        """A TensorRecord; equal records are made once and shared."""
+        if type(t) is MTIATensor:
+            storage = t._storage
+            address = storage.address
+            device = storage.device_index
+        else:
+            storage = None
+            try:
+                address = t.untyped_storage().data_ptr()
+            except RuntimeError:  # no storage (e.g. a FakeTensor while compiling)
+                address = 0
+            device = -1
+        view_of = address if view_result or t._base is not None else None
+        key = (address, t.shape, t.stride(), t.storage_offset(), t.dtype, view_of, device)
+        record = self.records.get(key)
+        if record is None:
+            shape, strides = self._intern(tuple(t.shape)), self._intern(t.stride())
+            if storage is not None:
+                storage_nbytes, device_name = storage.nbytes, self.device_names[device]
+            else:
+                storage_nbytes = t.untyped_storage().nbytes() if address else 0
+                device_name = str(t.device)
+            record = self.records[key] = TensorRecord(
+                shape, _dtype_name(t.dtype), strides, t.storage_offset(), address,
+                storage_nbytes, device_name, view_of, t.numel() * t.element_size(),
+            )
+        return record
+
+    def _intern(self, value: tuple) -> tuple:
+        return self.shapes.setdefault(value, value)
+
+    def _dispatch_path(self, func, kind: str, tensors: list) -> DispatchPath:
+        bits = tuple([_compat.dispatch_key_bits(t) for t in tensors])
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        autocast = torch.is_autocast_enabled(_compat.DEVICE_NAME)
+        key = (func, kind, grad, autocast, bits)
+        path = self.paths.get(key)
+        if path is None:
+            path = self.paths[key] = explain(func, kind, grad, autocast, bits)
+        return path
+
+
+_RECORDER = _Recorder()
+
+
+class Tracer:
+    """What `mtia_lab.trace()` returns: a context manager, and a decorator.
+
+        with mtia_lab.trace() as t:     # t is the Trace, filled as ops run
+            y = model(x)
+
+        @mtia_lab.trace()
+        def step(x): ...
+        step(x); step.last_trace        # the Trace of the latest call
+    """
+
+    def __init__(self, label: str = "") -> None:
+        self.label = label
+        self.trace: Trace | None = None
+
+    def __enter__(self) -> Trace:
+        if self.trace is not None and any(t is self.trace for t, _ in _RECORDER.traces):
+            raise RuntimeError(
+                "this mtia_lab.trace() is already open; open a new one for a nested trace: "
+                "`with mtia_lab.trace() as inner:`"
+            )
+        self.trace = Trace([], _metadata(self.label))
+        _RECORDER.open(self.trace)
+        return self.trace
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        _RECORDER.close(self.trace, exc)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def traced(*args, **kwargs):
+            tracer = Tracer(self.label or getattr(fn, "__qualname__", ""))
+            with tracer as recorded:
+                traced.last_trace = recorded
+                return fn(*args, **kwargs)
+
+        traced.last_trace = None
+        return traced
+
+
+def trace(label: str = "") -> Tracer:
+    """Record every op that reaches the device: `with mtia_lab.trace() as t:` or
+    `@mtia_lab.trace()` (then `fn.last_trace`). See mtia_lab/trace/events.py for what is kept."""
+    return Tracer(label)
+
+
+def _metadata(label: str) -> dict:
+    from .. import __version__
+
+    return {
+        "label": label,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "torch": torch.__version__,
+        "mtia_lab": __version__,
+        "profile": getattr(RUNTIME.profile, "name", str(RUNTIME.profile)),
+        "device_count": len(RUNTIME.devices),
+        # each device's simulated clock when the trace began (streams' latest finish time)
+        "sim_start_us": {
+            str(d.index): max([d.now_us] + [s.clock_us for s in d.streams]) for d in RUNTIME.devices
+        },
+    }
