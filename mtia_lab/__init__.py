@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from . import trace  # a callable package: `with mtia_lab.trace() as t:`
 from .backend import (
     MTIATensor,
     StrictModeError,
@@ -19,6 +20,7 @@ from .backend import (
     unregister_kernel,
 )
 from .backend.profile import MTIA_V1, MTIA_V2, ChipProfile
+from .trace import Trace, load_trace
 
 __version__ = "0.1.0"
 DEVICE = "mtia_sim"
@@ -27,6 +29,7 @@ __all__ = [
     "DEVICE", "MTIA_V1", "MTIA_V2", "ChipProfile", "MTIATensor", "StrictModeError", "configure",
     "fallback_counts", "register", "register_kernel", "reset_fallback_counts", "set_strict",
     "storage_of", "strict", "unregister_kernel",
+    "Trace", "load_trace", "trace",
 ]
 
 register()
