@@ -13,9 +13,18 @@ from dataclasses import dataclass
 import torch
 
 from .._compat import DEVICE_NAME
+from . import streams
 from .allocator import format_bytes
+from .graphs import (
+    GraphCaptureError,
+    MTIAGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    refuse_if_capturing,
+)
 from .runtime import RUNTIME
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream, synchronize
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 __all__ = [
     "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "synchronize",
@@ -26,8 +35,20 @@ __all__ = [
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_stats", "memory_snapshot", "memory_summary", "reset_peak_memory_stats",
     "reset_accumulated_memory_stats", "empty_cache", "set_per_process_memory_fraction",
-    "mem_get_info",
+    "mem_get_info", "MTIAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+    "GraphCaptureError",
 ]
+
+
+def synchronize(device=None) -> None:
+    """Wait (in simulated time) until every stream of the device is idle. Refused while a graph
+    captures, as on CUDA: a replay has no host waiting in it."""
+    refuse_if_capturing(
+        "torch.mtia_sim.synchronize()",
+        "it makes the host wait for the device (a host sync), and a replay has no host in the loop",
+        "Synchronize before capture_begin or after replay().",
+    )
+    streams.synchronize(device)
 
 
 def _index(device=None) -> int:
@@ -262,7 +283,8 @@ def memory_summary(device=None) -> str:
         f"{'':16}{'current':>14}{'peak':>14}{'total alloc':>14}{'total freed':>14}",
     ]
     for label, key in rows:
-        cells = [format_bytes(stats[f"{key}.all.{m}"]) for m in ("current", "peak", "allocated", "freed")]
+        metrics = ("current", "peak", "allocated", "freed")
+        cells = [format_bytes(stats[f"{key}.all.{m}"]) for m in metrics]
         lines.append(f"{label:16}" + "".join(f"{c:>14}" for c in cells))
     lines.append(
         f"segments: {stats['segment.all.current']}   blocks in use: "

@@ -51,6 +51,17 @@ def set_observer(observer) -> object:
     return previous
 
 
+# The graph being captured (graphs.py), told about every op; None when no capture is underway.
+_CAPTURE = None
+
+
+def set_capture(capture) -> object:
+    """Install the capture that records every op (graphs.py); returns the previous one."""
+    global _CAPTURE
+    previous, _CAPTURE = _CAPTURE, capture
+    return previous
+
+
 def _device_error(first: torch.device, second: torch.device) -> RuntimeError:
     return RuntimeError(
         "Expected all tensors to be on the same device, but found at least two devices, "
@@ -157,6 +168,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             raise StrictModeError(_strict_message(plan.name))
         if observer is not None:
             observer.before_op(func, "fallback", args, kwargs, device)
+        if _CAPTURE is not None:  # a graph cannot replay host work: it raises, naming the op
+            _CAPTURE.refuse_fallback(func)
         out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
         kind = "fallback"
         # The op ran on the host: its inputs went up the host link and its results came back.
@@ -179,6 +192,10 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             duration = price.duration_us(device.profile)
         else:  # the same figure, without building a KernelCost nobody will read
             duration = cost.estimate_us(func, inner_args, out, device.profile)
+    if _CAPTURE is not None:  # capturing: record the kernel; the clock moves at replay
+        duration = _CAPTURE.record(
+            func, kernel, inner_args, inner_kwargs, out, devices, target, device, duration
+        )
     span = charge(device, duration) if duration is not None else None
     # 4. wrap the results back onto the device
     if type(target) is not int:  # e.g. _to_copy(device="cpu"): the result lives on the host

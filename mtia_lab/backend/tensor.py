@@ -34,6 +34,17 @@ _PACKAGE_DIRS = (
     "contextlib",
     "/functools",
 )
+# While a graph captures (graphs.py), every device allocation goes through this route:
+# route(device_index, nbytes, host_ptr, op, source) -> Block from the graph's private pool.
+_ALLOCATION_ROUTE = None
+
+
+def set_allocation_route(route) -> object:
+    """Route device allocations through `route` (None: straight to the allocator); returns the
+    previous route."""
+    global _ALLOCATION_ROUTE
+    previous, _ALLOCATION_ROUTE = _ALLOCATION_ROUTE, route
+    return previous
 
 
 class DeviceStorage:
@@ -48,7 +59,10 @@ class DeviceStorage:
         self.block: Block | None = None
         if nbytes:
             source = _user_source() if RUNTIME.record_alloc_source else ""
-            self.block = RUNTIME.devices[device_index].allocator.malloc(nbytes, op, source)
+            if _ALLOCATION_ROUTE is None:
+                self.block = RUNTIME.devices[device_index].allocator.malloc(nbytes, op, source)
+            else:
+                self.block = _ALLOCATION_ROUTE(device_index, nbytes, host_ptr, op, source)
             _LIVE_STORAGES[host_ptr] = weakref.ref(self)
 
     @property

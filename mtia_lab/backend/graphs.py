@@ -1,0 +1,514 @@
+"""Device graphs: capture a region of device work once, replay it without Python dispatch.
+
+Shaped like `torch.mtia.MTIAGraph` and `torch.cuda.CUDAGraph`:
+
+    g = torch.mtia_sim.MTIAGraph()
+    static_x = torch.randn(8, 16, device="mtia_sim")
+    with torch.mtia_sim.graph(g):          # capture: record, do not run the clock
+        static_y = model(static_x)
+    static_x.copy_(new_batch)              # new values go INTO the static input...
+    g.replay()                             # ...the recorded kernels run again...
+    static_y                               # ...and write the static output
+
+Why graphs exist: an eager op costs the host a Python round trip (here, `__torch_dispatch__`
+with unwrap, kernel choice, pricing, rewrap: tens of microseconds) and the device one kernel
+launch. A replay costs the host one loop over prepared kernel calls and the device one launch.
+
+How capture works here. While a graph captures, the dispatcher (dispatch.py) hands every device
+op to `_Capture.record`, which writes down a `GraphNode`: the kernel, its inner input tensors and
+the buffers it writes. Memory allocated meanwhile comes from the graph's *private pool* of the
+caching allocator (allocator.py), so the addresses the graph uses stay reserved for it; the
+tensors made in the region are the graph's static outputs and stay valid after capture. Work
+that a replay could not redo raises `GraphCaptureError` naming the op: host syncs (`.item()`,
+`.cpu()`, `synchronize`), the CPU fallback, data-dependent shapes, memory made outside the
+recorded work or outside the pool's device, copies across devices.
+
+Unlike CUDA, the recorded kernels also run once during capture (the simulator needs their
+results' shapes), so static outputs hold the capture-time values; the simulated clock only
+advances at replay: one launch for the graph plus every recorded kernel's device time.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .._compat import DEVICE_NAME
+from . import dispatch, tensor
+from .allocator import Block, PoolId
+from .registry import Kernel, run_on_device
+from .runtime import RUNTIME, DeviceState
+from .schema import facts
+from .streams import Stream, charge, current_stream, stream, synchronize
+
+aten = torch.ops.aten
+_graph_ids = itertools.count(1)
+_handle_ids = itertools.count(1)
+_ACTIVE: _Capture | None = None  # at most one capture at a time in the process, as in PyTorch
+
+# Ops whose result the host must read: a graph replays with no host in the loop.
+_HOST_SYNC_OPS = {
+    aten._local_scalar_dense.default: "tensor.item(), float(t), int(t), bool(t) or `if t:`",
+    aten.equal.default: "torch.equal",
+    aten.is_nonzero.default: "bool(t) or `if t:`",
+}
+# Ops whose output SIZE depends on the data: the host must read it before allocating.
+_DATA_DEPENDENT_OPS = {
+    aten.nonzero.default, aten.masked_select.default, aten._unique2.default,
+    aten.unique_consecutive.default, aten.unique_dim.default,
+}
+# Allocations that need no recorded work: uninitialised memory.
+_EMPTY_FACTORIES = ("aten::empty.memory_format", "aten::empty_strided")
+
+
+class GraphCaptureError(RuntimeError):
+    """Something in a captured region cannot be replayed; the capture was abandoned."""
+
+
+def graph_pool_handle() -> PoolId:
+    """An opaque id for a private memory pool that several graphs can share (pass it as `pool`)."""
+    return (0, next(_handle_ids))
+
+
+def is_current_stream_capturing() -> bool:
+    """True while a graph captures the current device's work (capture here spans all streams)."""
+    return _ACTIVE is not None and _ACTIVE.device_index == RUNTIME.current_index
+
+
+def refuse_if_capturing(what: str, why: str, fix: str) -> None:
+    """Raise (and abandon the capture) when a host-side call that a graph cannot hold happens
+    while capturing; used by `torch.mtia_sim.synchronize`."""
+    if _ACTIVE is not None:
+        _ACTIVE.fail(what, why, fix)
+
+
+@dataclass(frozen=True, eq=False)
+class GraphNode:
+    """One recorded kernel: the data a replay needs. `how` says how replay writes the outputs:
+    "out=" (the op's out= overload writes the captured buffers), "in-place" (the op writes its
+    arguments, as captured) or "copy" (the kernel runs, then its results are copied in)."""
+
+    op: str
+    how: str
+    inputs: tuple[torch.Tensor, ...]  # inner (CPU) tensors of the device memory it reads
+    outputs: tuple[torch.Tensor, ...]  # inner tensors of the buffers it writes
+    device_us: float  # simulated kernel time without the launch (a replay launches once)
+    run: Callable[[], object]  # the prepared call
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(str(tuple(t.shape)) for t in self.outputs)
+        return f"GraphNode({self.op}, {self.how}, -> {shapes}, {self.device_us:.3f} us)"
+
+
+class MTIAGraph:
+    """A captured region of device work (shaped like torch.mtia.MTIAGraph / torch.cuda.CUDAGraph).
+
+    `keep_graph=False` instantiates at `capture_end`; `keep_graph=True` waits for `instantiate()`
+    or the first `replay()`. `reset()` drops the recording (the pool stays, for a new capture);
+    `destroy()` also gives the private pool back (memory_reserved drops once no graph uses it)."""
+
+    def __init__(self, keep_graph: bool = False) -> None:
+        self.keep_graph = keep_graph
+        self.id = next(_graph_ids)
+        self.device_index: int | None = None
+        self._pool: PoolId | None = None  # the pool this graph retains in the allocator
+        self._nodes: list[GraphNode] = []
+        self._runs: list[Callable[[], object]] | None = None  # the instantiated graph
+        self._capturing = False
+        self._captured = False
+        self._abandoned: str | None = None  # why the last capture failed
+
+    # -- capture ------------------------------------------------------------------------------
+    def capture_begin(self, pool: PoolId | None = None, capture_error_mode: str = "global") -> None:
+        """Start recording the current device's work; memory comes from `pool` (another graph's
+        `pool()` or a `graph_pool_handle()`) or from this graph's own private pool."""
+        global _ACTIVE
+        if _ACTIVE is not None:
+            raise RuntimeError(
+                f"capture_begin: graph {_ACTIVE.graph.id} is already capturing; only one capture "
+                "may be underway at a time. End it (capture_end) before starting another."
+            )
+        if self._captured:
+            raise RuntimeError(
+                "capture_begin: this graph already holds a capture. Call reset() first, or use "
+                "a new MTIAGraph."
+            )
+        index = RUNTIME.current_index
+        wanted = None if pool is None or tuple(pool) == (0, 0) else tuple(pool)
+        allocator = RUNTIME.device(index).allocator
+        if wanted is None:
+            wanted = self._pool if self._pool is not None else (self.id, 0)
+        if self._pool != wanted or self.device_index != index:
+            self._release_pool()
+            allocator.retain_pool(wanted)
+            self._pool, self.device_index = wanted, index
+        self._nodes, self._runs, self._abandoned = [], None, None
+        self._capturing = True
+        _ACTIVE = _Capture(self, RUNTIME.device(index), wanted, current_stream(index))
+        _ACTIVE.install()
+
+    def capture_end(self) -> None:
+        """Stop recording; with keep_graph=False the graph is instantiated now."""
+        capture = _ACTIVE
+        if capture is None or capture.graph is not self:
+            why = f" (the capture was abandoned: {self._abandoned})" if self._abandoned else ""
+            raise RuntimeError(f"capture_end: graph {self.id} is not capturing{why}")
+        capture.uninstall()
+        self._capturing, self._captured = False, True
+        if not self.keep_graph:
+            self.instantiate()
+
+    def _abandon(self, reason: str) -> None:
+        """Clear the capture state after a failure; the device is usable again at once."""
+        if _ACTIVE is not None and _ACTIVE.graph is self:
+            _ACTIVE.uninstall()
+        self._capturing = False
+        self._nodes, self._runs, self._abandoned = [], None, reason
+
+    # -- replay -------------------------------------------------------------------------------
+    def instantiate(self) -> None:
+        """Turn the recording into the flat list of calls a replay runs."""
+        if not self._captured:
+            raise RuntimeError("instantiate: nothing captured yet (capture_begin/capture_end)")
+        self._runs = [node.run for node in self._nodes]
+
+    def replay(self) -> None:
+        """Run the recorded kernels again on the static buffers; charge the simulated clock
+        one launch plus the kernels' device time, on the current stream."""
+        runs = self._runs
+        if runs is None:
+            if not self._captured:
+                raise RuntimeError(
+                    "replay: this graph holds no capture. Capture a region first: "
+                    "`with torch.mtia_sim.graph(g): ...`"
+                )
+            self.instantiate()
+            runs = self._runs
+        for run in runs:
+            run()
+        state = RUNTIME.devices[self.device_index]
+        charge(state, self.replay_duration_us(state))
+
+    def replay_duration_us(self, state: DeviceState | None = None) -> float:
+        """Simulated time of one replay: one launch, then the recorded kernels back to back."""
+        state = state or RUNTIME.device(self.device_index)
+        return state.profile.kernel_launch_us + sum(node.device_us for node in self._nodes)
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Drop the recording (and the buffers it held). The private pool stays with the graph."""
+        if self._capturing:
+            self._abandon("reset() during capture")
+        self._nodes, self._runs, self._captured = [], None, False
+
+    def destroy(self) -> None:
+        """reset(), then give the private pool back: its memory returns to the device once no
+        graph uses the pool and no tensor lives in it."""
+        self.reset()
+        self._release_pool()
+
+    def pool(self) -> PoolId:
+        """The id of this graph's memory pool, to share it: `other.capture_begin(pool=g.pool())`."""
+        if self._pool is None:
+            raise RuntimeError("pool(): this graph has no pool before its capture_begin")
+        return self._pool
+
+    def _release_pool(self) -> None:
+        if self._pool is not None:
+            try:
+                RUNTIME.device(self.device_index).allocator.release_pool(self._pool)
+            except (RuntimeError, ValueError):  # device removed, or pool already gone
+                pass
+            self._pool = None
+
+    def __del__(self) -> None:
+        try:
+            if self._capturing:
+                self._abandon("the graph was deleted")
+            self._release_pool()
+        except Exception:  # never raise under garbage collection
+            pass
+
+    # -- inspection ---------------------------------------------------------------------------
+    @property
+    def nodes(self) -> tuple[GraphNode, ...]:
+        return tuple(self._nodes)
+
+    def __repr__(self) -> str:
+        if self._capturing:
+            state = "capturing"
+        elif self._captured:
+            state = f"{len(self._nodes)} kernels, {self.replay_duration_us():.3f} us per replay"
+        else:
+            state = "empty"
+        where = f"{DEVICE_NAME}:{self.device_index}" if self.device_index is not None else "-"
+        return f"MTIAGraph({self.id} on {where}, {state}, pool={self._pool})"
+
+
+class graph:
+    """Context manager: capture the block's device work into `mtia_graph` (as torch.cuda.graph).
+
+    On entry it synchronizes, empties the cache and makes `stream` (by default one side stream
+    shared by all captures) current; on exit it ends the capture, or abandons it if the block
+    raised, so the device is usable either way."""
+
+    default_capture_stream: Stream | None = None
+
+    def __init__(
+        self,
+        mtia_graph: MTIAGraph,
+        pool: PoolId | None = None,
+        stream: Stream | None = None,
+        capture_error_mode: str = "global",
+    ) -> None:
+        if stream is None:
+            if self.__class__.default_capture_stream is None:
+                self.__class__.default_capture_stream = Stream()
+            stream = self.__class__.default_capture_stream
+        self.mtia_graph = mtia_graph
+        self.pool = pool
+        self.capture_stream = stream
+        self._stream_ctx = None
+
+    def __enter__(self) -> None:
+        synchronize()  # free what finished, so the graph's pool starts from a clean device
+        for state in RUNTIME.devices:
+            state.allocator.empty_cache()
+        self._stream_ctx = stream(self.capture_stream)
+        self._stream_ctx.__enter__()
+        try:
+            self.mtia_graph.capture_begin(self.pool)
+        except BaseException:
+            self._stream_ctx.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, exc_type, exc, traceback) -> bool:
+        try:
+            if exc_type is None:
+                self.mtia_graph.capture_end()
+            elif self.mtia_graph._capturing:
+                self.mtia_graph._abandon(f"{exc_type.__name__} raised in the captured block")
+        finally:
+            self._stream_ctx.__exit__(None, None, None)
+        return False
+
+
+class _Capture:
+    """The state of the capture underway, and the two hooks it installs: the dispatcher tells it
+    about every op (`record`), and device allocations are routed through it (`allocate`)."""
+
+    def __init__(self, graph: MTIAGraph, device: DeviceState, pool: PoolId, stream: Stream):
+        self.graph = graph
+        self.device = device
+        self.device_index = device.index
+        self.pool = pool
+        self.stream = stream
+        self.launch_us = device.profile.kernel_launch_us
+        self._recorded: set[int] = set()  # host pointers of buffers written by recorded work
+
+    def install(self) -> None:
+        dispatch.set_capture(self)
+        tensor.set_allocation_route(self.allocate)
+
+    def uninstall(self) -> None:
+        global _ACTIVE
+        dispatch.set_capture(None)
+        tensor.set_allocation_route(None)
+        _ACTIVE = None
+
+    def fail(self, what: str, why: str, fix: str) -> None:
+        message = (
+            f"{what} cannot be captured in a graph (graph {self.graph.id} on "
+            f"{DEVICE_NAME}:{self.device_index}): {why}.\n{fix}\n"
+            "The capture was abandoned; the device is usable. Fix the region and capture again."
+        )
+        self.graph._abandon(message.splitlines()[0])
+        raise GraphCaptureError(message)
+
+    # -- hook 1: the dispatcher --------------------------------------------------------------
+    def refuse_fallback(self, func) -> None:
+        """Called by the dispatcher before the CPU fallback runs `func`."""
+        name = facts(func).name
+        returns = [str(r.type) for r in func._schema.returns]
+        if func in _HOST_SYNC_OPS:
+            self._refuse_host_sync(func, name)
+        if not any("Tensor" in r for r in returns):
+            return  # a metadata query (e.g. _has_compatible_shallow_copy_type): no device work
+        self.fail(
+            name,
+            f"it has no native kernel on {DEVICE_NAME}, so the CPU fallback runs it on the host "
+            "(copy the inputs up, compute, copy the results back), which a device graph cannot "
+            "replay",
+            f'Give it a device kernel (@mtia_lab.register_kernel("{name}")) or move it out of '
+            "the captured region.",
+        )
+
+    def record(self, func, kernel: Kernel, args, kwargs, out, devices, target, device, duration):
+        """Called by the dispatcher after `kernel` ran `func`; returns the duration to charge
+        now (None: capture records, the clock moves at replay)."""
+        if kernel is None:
+            return None  # a metadata query the fallback answered (refuse_fallback let it pass)
+        name = facts(func).name
+        self._check(func, name, kernel, args, devices, target)
+        if kernel.kind == "view":
+            return None  # views move no data: nothing to replay
+        node = _node(func, name, kernel, args, kwargs, out, device)
+        if node is not None:
+            if duration is not None:
+                node = _with_time(node, max(0.0, duration - self.launch_us))
+            self.graph._nodes.append(node)
+            for buffer in node.outputs:
+                self._recorded.add(buffer.untyped_storage().data_ptr())
+        return None
+
+    def _check(self, func, name, kernel, args, devices, target) -> None:
+        if func in _HOST_SYNC_OPS:
+            self._refuse_host_sync(func, name)
+        if type(target) is not int:
+            self.fail(
+                f"{name} to {target}",
+                "copying device memory to the host makes the host wait for the device (a host "
+                "sync), and a replay has no host in the loop",
+                "Copy the static output after replay instead: g.replay(); out.cpu().",
+            )
+        others = sorted({d for d in devices if type(d) is int and d != self.device_index})
+        if target != self.device_index or others:
+            other = target if target != self.device_index else others[0]
+            if kernel.cross_device:
+                why = (f"it copies between {DEVICE_NAME}:{self.device_index} and "
+                       f"{DEVICE_NAME}:{other}, and a graph holds the work of one device")
+                fix = "Do the copy before or after the captured region."
+            else:
+                why = f"it runs on {DEVICE_NAME}:{other}, not on the captured device"
+                fix = f"Capture work of {DEVICE_NAME}:{self.device_index} only."
+            self.fail(name, why, fix)
+        if func in _DATA_DEPENDENT_OPS or (func is aten.index.Tensor and _has_mask(args)):
+            self.fail(
+                name,
+                "the size of its result depends on the data (e.g. a boolean mask), so the host "
+                "must read the device before it can allocate the result",
+                "Use a shape-static form: torch.where(mask, x, 0) or masked_fill, not x[mask].",
+            )
+
+    def _refuse_host_sync(self, func, name) -> None:
+        self.fail(
+            f"{name} ({_HOST_SYNC_OPS[func]})",
+            "it reads a device value on the host (a host sync); a replay runs with no host in "
+            "the loop, so the host would never see the new value",
+            "Move .item()/print/Python control flow out of the captured region, or keep the "
+            "value on the device (torch.where, masked ops).",
+        )
+
+    # -- hook 2: device allocations ---------------------------------------------------------
+    def allocate(
+        self, device_index: int, nbytes: int, host_ptr: int, op: str, source: str
+    ) -> Block:
+        """Every device allocation while capturing comes here (tensor.DeviceStorage)."""
+        if device_index != self.device_index:
+            self.fail(
+                f"{op} allocating {nbytes} bytes on {DEVICE_NAME}:{device_index}",
+                "the allocation is outside the graph's private memory pool, which lives on "
+                f"{DEVICE_NAME}:{self.device_index}",
+                f"Allocate on {DEVICE_NAME}:{self.device_index} in the region, or before capture.",
+            )
+        if host_ptr not in self._recorded and op not in _EMPTY_FACTORIES:
+            self.fail(
+                op,
+                "it puts new data on the device without a device kernel the graph could record "
+                "(a host-to-device copy such as .to(device) or torch.tensor(..., device=...), or "
+                "a factory computed on the host), so a replay would not redo it",
+                "Create the tensor before capture and copy_ new values into it, or use a device "
+                "factory (torch.empty/zeros/full(..., device=...)).",
+            )
+        self._recorded.discard(host_ptr)
+        allocator = self.device.allocator
+        return allocator.malloc(nbytes, op, source, pool=self.pool)
+
+
+def _has_mask(args) -> bool:
+    indices = args[1] if len(args) > 1 else ()
+    return any(
+        isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices or ()
+    )
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _with_time(node: GraphNode, device_us: float) -> GraphNode:
+    return GraphNode(node.op, node.how, node.inputs, node.outputs, device_us, node.run)
+
+
+def _node(func, name, kernel, args, kwargs, out, device) -> GraphNode | None:
+    """How a replay redoes this op, without Python dispatch: a prepared call on inner tensors."""
+    op_facts = facts(func)
+    inputs = tuple(_tensors(args) + _tensors(list(kwargs.values())))
+    results = out if isinstance(out, (tuple, list)) else (out,)
+    aliases = op_facts.return_aliases
+    input_ptrs = {t.untyped_storage().data_ptr() for t in inputs}
+    fresh = [
+        (i, r) for i, r in enumerate(results)
+        if isinstance(r, torch.Tensor)
+        and not (i < len(aliases) and aliases[i] is not None)
+        and r.untyped_storage().data_ptr() not in input_ptrs
+    ]
+    written = tuple(
+        t for where in op_facts.mutated for t in _tensors(op_facts.arg(args, kwargs, where))
+    )
+    direct = kernel.fn is run_on_device
+    if not fresh:
+        if not written:
+            return None  # wrote nothing on the device
+        run = functools.partial(func, *args, **kwargs) if direct else functools.partial(
+            kernel.fn, func, args, kwargs, device
+        )
+        return GraphNode(name, "in-place", inputs, written, 0.0, run)
+    variant = out_variant(func) if direct and not written else None
+    if variant is not None and len(fresh) == len(results) == len(variant[1]):
+        out_kwargs = dict(zip(variant[1], (r for _, r in fresh), strict=True))
+        run = functools.partial(variant[0], *args, **kwargs, **out_kwargs)
+        return GraphNode(name, "out=", inputs, tuple(r for _, r in fresh), 0.0, run)
+    positions = tuple(i for i, _ in fresh)
+    buffers = tuple(r for _, r in fresh)
+
+    def run() -> None:
+        new = kernel.fn(func, args, kwargs, device)
+        new = new if isinstance(new, (tuple, list)) else (new,)
+        for position, buffer in zip(positions, buffers, strict=True):
+            buffer.copy_(new[position])
+
+    return GraphNode(name, "copy", inputs, written + buffers, 0.0, run)
+
+
+_OUT_VARIANTS: dict = {}
+
+
+def out_variant(func) -> tuple[torch._ops.OpOverload, tuple[str, ...]] | None:
+    """The `out=` overload of a functional op and its out argument names, if it has one:
+    same arguments (names and types) plus keyword-only out tensors, one per result."""
+    if func in _OUT_VARIANTS:
+        return _OUT_VARIANTS[func]
+    schema = func._schema
+    signature = [(a.name, str(a.type)) for a in schema.arguments]
+    found = None
+    packet = func.overloadpacket
+    for overload_name in packet.overloads():
+        candidate = getattr(packet, overload_name)
+        arguments = candidate._schema.arguments
+        outs = tuple(a.name for a in arguments if a.is_out)
+        if not outs or len(outs) != len(schema.returns):
+            continue
+        if [(a.name, str(a.type)) for a in arguments if not a.is_out] == signature:
+            found = (candidate, outs)
+            break
+    _OUT_VARIANTS[func] = found
+    return found
