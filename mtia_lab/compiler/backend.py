@@ -1,0 +1,95 @@
+"""`torch.compile(model, backend="mtia_lab")`: Dynamo -> AOTAutograd -> our scheduler.
+
+Dynamo captures the Python; AOTAutograd traces it to aten (forward and backward graphs),
+applying PyTorch's core-aten decompositions except the KEEP list; MTIATensor's
+`__tensor_flatten__` lets it see the inner CPU tensors. Each graph then goes through
+build_ir -> schedule -> generate, and the Runner executes it. Outputs come back as device
+tensors through `__tensor_unflatten__`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import _compat
+from .codegen import Program, generate
+from .decisions import FusionPlan
+from .ir import build_ir
+from .runner import Runner
+from .scheduler import schedule
+
+aten = torch.ops.aten
+
+# Ops left undecomposed on purpose, and why: the scheduler sees them as one node.
+KEEP = {
+    aten.native_layer_norm: "runs as its ATen kernel (extern): one fused pass on real backends",
+    aten.native_layer_norm_backward: "runs as its ATen kernel (extern), like its forward",
+    aten.mm: "matmul template (GEMM engine)",
+    aten.addmm: "matmul template with its bias",
+    aten.bmm: "batched matmul template",
+    aten.baddbmm: "batched matmul template with its bias",
+    aten.convolution: "runs as its ATen kernel (extern), as in Inductor",
+    aten.convolution_backward: "runs as its ATen kernel (extern), as in Inductor",
+}
+# Not decomposed by the core-aten table, but worth exposing to the scheduler (as Inductor does).
+EXTRA = [
+    aten._softmax, aten._log_softmax, aten._softmax_backward_data,
+    aten._log_softmax_backward_data, aten._native_batch_norm_legit_functional,
+    aten._native_batch_norm_legit_no_training, aten.native_batch_norm_backward,
+]
+
+
+def decompositions() -> dict:
+    table = _compat.core_aten_decompositions(EXTRA)
+    keep = {op for packet in KEEP for op in (getattr(packet, o) for o in packet.overloads())}
+    return {op: fn for op, fn in table.items() if op not in keep}
+
+
+@dataclass
+class CompiledGraph:
+    """One graph the backend compiled: the aten graph, its plan and its program."""
+
+    name: str
+    gm: torch.fx.GraphModule
+    plan: FusionPlan
+    program: Program
+
+
+COMPILED: list[CompiledGraph] = []  # every graph compiled in this process, newest last
+_counter = [0]
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forward"):
+    """fw/bw compiler for AOTAutograd: schedule the graph, generate its code, run it."""
+    _counter[0] += 1
+    name = f"{phase}_{_counter[0]}"
+    ir = build_ir(gm)
+    plan = schedule(ir, name)
+    program = generate(plan, ir)
+    COMPILED.append(CompiledGraph(name, gm, plan, program))
+    return Runner(program)
+
+
+def _forward(gm, example_inputs):
+    return compile_graph(gm, example_inputs, "forward")
+
+
+def _backward(gm, example_inputs):
+    return compile_graph(gm, example_inputs, "backward")
+
+
+_BACKEND = None
+
+
+def mtia_lab_backend(gm, example_inputs):
+    """The Dynamo backend registered as "mtia_lab"."""
+    global _BACKEND
+    if _BACKEND is None:
+        _BACKEND = _compat.aot_autograd_backend(_forward, _backward, decompositions())
+    return _BACKEND(gm, example_inputs)
+
+
+def register() -> None:
+    _compat.register_dynamo_backend("mtia_lab", mtia_lab_backend)

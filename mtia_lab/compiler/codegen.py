@@ -1,0 +1,151 @@
+"""Turn a FusionPlan into Python source, one function per kernel, and compile it with exec.
+
+Each kernel is a function over its input buffers that calls the aten ops of its nodes in graph
+order on CPU tensors (the device's memory) and returns the buffers other kernels need. Views
+a kernel needs are recomputed inside it (they move no data). The source is kept on the
+kernel (`kernel.source`): it is exactly the code that runs.
+
+    def kernel_1(addmm):
+        \"\"\"pointwise kernel 1: gelu, mul ...\"\"\"
+        gelu = torch.ops.aten.gelu.default(addmm)
+        ...
+        return (gelu,)
+
+A real backend would emit Triton or C++ here; the plan it reads would be the same. The runner
+(runner.py) executes a Program; this module only writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from ..backend.cost import KernelCost
+from .decisions import FusionPlan, KernelGroup
+from .ir import GraphIR
+
+
+@dataclass
+class Kernel:
+    """One launch: its generated source, the compiled function and its price."""
+
+    name: str
+    group: KernelGroup
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    source: str
+    fn: object = field(repr=False)
+
+    @property
+    def cost(self) -> KernelCost:
+        return self.group.cost
+
+    @property
+    def aten_nodes(self) -> tuple[str, ...]:
+        return self.group.aten_nodes
+
+
+@dataclass
+class Program:
+    """What the runner executes: kernels in order, then the graph's outputs."""
+
+    name: str
+    plan: FusionPlan
+    inputs: tuple[str, ...]  # graph placeholders, in order
+    kernels: list[Kernel]
+    outputs: Kernel  # a kernel with no nodes: computes output views from buffers
+
+    @property
+    def source(self) -> str:
+        return "\n\n".join([k.source for k in self.kernels] + [self.outputs.source])
+
+
+class _SubgraphBuilder:
+    """Copies FX nodes into a new graph, turning outside values into placeholders."""
+
+    def __init__(self, ir: GraphIR, members: set[str]) -> None:
+        self.ir = ir
+        self.graph = torch.fx.Graph()
+        self.env: dict[str, torch.fx.Node] = {}
+        self.members = members
+        self.inputs: list[str] = []
+        self.fx = {n.name: n for n in ir.gm.graph.nodes}
+
+    def value(self, node: torch.fx.Node) -> torch.fx.Node:
+        if node.name in self.env:
+            return self.env[node.name]
+        base = self.ir.base_of.get(node.name)
+        if base == node.name and node.name not in self.members:
+            if node.name not in self.inputs:
+                self.inputs.append(node.name)
+            copy = self.graph.placeholder(node.name)
+            copy.meta = dict(node.meta)
+        else:  # a view (or getitem of a view): recompute it from its base here
+            copy = self.graph.node_copy(node, self.value)
+        self.env[node.name] = copy
+        return copy
+
+    def copy_member(self, fx_name: str) -> None:
+        node = self.fx[fx_name]
+        self.env[fx_name] = self.graph.node_copy(node, self.value)
+
+    def source(self, name: str, docstring: str, outputs: list) -> tuple[str, list[str]]:
+        self.graph.output(tuple(outputs))
+        code = self.graph.python_code(root_module="self")
+        src = code.src.replace("def forward(self, ", f"def {name}(", 1)
+        src = src.replace("def forward(self)", f"def {name}()", 1)
+        header, body = src.split(":\n", 1)
+        src = f'{header.strip()}:\n    """{docstring}"""\n{body.rstrip()}\n'
+        return src, code.globals
+
+
+def _compile(name: str, src: str, globs: dict):
+    namespace = dict(globs)
+    namespace.setdefault("torch", torch)
+    exec(compile(src, f"<mtia_lab kernel {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def _docstring(group: KernelGroup) -> str:
+    ops = ", ".join(a.split(": ")[1].removeprefix("aten.") for a in group.aten_nodes)
+    lines = [f"{group.kind} kernel {group.index}: {ops}.",
+             f"    reads {group.cost.bytes_read:,} B, writes {group.cost.bytes_written:,} B, "
+             f"{group.duration_us:.2f} us simulated."]
+    lines += [f"    from {s}" for s in group.source[:4]]
+    return "\n".join(lines)
+
+
+def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
+    members = {fx for n in group.nodes for fx in ir.by_name[n].fx_nodes}
+    builder = _SubgraphBuilder(ir, members)
+    for node_name in group.nodes:
+        for fx_name in ir.by_name[node_name].fx_nodes:
+            builder.copy_member(fx_name)
+    outputs = [builder.env[b] for b in group.outputs]
+    name = f"kernel_{group.index}"
+    src, globs = builder.source(name, _docstring(group), outputs)
+    inputs = tuple(builder.inputs)
+    return Kernel(name, group, inputs, tuple(group.outputs), src, _compile(name, src, globs))
+
+
+def generate_outputs(ir: GraphIR, plan: FusionPlan) -> Kernel:
+    """The graph's return values, as views of (or exactly) buffers that kernels produced."""
+    builder = _SubgraphBuilder(ir, set())
+    out_node = next(n for n in ir.gm.graph.nodes if n.op == "output")
+    values = torch.fx.map_arg(out_node.args[0], builder.value)
+    builder.graph.output(values)
+    code = builder.graph.python_code(root_module="self")
+    src = code.src.replace("def forward(self, ", "def graph_outputs(", 1)
+    src = src.replace("def forward(self)", "def graph_outputs()", 1)
+    group = KernelGroup(-1, (), "view", (), (), KernelCost(), 0.0)
+    fn = _compile("graph_outputs", src, code.globals)
+    return Kernel("graph_outputs", group, tuple(builder.inputs), (), src, fn)
+
+
+def generate(plan: FusionPlan, ir: GraphIR) -> Program:
+    kernels = [generate_kernel(group, ir) for group in plan.groups]
+    placeholders = tuple(n.name for n in ir.gm.graph.nodes if n.op == "placeholder")
+    return Program(plan.name, plan, placeholders, kernels, generate_outputs(ir, plan))
+

@@ -1,0 +1,140 @@
+"""The scheduler's records: one FusionDecision per candidate pair, one FusionPlan per graph.
+
+These are plain frozen data. The scheduler writes them; codegen, the runner, the views
+(graphviz, rich, the guardrail playground) and the tests only read them, and never re-run the
+scheduler to explain what it did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..backend.cost import KernelCost
+
+
+@dataclass(frozen=True)
+class FusionDecision:
+    """Why two kernels were, or were not, fused.
+
+    `rule` names the fusion rule or guardrail that decided (e.g. "vertical_pointwise",
+    "max_fusion_size"); `reason` says it with the numbers ("max_fusion_size: 65 nodes > 64")."""
+
+    first: tuple[str, ...]  # scheduler nodes of one side (graph order)
+    second: tuple[str, ...]
+    fused: bool
+    rule: str
+    reason: str
+    score: int = 0  # bytes of memory traffic the fusion saves (score_fusion_memory)
+    round: int = 0  # which fuse_nodes_once pass made it (combo kernels: -1)
+    aten_nodes: tuple[str, ...] = ()  # aten ops on both sides, e.g. "mul_3: aten.mul.Tensor"
+    source: tuple[str, ...] = ()  # user source lines they came from
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.first + self.second
+
+    def __str__(self) -> str:
+        verdict = "fused" if self.fused else "NOT fused"
+        where = f"  <- {'; '.join(self.source)}" if self.source else ""
+        return (f"{verdict} [{'+'.join(self.first)}] with [{'+'.join(self.second)}]: "
+                f"{self.reason}{where}")
+
+
+@dataclass(frozen=True)
+class KernelGroup:
+    """One kernel of a plan: the scheduler nodes it runs and what it costs."""
+
+    index: int
+    nodes: tuple[str, ...]
+    kind: str  # pointwise / reduction / template / extern (its anchor's kind)
+    inputs: tuple[str, ...]  # buffers it reads from memory
+    outputs: tuple[str, ...]  # buffers it writes to memory
+    cost: KernelCost
+    duration_us: float
+    aten_nodes: tuple[str, ...] = ()
+    source: tuple[str, ...] = ()
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.cost.bytes_read + self.cost.bytes_written
+
+
+@dataclass(frozen=True)
+class PlanTotals:
+    kernels: int  # launches
+    bytes_moved: int
+    time_us: float
+
+
+@dataclass
+class FusionPlan:
+    """Groups, decisions and totals of one scheduled graph, before and after fusion."""
+
+    name: str
+    groups: list[KernelGroup]
+    decisions: list[FusionDecision]
+    before: PlanTotals
+    after: PlanTotals
+    combos: list[tuple[int, ...]] = field(default_factory=list)  # groups packed in one launch
+    settings: dict = field(default_factory=dict)
+    views: tuple[str, ...] = ()  # FX nodes that are views: no kernel
+    ir: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def kernel_count(self) -> int:
+        return self.after.kernels
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.after.bytes_moved
+
+    def group_of(self, node: str) -> KernelGroup:
+        for group in self.groups:
+            if node in group.nodes:
+                return group
+        raise KeyError(f"{node} is in no kernel of plan {self.name!r} (a view or unknown node)")
+
+    def refusals(self) -> list[FusionDecision]:
+        """Decisions that said no between nodes that ended in different kernels."""
+        home = {n: g.index for g in self.groups for n in g.nodes}
+        combo_of = {g: i for i, combo in enumerate(self.combos) for g in combo}
+        out = []
+        for d in self.decisions:
+            a, b = home.get(d.first[0]), home.get(d.second[0])
+            if d.fused or a == b or (a in combo_of and combo_of.get(a) == combo_of.get(b)):
+                continue
+            out.append(d)
+        return out
+
+    def summary(self) -> str:
+        b, a = self.before, self.after
+        return (f"{self.name}: {b.kernels} -> {a.kernels} kernels, "
+                f"{b.bytes_moved:,} -> {a.bytes_moved:,} bytes moved, "
+                f"{b.time_us:.2f} -> {a.time_us:.2f} us simulated")
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        for g in self.groups:
+            lines.append(f"  kernel {g.index} ({g.kind}, {g.bytes_moved:,} B, "
+                         f"{g.duration_us:.2f} us): {', '.join(g.nodes)}")
+        return "\n".join(lines)
+
+
+class FusionSplitError(AssertionError):
+    """A region expected to compile to one kernel did not; the message lists why."""
+
+
+def explain_split(plans: list[FusionPlan], expected: int = 1) -> str:
+    lines = []
+    for plan in plans:
+        lines.append(plan.summary())
+        for g in plan.groups:
+            lines.append(f"  kernel {g.index} ({g.kind}): {', '.join(g.nodes)}")
+        refusals = plan.refusals()
+        if refusals:
+            lines.append("  decisions that split it:")
+            lines.extend(f"    - {d}" for d in refusals)
+        elif plan.kernel_count > expected:
+            lines.append("  no pair of these kernels was a fusion candidate: they share no "
+                         "buffer (turn on config.combo_kernels to pack independent kernels)")
+    return "\n".join(lines)
