@@ -112,10 +112,18 @@ def gemm_flops(func, args) -> float:
 def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]:
     """(gemm_flops, vector_flops, bytes_read, bytes_written, low_precision) of one eager kernel:
     bytes of its tensor inputs and outputs, flops by class (one vector op per output element)."""
-    read = _nbytes(inner_args)
-    written = _nbytes(out)
-    low = isinstance(out, torch.Tensor) and out.dtype in _LOW_PRECISION
-    flops = gemm_flops(func, inner_args)
+    read = 0
+    for arg in inner_args:  # _nbytes(inner_args), unrolled one level: this runs once per op
+        if isinstance(arg, torch.Tensor):
+            read += arg.nbytes
+        elif isinstance(arg, (list, tuple)):
+            read += _nbytes(arg)
+    if isinstance(out, torch.Tensor):
+        written = out.nbytes
+        low = out.dtype in _LOW_PRECISION
+    else:
+        written, low = _nbytes(out), False
+    flops = gemm_flops(func, inner_args) if func in _GEMM_OPERANDS else 0.0
     if flops:
         return flops, 0.0, read, written, low
     elements = written // 4 if written else read // 4
