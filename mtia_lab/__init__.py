@@ -33,3 +33,7 @@ __all__ = [
 ]
 
 register()
+
+from .compiler import register as _register_compiler  # noqa: E402  (needs the device first)
+
+_register_compiler()  # torch.compile(model, backend="mtia_lab")
