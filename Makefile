@@ -20,10 +20,8 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/saniti
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 PYTEST_ARGS ?=
-# Silences jupyter_core's platformdirs migration warning, which would fail nbval cells.
-export JUPYTER_PLATFORM_DIRS := 1
 
-.PHONY: lab test clean
+.PHONY: lab test clean chromium
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
@@ -60,5 +58,3 @@ chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else echo "note: /usr/bin/chromium is missing and we are not root; browser tests will skip"; \
 	fi
-
-.PHONY: chromium
