@@ -1,0 +1,20 @@
+"""Renderers of mtia_lab's recorded data: text twins, SVG pictures, rich, widgets.
+
+Every view follows one protocol (display.py): `text/plain`, `image/svg+xml` and an `<img>`
+`text/html` for notebooks (saved ones too), `__rich__` for the terminal; widgets are opt-in.
+Diagrams go through one pinned renderer (graphviz_render.py), so stored SVG is stable.
+"""
+
+from __future__ import annotations
+
+from .display import View, svg_img_html
+from .graphviz_render import DotError, GraphvizNotFound, dot_to_svg, find_renderer
+from .layout import LayoutView, layout_view, layout_view_from
+from .layout_widget import LayoutExplorer
+from .memory import MemoryView, memory_view
+
+__all__ = [
+    "DotError", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView", "View",
+    "dot_to_svg", "find_renderer", "layout_view", "layout_view_from", "memory_view",
+    "svg_img_html",
+]

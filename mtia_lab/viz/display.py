@@ -1,0 +1,85 @@
+"""How every mtia_lab view shows itself: terminal, notebook, saved notebook, nbval.
+
+A view is a small object over recorded data with three renderings:
+
+- `to_text()`: a fixed-width text twin. It is `text/plain` (so it must be stable: no
+  `at 0x...` addresses, no timings that change run to run) and what tests compare exactly.
+- `to_svg()`: a picture, or None. It goes out twice: as `image/svg+xml`, and as `text/html`
+  holding `<img src="data:image/svg+xml;base64,...">`, because JupyterLab shows only the
+  latter in a notebook it did not save itself and strips inline `<svg>` from untrusted HTML.
+- `to_rich()`: a rich renderable for the terminal (`__rich__`).
+
+Live widgets are opt-in (`view.widget()`): a widget saved in a notebook shows "Error
+displaying widget" once the kernel is gone, so static output is the default.
+If the picture cannot be drawn (say the renderer is missing), the notebook still gets the
+text twin and the reason, never a broken image.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any
+
+from .graphviz_render import DotError, GraphvizNotFound
+
+
+def svg_img_html(svg: str, alt: str = "") -> str:
+    """`<img>` with the SVG inline as base64: displays in saved and untrusted notebooks."""
+    data = base64.b64encode(svg.encode()).decode()
+    return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}"/>'
+
+
+def text_html(text: str) -> str:
+    """The text twin as HTML (a <pre> block), for views without a picture."""
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+class View:
+    """Base class of views; subclasses implement `to_text`, and `to_svg` / `to_rich` if they
+    have a picture or a better terminal form."""
+
+    def to_text(self) -> str:
+        raise NotImplementedError
+
+    def to_svg(self) -> str | None:
+        return None
+
+    def to_rich(self) -> Any:
+        from rich.text import Text
+
+        return Text(self.to_text())
+
+    def title(self) -> str:
+        """One line naming the view (the <img> alt text)."""
+        return self.to_text().splitlines()[0] if self.to_text() else type(self).__name__
+
+    # -- the protocols ------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        text = self.to_text()
+        bundle = {"text/plain": text}
+        try:
+            svg = self.to_svg()
+        except (GraphvizNotFound, DotError) as exc:
+            bundle["text/html"] = text_html(f"{text}\n\n(diagram not drawn: {exc})")
+            return bundle
+        if svg is None:
+            bundle["text/html"] = text_html(text)
+        else:
+            bundle["image/svg+xml"] = svg
+            bundle["text/html"] = svg_img_html(svg, self.title())
+        return bundle
+
+    def __rich__(self) -> Any:
+        return self.to_rich()
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def save_svg(self, path: str) -> None:
+        """Write the picture to a file (for slides, docs, or a browser)."""
+        svg = self.to_svg()
+        if svg is None:
+            raise ValueError(f"{type(self).__name__} has no picture; use to_text() instead")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(svg)

@@ -1,0 +1,368 @@
+"""Stride-layout views: a tensor's logical elements drawn over its storage.
+
+`layout_view(t)` returns a `LayoutView` of the `StridedLayout` record (mtia_lab/inspect/layout.py),
+with three renderings that read only that record:
+
+- text: the cell each element reads as a grid, then the storage as rows of cells with how
+  many elements read each (`.` never); fixed width, compared exactly by tests;
+- SVG: the logical grid above a row of storage boxes (one rect per cell, coloured like the
+  element that reads it, unread cells dashed, cells read several times outlined and marked
+  `xN`), lines from elements to cells for small tensors, bars under the storage for the other
+  views that share it; beyond `max_cells` cells it shows a window around the cells read;
+- rich: the same text with the element colours, for the terminal.
+
+`.widget()` opens the interactive `LayoutExplorer` (layout_widget.py).
+"""
+
+from __future__ import annotations
+
+import colorsys
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..inspect.layout import StridedLayout, layout_of, strided_layout
+from .display import View
+
+MAX_CELLS = 256  # storage cells drawn; a window around the cells read beyond this
+ROW_CELLS = 16  # storage cells per text line
+SVG_ROW_CELLS = 32  # storage boxes per SVG row
+MAX_GRID = 16  # logical rows and columns shown per grid (the rest elided)
+MAX_SLICES = 4  # 2-D slices of a >2-D tensor shown
+MAX_LINES = 64  # elements up to which the SVG draws a line from each element to its cell
+UNREAD_FILL = "#ffffff"
+TEXT_COLOUR = "#222222"
+
+
+class LayoutView(View):
+    """A `StridedLayout` rendered as text, SVG and rich."""
+
+    def __init__(self, record: StridedLayout, max_cells: int = MAX_CELLS) -> None:
+        self.record = record
+        self.max_cells = max_cells
+
+    def to_text(self) -> str:
+        return render_text(self.record, self.max_cells)
+
+    def to_svg(self) -> str:
+        return render_svg(self.record, self.max_cells)
+
+    def to_rich(self) -> Any:
+        return render_rich(self.record, self.max_cells)
+
+    def widget(self):
+        """The interactive explorer, starting from this layout's numbers."""
+        from .layout_widget import LayoutExplorer
+
+        r = self.record
+        return LayoutExplorer(r.size, r.stride, r.storage_offset, r.storage_len)
+
+
+def layout_view(tensor: torch.Tensor | StridedLayout, name: str = "t", **others: torch.Tensor):
+    """The stride layout of a CPU or mtia_sim tensor; keyword tensors are other views to
+    check for a shared storage: `layout_view(x.t(), "xt", x=x)`."""
+    if isinstance(tensor, StridedLayout):
+        return LayoutView(tensor)
+    return LayoutView(layout_of(tensor, name, others))
+
+
+def layout_view_from(
+    size: Sequence[int], stride: Sequence[int], storage_offset: int = 0,
+    storage_len: int | None = None, name: str = "t",
+) -> LayoutView:
+    """A layout from plain numbers (no tensor needed); see inspect.layout.strided_layout."""
+    return LayoutView(strided_layout(size, stride, storage_offset, storage_len, name=name))
+
+
+# -- shared pieces ---------------------------------------------------------------------------
+def element_colour(flat: int) -> str:
+    """A light colour per element; the golden-ratio hue walk keeps neighbours distinct."""
+    hue = (flat * 0.618033988749895) % 1.0
+    r, g, b = colorsys.hsv_to_rgb(hue, 0.35, 0.97)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+def summary_lines(r: StridedLayout) -> list[str]:
+    """The header every rendering starts with."""
+    once, several, never = r.read_counts
+    dense = "non-overlapping and dense" if r.is_non_overlapping_and_dense else "not dense"
+    lines = [
+        f"{r.name}: size {_tup(r.size)}, stride {_tup(r.stride)}, storage offset "
+        f"{r.storage_offset}, {r.dtype} on {r.device}",
+        f"memory format: {r.memory_format}; {dense}",
+        f"storage: {r.storage_len} cells; read once: {once}; read by several: {several}; "
+        f"never read: {never}",
+    ]
+    if r.numel:
+        gaps = len(r.gaps)
+        lines.append(f"cells read: {r.span[0]}..{r.span[1]}; gaps inside that span: {gaps}")
+    dims = r.broadcast_dims
+    lines.append(f"broadcast (stride 0) dims: {', '.join(map(str, dims)) if dims else 'none'}")
+    if r.others:
+        shared = ", ".join(f"{o.name} ({r.shared_cells(o)} cells in common)" for o in r.others)
+        lines.append(f"shares storage with: {shared}")
+    return lines
+
+
+def storage_window(r: StridedLayout, limit: int, align: int) -> tuple[int, int]:
+    """[start, stop) of the storage cells shown: all of them, or `limit` cells starting at
+    the first cell read (aligned down to `align`)."""
+    if r.storage_len <= limit:
+        return 0, r.storage_len
+    first = r.span[0] if r.span else r.storage_offset
+    start = min(first - first % align, r.storage_len - limit)
+    return max(start, 0), max(start, 0) + limit
+
+
+def _tup(values: Sequence[int]) -> str:
+    return "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
+
+
+def _grids(r: StridedLayout) -> list[tuple[str, list[list[int | None]], list[int], list[int]]]:
+    """The logical tensor as 2-D grids of cell numbers: (label, rows, row ids, col ids); rows
+    and columns past MAX_GRID become one elided (None) entry."""
+    cells = r.cells.view(r.size) if r.numel else r.cells
+    if r.ndim == 0:
+        return [("", [[int(r.cells[0])]], [0], [0])]
+    if r.ndim == 1:
+        cells, lead = cells.view(1, -1), [()]
+    else:
+        lead_shape = r.size[:-2]
+        lead = [tuple(ix) for ix in _product(lead_shape)][:MAX_SLICES]
+    out = []
+    for ix in lead:
+        plane = cells[ix] if r.ndim > 2 else cells
+        nrows, ncols = plane.shape
+        row_ids, col_ids = _elide(nrows), _elide(ncols)
+        rows = [[None if i is None or j is None else int(plane[i, j]) for j in col_ids]
+                for i in row_ids]
+        label = f"[{', '.join(map(str, ix))}, :, :]" if r.ndim > 2 else ""
+        out.append((label, rows, row_ids, col_ids))
+    return out
+
+
+def _product(shape: Sequence[int]):
+    if not shape:
+        yield ()
+        return
+    for i in range(shape[0]):
+        for rest in _product(shape[1:]):
+            yield (i, *rest)
+
+
+def _elide(n: int) -> list[int | None]:
+    if n <= MAX_GRID:
+        return list(range(n))
+    half = MAX_GRID // 2
+    return list(range(half)) + [None] + list(range(n - half + 1, n))
+
+
+# -- text ------------------------------------------------------------------------------------
+def render_text(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
+    lines = summary_lines(r)
+    across = "index" if r.ndim == 1 else "rows: index of dim -2, columns: dim -1"
+    lines += ["", f"storage cell read by each element ({across}):"]
+    if r.numel == 0:
+        lines.append("  (no elements)")
+    width = max(3, len(str(max(r.storage_len - 1, 0))) + 1)
+    for label, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
+        if label:
+            lines.append(label)
+        if r.ndim == 0:
+            lines.append(f"  () -> {rows[0][0]}")
+            continue
+        head = "" if r.ndim == 1 else " " * (width + 4)
+        lines.append(head + "".join(_fmt(j, width) for j in col_ids))
+        for i, row in zip(row_ids, rows, strict=True):
+            prefix = "" if r.ndim == 1 else "  " + _fmt(i, width) + " |"
+            lines.append(prefix + "".join(_fmt(c, width) for c in row))
+    if r.ndim > 2 and r.numel and len(list(_product(r.size[:-2]))) > MAX_SLICES:
+        lines.append(f"... ({len(list(_product(r.size[:-2]))) - MAX_SLICES} more slices)")
+    start, stop = storage_window(r, max_cells, ROW_CELLS)
+    lines += ["", "reads per storage cell (. = never read):"]
+    if start > 0:
+        lines.append(f"  ... cells 0..{start - 1} not shown")
+    cwidth = max(3, len(str(max(stop - 1, 0))) + 1)
+    for row_start in range(start, stop, ROW_CELLS):
+        ids = range(row_start, min(row_start + ROW_CELLS, stop))
+        lines.append("  cell " + "".join(f"{c:>{cwidth}}" for c in ids))
+        counts = [int(r.reads[c]) for c in ids]
+        lines.append(" reads " + "".join(f"{n if n else '.':>{cwidth}}" for n in counts))
+    if stop < r.storage_len:
+        lines.append(f"  ... cells {stop}..{r.storage_len - 1} not shown")
+    return "\n".join(lines)
+
+
+def _fmt(value: int | None, width: int) -> str:
+    return f"{'...' if value is None else value:>{width}}"
+
+
+# -- SVG -------------------------------------------------------------------------------------
+def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
+    start, stop = storage_window(r, max_cells, SVG_ROW_CELLS)
+    digits = len(str(max(stop - 1, int(r.cells.max()) if r.numel else 0, 0)))
+    cw, ch, pad, lm = max(30, 7 * digits + 10), 22, 12, 80  # cell size, padding, left margin
+    row_cells = max(8, min(SVG_ROW_CELLS, 960 // cw // 8 * 8))  # storage boxes per row
+    parts: list[str] = []
+    header = summary_lines(r)
+    y = pad
+    for line in header:
+        y += 14
+        parts.append(_text(pad, y, line, size=12))
+    y += 14
+    # Logical grids: each element a box showing the cell it reads, in its own colour.
+    element_boxes: dict[int, tuple[float, float]] = {}  # flat index -> bottom centre
+    grid_right = pad
+    for label, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
+        if label:
+            y += 14
+            parts.append(_text(pad, y, label, size=11))
+        y += 6
+        for i, row in zip(row_ids, rows, strict=True):
+            for ci, (j, cell) in enumerate(zip(col_ids, row, strict=True)):
+                x = lm + ci * cw
+                if cell is None:
+                    parts.append(_text(x + cw / 2, y + ch * 0.7, "...", anchor="middle"))
+                    continue
+                flat = _flat(r, label, i, j)
+                parts.append(
+                    f'<rect class="element" x="{x}" y="{y}" width="{cw}" height="{ch}" '
+                    f'fill="{element_colour(flat)}" stroke="#555555">'
+                    f"<title>{r.name}{_tup(r.index_of(flat))} reads cell {cell}</title></rect>"
+                )
+                parts.append(_text(x + cw / 2, y + ch * 0.7, str(cell), anchor="middle"))
+                element_boxes[flat] = (x + cw / 2, y + ch)
+                grid_right = max(grid_right, x + cw)
+            row_label = "" if i is None or r.ndim < 2 else str(i)
+            parts.append(_text(lm - 6, y + ch * 0.7, row_label, anchor="end", size=10))
+            y += ch
+    # Storage: one box per cell shown.
+    y += 60
+    parts.append(_text(lm - 6, y + ch * 0.7, "storage", anchor="end", size=11))
+    if start > 0:
+        parts.append(_text(pad, y - 24, f"cells 0..{start - 1} not shown", size=10))
+    cell_pos: dict[int, tuple[float, float]] = {}
+    first_reader = _first_readers(r, start, stop)
+    storage_top = y
+    for c in range(start, stop):
+        k = c - start
+        x = lm + (k % row_cells) * cw
+        cy = storage_top + (k // row_cells) * (ch + 30 + 8 * len(r.others))
+        n = int(r.reads[c])
+        fill = element_colour(first_reader[c]) if n else UNREAD_FILL
+        extra = ' stroke-dasharray="3,2"' if n == 0 else ""
+        stroke, sw = ("#000000", 2.5) if n > 1 else ("#777777", 1)
+        what = "never read" if n == 0 else f"read by {n} element{'s' if n > 1 else ''}"
+        parts.append(
+            f'<rect class="storage-cell" x="{x}" y="{cy}" width="{cw}" height="{ch}" '
+            f'fill="{fill}" stroke="{stroke}" stroke-width="{sw}"{extra}>'
+            f"<title>cell {c}: {what}</title></rect>"
+        )
+        parts.append(_text(x + cw / 2, cy + ch * 0.7, str(c), anchor="middle", size=10))
+        if n > 1:
+            parts.append(_text(x + cw / 2, cy + ch + 11, f"x{n}", anchor="middle", size=9))
+        if c == r.storage_offset:
+            parts.append(_text(x + 2, cy - 3, "offset", size=9))
+        for oi, other in enumerate(r.others):
+            if c < other.storage_len and int(other.reads[c]):
+                by = cy + ch + 14 + 8 * oi
+                parts.append(
+                    f'<rect class="shared" x="{x + 2}" y="{by}" width="{cw - 4}" height="5" '
+                    f'fill="#555555"><title>{html.escape(other.name)} reads cell {c}</title>'
+                    "</rect>"
+                )
+        cell_pos[c] = (x + cw / 2, cy)
+    rows_used = max(1, -(-(stop - start) // row_cells))
+    y = storage_top + rows_used * (ch + 30 + 8 * len(r.others))
+    for oi, other in enumerate(r.others):
+        parts.append(
+            _text(lm - 6, storage_top + ch + 20 + 8 * oi, f"{other.name} reads", anchor="end",
+                  size=9)
+        )
+    if stop < r.storage_len:
+        parts.append(_text(pad, y, f"cells {stop}..{r.storage_len - 1} not shown", size=10))
+        y += 14
+    # Lines from each element to its cell, while they stay readable.
+    lines = []
+    if r.numel <= MAX_LINES and stop - start <= row_cells:
+        for flat, (ex, ey) in element_boxes.items():
+            cell = int(r.cells[flat])
+            if cell in cell_pos:
+                sx, sy = cell_pos[cell]
+                lines.append(
+                    f'<line class="reads" x1="{ex}" y1="{ey}" x2="{sx}" y2="{sy}" '
+                    f'stroke="#888888" stroke-width="0.8"/>'
+                )
+    width = max(grid_right, lm + min(stop - start, row_cells) * cw) + pad
+    width = max(width, 9 + 6.6 * max(len(line) for line in header))
+    height = y + pad
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="Helvetica, Arial, sans-serif">\n'
+        f'<rect class="background" x="0" y="0" width="{width:.0f}" height="{height:.0f}" '
+        'fill="#ffffff"/>\n' + "\n".join(lines + parts) + "\n</svg>\n"
+    )
+
+
+def _flat(r: StridedLayout, label: str, i: int, j: int) -> int:
+    """Row-major flat index of grid entry (i, j) of the slice named by `label`."""
+    if r.ndim == 0:
+        return 0
+    if r.ndim == 1:
+        return j
+    lead = tuple(int(v) for v in label.strip("[]").split(",")[:-2]) if label else ()
+    flat = 0
+    for idx, n in zip((*lead, i, j), r.size, strict=True):
+        flat = flat * n + idx
+    return flat
+
+
+def _first_readers(r: StridedLayout, start: int, stop: int) -> dict[int, int]:
+    """cell -> flat index of the first element that reads it, for the cells shown."""
+    out: dict[int, int] = {}
+    mask = (r.cells >= start) & (r.cells < stop)
+    flats = mask.nonzero().flatten()
+    for flat, cell in zip(flats.tolist(), r.cells[flats].tolist(), strict=True):
+        out.setdefault(cell, flat)
+    return out
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) -> str:
+    return (
+        f'<text x="{x:g}" y="{y:g}" font-size="{size}" text-anchor="{anchor}" '
+        f'fill="{TEXT_COLOUR}">{html.escape(text)}</text>'
+    )
+
+
+# -- rich ------------------------------------------------------------------------------------
+def render_rich(r: StridedLayout, max_cells: int = MAX_CELLS) -> Any:
+    """The text rendering with each number on its element's colour."""
+    from rich.console import Group
+    from rich.text import Text
+
+    text = render_text(r, max_cells)
+    head, _, rest = text.partition("\n\n")
+    body = Text(rest)
+    first = _first_readers(r, *storage_window(r, max_cells, ROW_CELLS))
+    colour = {cell: element_colour(flat) for cell, flat in first.items()}
+    for lineno, line in enumerate(rest.splitlines()):
+        if line.startswith("  cell ") or line.startswith(" reads "):
+            continue
+        offset = sum(len(x) + 1 for x in rest.splitlines()[:lineno])
+        for token_start, token in _tokens(line):
+            if token.isdigit() and int(token) in colour and token_start > 4:
+                body.stylize(f"#000000 on {colour[int(token)]}",
+                             offset + token_start, offset + token_start + len(token))
+    return Group(Text(head, style="bold"), Text(""), body)
+
+
+def _tokens(line: str):
+    start = None
+    for i, ch in enumerate(line + " "):
+        if ch != " " and start is None:
+            start = i
+        elif ch == " " and start is not None:
+            yield start, line[start:i]
+            start = None
