@@ -136,3 +136,8 @@ def boxed(fn):
     from functorch.compile import make_boxed_func
 
     return make_boxed_func(fn)
+
+
+def storage_alias(host: torch.UntypedStorage, device: torch.device) -> torch.UntypedStorage:
+    """A storage that reports `device` but whose bytes are `host`'s (it does not own them)."""
+    return torch._C._construct_storage_from_data_pointer(host.data_ptr(), device, host.nbytes())

@@ -140,12 +140,14 @@ class MTIATensor(torch.Tensor):
         return text[:-1] + suffix + ")"
 
     def __reduce_ex__(self, protocol):
-        # Pickle through the host, then back onto the same device index.
-        host = self.detach().cpu()
-        return (_rebuild_on_device, (host, self._storage.device_index, self.requires_grad))
+        # torch.save writes the device storage once for all its views; see serialization.py.
+        from .serialization import reduce_device_tensor  # that module imports this one
+
+        return reduce_device_tensor(self)
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
+    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies)."""
     return host.to(device_of(device_index)).requires_grad_(requires_grad)
 
 
