@@ -30,8 +30,18 @@ __all__ = [
     "FusionPlan", "FusionSplitError", "GraphIR", "Kernel", "KernelGroup", "Kind", "LISTENERS",
     "Program", "Runner", "Scheduler", "SchedulerNode", "add_listener", "assert_single_kernel",
     "build_ir", "compile_graph", "config", "generate", "mtia_lab_backend", "plans_for",
-    "register", "remove_listener", "schedule", "score_fusion_memory",
+    "register", "remove_listener", "schedule", "score_fusion_memory", "trace",
 ]
+
+
+def trace(fn, *args) -> GraphIR:
+    """The scheduler IR of `fn(*args)` without compiling: aten graph by make_fx on CPU tensors,
+    with the backend's decompositions. Schedule it (again, under any config) with `schedule`."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from .backend import decompositions
+
+    return build_ir(make_fx(fn, decomposition_table=decompositions())(*args))
 
 
 def plans_for(fn, *args, **kwargs) -> tuple[object, list[FusionPlan]]:

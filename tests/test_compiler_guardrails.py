@@ -1,0 +1,113 @@
+"""Each guardrail at its edge: the limit itself fuses, one below refuses with the numbers."""
+
+import pytest
+import torch
+
+import mtia_lab  # noqa: F401
+from mtia_lab.compiler import ConfigError, config, schedule, trace
+
+
+def chain6(x):
+    for _ in range(6):
+        x = x * 2
+    return x
+
+
+def three_inputs(a, b, c):
+    return (a + b) * c
+
+
+def refusal_reasons(plan, rule):
+    return [d.reason for d in plan.refusals() if d.rule == rule]
+
+
+def x48():
+    return torch.randn(4, 8)
+
+
+@pytest.mark.parametrize(
+    "setting, edge, fn, nargs, reason",
+    [
+        ("max_fusion_size", 6, chain6, 1, "max_fusion_size: 6 nodes > 5"),
+        ("max_fusion_unique_io_buffers", 4, three_inputs, 3,
+         "max_fusion_unique_io_buffers: 4 buffers > 3"),
+        ("on_chip_memory_budget", 128, lambda x: (x * 2) + 1, 1,
+         "on_chip_memory_budget: 128 bytes of intermediates > 127"),
+        ("score_fusion_memory_threshold", 128, lambda x: (x * 2) + 1, 1,
+         "score_fusion_memory_threshold: saves 128 bytes < 129"),
+    ],
+)
+def test_guardrail_edge(setting, edge, fn, nargs, reason):
+    ir = trace(fn, *[x48() for _ in range(nargs)])
+    with config.patch({setting: edge}):
+        assert schedule(ir).kernel_count == 1
+    below = edge + 1 if setting == "score_fusion_memory_threshold" else edge - 1
+    with config.patch({setting: below}):
+        plan = schedule(ir)
+    assert plan.kernel_count == 2
+    assert reason in refusal_reasons(plan, setting)
+
+
+def test_combo_kernel_max_num_args_edge():
+    ir = trace(lambda a, b: (a.sin(), b.cos()), x48(), x48())  # 2 inputs + 2 outputs
+    with config.patch(combo_kernels=True, combo_kernel_max_num_args=4):
+        assert schedule(ir).kernel_count == 1
+    with config.patch(combo_kernels=True, combo_kernel_max_num_args=3):
+        plan = schedule(ir)
+    assert plan.kernel_count == 2
+    assert "combo_kernel_max_num_args: 4 args > 3" in refusal_reasons(
+        plan, "combo_kernel_max_num_args")
+
+
+def test_default_on_chip_budget_is_the_pes_local_memory():
+    from mtia_lab.backend.profile import MTIA_V2
+
+    assert config.on_chip_memory_budget is None
+    assert config.on_chip_budget_bytes(MTIA_V2) == 384 * 1024 * 64
+
+
+def test_defaults_are_inductors():
+    assert (config.max_fusion_size, config.max_fusion_unique_io_buffers, config.combo_kernels,
+            config.combo_kernel_max_num_args) == (64, None, False, 250)
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("max_fusion_size", -1, "an int >= 1"),
+    ("max_fusion_size", 2.5, "an int >= 1"),
+    ("combo_kernels", 1, "True or False"),
+    ("max_fusion_unique_io_buffers", 0, "an int >= 1 or None"),
+    ("on_chip_memory_budget", "1MB", "an int >= 0 or None"),
+])
+def test_invalid_values_name_setting_value_and_range(name, value, expected):
+    with pytest.raises(ConfigError) as err:
+        config.patch({name: value})
+    assert name in str(err.value) and repr(value) in str(err.value)
+    assert expected in str(err.value)
+    with pytest.raises(ConfigError):
+        setattr(config, name, value)
+
+
+def test_unknown_setting_lists_valid_ones():
+    with pytest.raises(ConfigError, match="no setting 'max_fusion'.*max_fusion_size"):
+        config.patch(max_fusion=3)
+    with pytest.raises(ConfigError, match="no setting"):
+        config.max_fusoin_size = 3
+
+
+def test_patch_restores_as_context_and_decorator():
+    @config.patch(max_fusion_size=2)
+    def inside():
+        return config.max_fusion_size
+
+    with config.patch(max_fusion_size=7):
+        assert config.max_fusion_size == 7
+        assert inside() == 2
+        assert config.max_fusion_size == 7
+    assert config.max_fusion_size == 64
+
+
+def test_plan_records_the_settings_it_ran_under():
+    with config.patch(max_fusion_size=3):
+        plan = schedule(trace(chain6, x48()))
+    assert plan.settings["max_fusion_size"] == 3
+    assert plan.kernel_count == 2

@@ -1,0 +1,151 @@
+"""Each fusion rule on a tiny graph: kernel count first, then the decision that made it.
+
+Graphs are traced with make_fx on CPU tensors (no torch.compile): scheduling is pure data.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import mtia_lab  # noqa: F401
+from mtia_lab.compiler import Kind, config, schedule, trace
+
+
+def plan_of(fn, *args):
+    return schedule(trace(fn, *args), fn.__name__)
+
+
+def rules_used(plan, fused=True):
+    return {d.rule for d in plan.decisions if d.fused is fused}
+
+
+def x48():
+    return torch.randn(4, 8)
+
+
+def test_kinds_of_aten_ops():
+    def f(x, w):
+        return F.layer_norm(torch.mm(x, w).relu(), (8,)).sum(-1)
+
+    ir = trace(f, x48(), torch.randn(8, 8))
+    kinds = {n.target.split(".")[1]: n.kind for n in ir.nodes}
+    assert kinds == {"mm": Kind.TEMPLATE, "relu": Kind.POINTWISE,
+                     "native_layer_norm": Kind.EXTERN, "sum": Kind.REDUCTION}
+    reduction = next(n for n in ir.nodes if n.kind is Kind.REDUCTION)
+    assert (reduction.numel, reduction.rnumel) == (4, 8)
+    assert ir.buffers[ir.by_name["mm"].writes[0]].nbytes == 4 * 8 * 4
+
+
+def test_vertical_pointwise_fuses_a_chain():
+    def chain(x):
+        return (x * 2).relu() + 1
+
+    plan = plan_of(chain, x48())
+    assert plan.kernel_count == 1
+    assert rules_used(plan) == {"vertical_pointwise"}
+    assert plan.after.bytes_moved == 2 * 4 * 8 * 4  # read x once, write the result once
+    assert plan.before.bytes_moved == 3 * plan.after.bytes_moved
+
+
+def test_vertical_pointwise_refuses_different_spaces():
+    def sliced(x):
+        y = x * 2
+        return y, y[:, :4] * 3
+
+    plan = plan_of(sliced, x48())
+    assert plan.kernel_count == 2
+    refusal = plan.refusals()[0]
+    assert refusal.rule == "vertical_pointwise"
+    assert "32 and 16 differ" in refusal.reason
+
+
+def test_reduction_with_prologue_and_epilogue():
+    def norm(x):
+        return (x * x).sum(-1) + 1
+
+    plan = plan_of(norm, x48())
+    assert plan.kernel_count == 1
+    assert {"reduction_prologue", "reduction_epilogue"} <= rules_used(plan)
+
+
+def test_softmax_is_one_kernel():
+    plan = plan_of(lambda x: torch.softmax(x, -1), x48())
+    assert plan.kernel_count == 1
+    assert plan.groups[0].kind == "reduction"
+
+
+def test_template_takes_pointwise_epilogue_not_prologue():
+    def epilogue(a, b):
+        return torch.mm(a, b).relu() * 2
+
+    def prologue(a, b):
+        return torch.mm(a.relu(), b)
+
+    plan = plan_of(epilogue, x48(), torch.randn(8, 8))
+    assert plan.kernel_count == 1
+    assert rules_used(plan) == {"template_epilogue"}
+    plan = plan_of(prologue, x48(), torch.randn(8, 8))
+    assert plan.kernel_count == 2
+    assert plan.refusals()[0].rule == "template_epilogue"
+    assert "prologue" in plan.refusals()[0].reason
+
+
+def test_extern_never_fuses():
+    def ln(x):
+        return F.layer_norm(x.relu(), (8,)) * 2
+
+    plan = plan_of(ln, x48())
+    assert plan.kernel_count == 3
+    assert {d.rule for d in plan.refusals()} == {"extern_never_fuses"}
+    assert all("native_layer_norm" in d.reason for d in plan.refusals())
+
+
+def test_horizontal_fuses_siblings_sharing_an_input():
+    def siblings(x):
+        return x.sin(), x.cos()
+
+    plan = plan_of(siblings, x48())
+    assert plan.kernel_count == 1
+    assert rules_used(plan) == {"horizontal"}
+    assert plan.after.bytes_moved == 3 * 128  # x read once, two outputs
+
+
+def test_fusion_never_creates_a_cycle():
+    def diamond(x):
+        y = x.relu()
+        return y + F.layer_norm(y, (8,))  # relu -> layer_norm (extern) -> add
+
+    plan = plan_of(diamond, x48())
+    assert plan.kernel_count == 3
+    assert "would_create_cycle" in {d.rule for d in plan.refusals()}
+
+
+def test_combo_kernels_pack_independent_kernels_only_when_enabled():
+    def independent(a, b):
+        return a.sin(), b.cos()
+
+    assert plan_of(independent, x48(), x48()).kernel_count == 2
+    with config.patch(combo_kernels=True):
+        plan = plan_of(independent, x48(), x48())
+    assert len(plan.groups) == 2 and plan.kernel_count == 1  # two kernels, one launch
+    assert plan.combos == [(0, 1)]
+    assert plan.after.time_us < plan.before.time_us
+
+
+def test_candidates_are_fused_best_score_first():
+    def two_consumers(x):
+        y = x * 2  # 128 bytes, read by both consumers
+        return (y + 1), (y[:2] * 3)
+
+    plan = plan_of(two_consumers, x48())
+    first = plan.decisions[0]
+    assert first.score == max(d.score for d in plan.decisions)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.relu() * 2, lambda x: torch.softmax(x, -1)])
+def test_decisions_name_aten_nodes_and_user_source(fn):
+    plan = plan_of(fn, x48())
+    assert plan.decisions
+    for decision in plan.decisions:
+        assert all(": aten." in a for a in decision.aten_nodes)
+        assert set(decision.nodes) <= {n for g in plan.groups for n in g.nodes}
