@@ -6,6 +6,9 @@ What an op costs on the host, for three kinds of tensor:
 - bare: the smallest Python device there is, a `__torch_dispatch__` wrapper subclass that unwraps,
         calls the CPU op and rewraps (PyTorch's documented minimal subclass). Every Python-level
         device pays at least this; see /work/shared/notes/pytorch-hooks.md;
+- hand: the same wrapper with its unwrapping written out instead of `tree_map` (positional
+        tensors in, one tensor out): how much of "bare" is pytree rather than the subclass
+        machinery itself. Shown for context; no target refers to it;
 - mtia: `mtia_sim`, which on top of that checks devices, charges the simulated clock and
         accounts each result in its caching allocator.
 
@@ -15,10 +18,13 @@ mtia_sim adds is small next to the floor), and 4,194,304-element ops within 1.15
 with size: the 4M target does not apply to it.
 
 Each figure is the best (min) of several interleaved rounds of `timeit`, in microseconds per op.
+Torch runs one intra-op thread unless told otherwise (`--threads`): on a shared machine, waking a
+second thread that another process holds costs milliseconds and swamps what is measured here.
+The three kinds run the same CPU kernels, so the ratios measure what each wrapper adds.
 The exit status is non-zero only if something fails (an op raises, or the device's result
 differs from the CPU's); a missed target is printed, not failed.
 
-    python benchmarks/bench_ops.py [--sizes 16 65536] [--ops add mm] [--rounds 7]
+    python benchmarks/bench_ops.py [--sizes 16 65536] [--ops add mm] [--rounds 25] [--threads 0]
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ SIZES = (16, 65_536, 4_194_304)
 SMALL_TARGET = 1.5  # mtia / bare, sizes below LARGE
 LARGE_TARGET = 1.15  # mtia / cpu, at LARGE
 LARGE = 4_194_304
-ROUND_SECONDS = 0.02  # aim each timed round at about this long
+ROUND_SECONDS = 0.005  # short rounds, many of them: the min dodges a busy shared machine
+SLOW_CALL_SECONDS = 0.02  # ops slower than this (mm at 4M) get at most SLOW_ROUNDS rounds
+SLOW_ROUNDS = 3
 
 
 class Bare(torch.Tensor):
@@ -68,6 +76,26 @@ class Bare(torch.Tensor):
 
         out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {}))
         return tree_map(rewrap, out)
+
+
+class Hand(torch.Tensor):
+    """The bare wrapper without pytree: enough for the ops measured here, not a general device."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(cls, inner: torch.Tensor) -> Hand:
+        out = torch.Tensor._make_wrapper_subclass(
+            cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
+            dtype=inner.dtype, device=inner.device,
+        )
+        out._inner = inner
+        return out
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        out = func(*[a._inner if type(a) is Hand else a for a in args], **(kwargs or {}))
+        return Hand(out) if isinstance(out, torch.Tensor) else out
 
 
 # op name -> (function of the inputs, inputs made from n elements)
@@ -97,11 +125,16 @@ class Row:
     n: int
     cpu_us: float
     bare_us: float
+    hand_us: float
     mtia_us: float
 
     @property
     def vs_bare(self) -> float:
         return self.mtia_us / self.bare_us
+
+    @property
+    def vs_hand(self) -> float:
+        return self.mtia_us / self.hand_us
 
     @property
     def vs_cpu(self) -> float:
@@ -116,10 +149,10 @@ class Row:
         return f"mtia/cpu <= {LARGE_TARGET}", self.vs_cpu <= LARGE_TARGET
 
 
-def _check(op: str, n: int, fn: Callable, cpu_in: tuple, dev_in: tuple, bare_in: tuple) -> None:
-    """The device and the bare wrapper must compute what the CPU computes."""
+def _check(op: str, n: int, fn: Callable, cpu_in: tuple, **others: tuple) -> None:
+    """The device and the wrappers must compute what the CPU computes."""
     expected = fn(*cpu_in)
-    for name, inputs in (("mtia_sim", dev_in), ("bare", bare_in)):
+    for name, inputs in others.items():
         got = fn(*inputs)
         got = got.cpu() if name == "mtia_sim" else got._inner
         if got.shape != expected.shape or not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
@@ -141,26 +174,32 @@ def measure(op: str, n: int, rounds: int) -> Row:
     cpu_in = make(n)
     dev_in = tuple(t.to("mtia_sim") for t in cpu_in)
     bare_in = tuple(Bare(t) for t in cpu_in)
-    _check(op, n, fn, cpu_in, dev_in, bare_in)
+    hand_in = tuple(Hand(t) for t in cpu_in)
+    _check(op, n, fn, cpu_in, mtia_sim=dev_in, bare=bare_in, hand=hand_in)
     calls = {
         "cpu": lambda: fn(*cpu_in),
         "bare": lambda: fn(*bare_in),
+        "hand": lambda: fn(*hand_in),
         "mtia": lambda: fn(*dev_in),
     }
     number = min(_calibrate(call) for call in calls.values())
+    if timeit.timeit(calls["cpu"], number=1) > SLOW_CALL_SECONDS:
+        rounds = min(rounds, SLOW_ROUNDS)
     best = dict.fromkeys(calls, math.inf)
     # Interleave the three kinds round by round: a noisy moment on a shared machine hits all.
     for _ in range(rounds):
         for name, call in calls.items():
             (seconds,) = timeit.repeat(call, number=number, repeat=1)
             best[name] = min(best[name], seconds / number * 1e6)
-    return Row(op, n, best["cpu"], best["bare"], best["mtia"])
+    return Row(op, n, best["cpu"], best["bare"], best["hand"], best["mtia"])
 
 
 def render(rows: list[Row], console: Console) -> None:
     table = Table(title=f"per-op host time in us, best of rounds (torch threads: "
                   f"{torch.get_num_threads()})")
-    for column in ("op", "elements", "cpu", "bare", "mtia", "mtia/bare", "mtia/cpu", "target"):
+    columns = ("op", "elements", "cpu", "bare", "hand", "mtia", "mtia/bare", "mtia/hand",
+               "mtia/cpu", "target")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("op", "target") else "right")
     for row in rows:
         target = row.target()
@@ -170,7 +209,8 @@ def render(rows: list[Row], console: Console) -> None:
             verdict = f"{'[green]met[/]' if target[1] else '[red]MISSED[/]'} {target[0]}"
         table.add_row(
             row.op, f"{row.n:,}", f"{row.cpu_us:.2f}", f"{row.bare_us:.2f}",
-            f"{row.mtia_us:.2f}", f"{row.vs_bare:.2f}", f"{row.vs_cpu:.2f}", verdict,
+            f"{row.hand_us:.2f}", f"{row.mtia_us:.2f}", f"{row.vs_bare:.2f}",
+            f"{row.vs_hand:.2f}", f"{row.vs_cpu:.2f}", verdict,
         )
     console.print(table)
     judged = [(row, row.target()) for row in rows if row.target() is not None]
@@ -192,9 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS))
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch intra-op threads; 0 keeps torch's default"
+    )
     options = parser.parse_args(argv)
-    console = Console(width=max(Console().width, 104))
+    if options.threads:
+        torch.set_num_threads(options.threads)
+    console = Console(width=max(Console().width, 124))
     torch.manual_seed(0)
     rows, failures = [], []
     for n in options.sizes:
