@@ -35,12 +35,20 @@ def reset_fallback_counts() -> None:
     _COUNTS.clear()
 
 
+def _host_ptr(value: torch.Tensor) -> int | None:
+    """Where a tensor's bytes are; None for a FakeTensor (torch.compile tracing has no bytes)."""
+    try:
+        return value.untyped_storage().data_ptr()
+    except RuntimeError:
+        return None
+
+
 def run(func, op_facts: OpSchemaFacts, inner_args, inner_kwargs, device: DeviceState):
     _COUNTS[op_facts.name] += 1
     host_of: dict[int, torch.UntypedStorage] = {}  # device storage pointer -> host copy
 
     def to_host(value):
-        if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() in _LIVE_STORAGES:
+        if isinstance(value, torch.Tensor) and _host_ptr(value) in _LIVE_STORAGES:
             storage = value.untyped_storage()
             host = host_of.get(storage.data_ptr())
             if host is None:
