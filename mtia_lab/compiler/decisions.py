@@ -36,8 +36,9 @@ class FusionDecision:
     def __str__(self) -> str:
         verdict = "fused" if self.fused else "NOT fused"
         where = f"  <- {'; '.join(self.source)}" if self.source else ""
-        return (f"{verdict} [{'+'.join(self.first)}] with [{'+'.join(self.second)}]: "
-                f"{self.reason}{where}")
+        reason = self.reason if self.reason.startswith(self.rule) else (
+            f"{self.rule}: {self.reason}")
+        return f"{verdict} [{'+'.join(self.first)}] with [{'+'.join(self.second)}]: {reason}{where}"
 
 
 @dataclass(frozen=True)
