@@ -77,12 +77,17 @@ def headline(s: MemorySnapshot) -> str:
 
 
 def segment_title(seg: SegmentInfo) -> str:
-    pool = "shared cache" if tuple(seg.pool_id) == (0, 0) else f"private pool {tuple(seg.pool_id)}"
-    used = sum(1 for b in seg.blocks if b.allocated)
     return (
         f"segment {seg.address:#x} on mtia_sim:{seg.device}, {seg.segment_type} pool, "
-        f"{format_bytes(seg.total_size)}, {pool}: {used} of {len(seg.blocks)} blocks allocated"
+        f"{format_bytes(seg.total_size)}, {segment_usage(seg)}"
     )
+
+
+def segment_usage(seg: SegmentInfo) -> str:
+    """Which pool the segment serves and how many of its blocks tensors hold."""
+    pool = "shared cache" if tuple(seg.pool_id) == (0, 0) else f"private pool {tuple(seg.pool_id)}"
+    used = sum(1 for b in seg.blocks if b.allocated)
+    return f"{pool}: {used} of {len(seg.blocks)} blocks allocated"
 
 
 def _shown(items: tuple, limit: int) -> tuple[tuple, int]:
@@ -161,7 +166,7 @@ def _segment_table(seg: SegmentInfo, max_blocks: int) -> str:
         f'<TR><TD COLSPAN="{span}" BGCOLOR="{PRIVATE_HEADER_FILL if private else HEADER_FILL}">'
         f"{html_text(f'{seg.address:#x}, {seg.segment_type} pool, ')}"
         f"{html_text(format_bytes(seg.total_size))}<BR/>"
-        f"{html_text(segment_title(seg).split(': ', 1)[1])}</TD></TR>"
+        f"{html_text(segment_usage(seg))}</TD></TR>"
     )
     body = "".join(f"<TR>{''.join(r)}</TR>" for r in rows)
     return (
