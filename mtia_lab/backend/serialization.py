@@ -7,22 +7,27 @@ memory, asks the registered *deserializers* to move them to the tag's location (
 `map_location` rewrote it), and calls the rebuild functions.
 
 A device tensor's storage here is the host storage of its inner tensor: the device's memory.
-So saving needs no copy and no NumPy round trip, and three small pieces plug us into the scheme:
+So saving needs no copy and no NumPy round trip, and the file is the one CUDA would write.
+Four small pieces plug the device into the scheme:
 
-- `reduce_device_tensor` (MTIATensor.__reduce_ex__): pickle the inner storage (marked with the
-  device it belongs to) plus the tensor's own size/stride/offset;
+- `reduce_device_tensor` (MTIATensor.__reduce_ex__): `_rebuild_tensor_v2` over the inner
+  storage, marked with the device it belongs to, plus the tensor's own size/stride/offset;
 - a *tagger* that reads that mark, so the file says "mtia_sim:N";
-- a *deserializer* for "mtia_sim[:N]" locations that takes the loaded host bytes as the memory of
-  one new device allocation, with a clear error for a device that does not exist;
+- a *deserializer* for "mtia_sim[:N]" locations (saved there, or sent there by map_location):
+  the loaded host bytes become the memory of one new device allocation, with a clear error for
+  a device that does not exist;
+- a `set_(storage)` kernel, the step of PyTorch's rebuild that binds a tensor to its storage.
 
-and `rebuild_device_tensor` puts every tensor on the storage's final location: a device index,
-or the host when `map_location` said "cpu". One allocation per saved storage means that views
-saved together come back sharing memory, and memory statistics count each storage once.
+One allocation per saved storage means that views saved together come back sharing memory, and
+memory statistics count each storage once. Tensors saved on the CPU load onto the device through
+the same path (`map_location="mtia_sim"`).
 """
 
 from __future__ import annotations
 
+import collections
 import re
+import weakref
 
 import torch
 
@@ -40,17 +45,22 @@ _registered = False
 
 # -- saving --------------------------------------------------------------------------------------
 def reduce_device_tensor(tensor: MTIATensor):
-    """What pickle stores for a device tensor: a rebuild call over its (shared) storage."""
+    """What pickle stores for a device tensor: PyTorch's own rebuild call over its storage.
+
+    The file is the one CUDA would write (`_rebuild_tensor_v2` over a storage tagged
+    "mtia_sim:N"), so plain PyTorch loads it with map_location="cpu", even with weights_only."""
     untyped = tensor._inner.untyped_storage()
-    # The host storage object is the same Python object for every view of it, so the mark is
-    # seen by the tagger whichever view torch.save reaches first.
+    # Every view of a storage returns this same Python object, so the tagger sees the mark
+    # whichever view torch.save reaches first, and writes the bytes once for all of them.
     setattr(untyped, _DEVICE_MARK, tensor.device)
+    if isinstance(tensor, torch.nn.Parameter):  # a parameter of a module on the device
+        hooks = collections.OrderedDict()
+        return (torch._utils._rebuild_parameter, (tensor.detach(), tensor.requires_grad, hooks))
     typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=tensor.dtype, _internal=True)
-    is_param = isinstance(tensor, torch.nn.Parameter)
     return (
-        rebuild_device_tensor,
-        (typed, tensor.storage_offset(), tuple(tensor.size()), tuple(tensor.stride()),
-         tensor.requires_grad, is_param),
+        torch._utils._rebuild_tensor_v2,
+        (typed, tensor.storage_offset(), tuple(tensor.size()), tensor.stride(),
+         tensor.requires_grad, collections.OrderedDict()),
     )
 
 
@@ -60,11 +70,21 @@ def _tag(storage) -> str | None:
 
 
 # -- loading -------------------------------------------------------------------------------------
-def _restore(storage, location: str):
-    """Deserializer: host bytes tagged (or mapped) to mtia_sim[:N] become one device allocation.
+class _BytesInFlight(torch.UntypedStorage):
+    """Host bytes on their way to a device, for the legacy format (and plain pickle), which
+    reads a storage's bytes into the object the deserializer returned, after it returned."""
 
-    Returns a storage whose device is mtia_sim:N, whose bytes are the host storage it keeps (as
-    for every device storage here); `rebuild_device_tensor` wraps them."""
+    @property
+    def device(self) -> torch.device:
+        return self._mtia_device
+
+
+def _restore(storage, location: str):
+    """Deserializer: bytes tagged (or mapped) to mtia_sim[:N] become one device allocation.
+
+    It returns a storage that reports mtia_sim:N, so torch.load's ordinary rebuild makes an
+    empty device tensor and calls `set_(storage, offset, size, stride)` on it: the device's
+    set_ kernel below binds the tensor to the allocation."""
     match = _LOCATION.match(location)
     if match is None:
         return None
@@ -77,63 +97,68 @@ def _restore(storage, location: str):
             f"or {{'{location}': '{DEVICE_NAME}:0'}} (or 'cpu'), or ask for more devices with "
             "mtia_lab.configure(device_count=N)."
         )
+    device = torch.device(DEVICE_NAME, index)
+    if getattr(storage, "_torch_load_uninitialized", False):
+        in_flight = _BytesInFlight(storage.nbytes())
+        in_flight._mtia_device = device
+        return in_flight
     if storage.device.type != "cpu":  # a callable map_location moved it already
         storage = storage.cpu()
-    memory = DeviceStorage(index, storage.nbytes(), storage.data_ptr(), "torch.load")
-    if getattr(storage, "_torch_load_uninitialized", False):
-        # The legacy format (and plain pickle) reads the bytes into the storage we return, so
-        # it must stay a host storage: it carries its device allocation along instead.
-        storage._mtia_memory = memory
-        return storage
-    on_device = _compat.storage_alias(storage, torch.device(DEVICE_NAME, index))
+    on_device = _compat.storage_alias(storage, device)
     on_device._mtia_host = storage
-    on_device._mtia_memory = memory
+    on_device._mtia_memory = DeviceStorage(
+        index, storage.nbytes(), storage.data_ptr(), "torch.load"
+    )
     return on_device
 
 
-def rebuild_device_tensor(
-    storage: torch.storage.TypedStorage,
-    storage_offset: int,
-    size: tuple[int, ...],
-    stride: tuple[int, ...],
-    requires_grad: bool = False,
-    is_param: bool = False,
-) -> torch.Tensor:
-    """The tensor over its loaded storage: on the device, or wherever map_location sent it."""
-    untyped = storage._untyped_storage
-    memory = getattr(untyped, "_mtia_memory", None)
-    if memory is not None:
-        host = getattr(untyped, "_mtia_host", untyped)
-        inner = torch.empty(0, dtype=storage.dtype).set_(host, storage_offset, size, stride)
-        tensor = MTIATensor(inner, memory)
-    elif untyped.device.type == "cpu":
-        tensor = torch.empty(0, dtype=storage.dtype).set_(untyped, storage_offset, size, stride)
-    else:  # meta (or another backend a map_location chose)
-        tensor = torch._utils._rebuild_tensor(storage, storage_offset, size, stride)
-    if is_param:
-        return torch.nn.Parameter(tensor, requires_grad=requires_grad)
-    return tensor.requires_grad_(requires_grad) if requires_grad else tensor
+def _device_memory(source, index: int):
+    """(host bytes, DeviceStorage) of a storage that `_restore` put on mtia_sim:`index`."""
+    host = _host_of(source)
+    if host is None:
+        if not isinstance(source, _BytesInFlight):
+            raise NotImplementedError(
+                f"Tensor.set_(storage) on {DEVICE_NAME} accepts only the storages torch.load "
+                f"puts on the device. To fill a device tensor from a storage, build the tensor on "
+                f"the host (`torch.empty(0).set_(storage, ...)`) and move it with "
+                f"`.to('{DEVICE_NAME}')`."
+            )
+        # Its bytes arrive after the rebuild, so tensors must use them in place; but the object
+        # says "mtia_sim", so tensors get a plain host view of them, which keeps it alive.
+        host = _compat.storage_alias(source, torch.device("cpu"))
+        host._mtia_keep = source
+        source._mtia_host = weakref.ref(host)  # weak: no cycle, the tensors own `host`
+        source._mtia_memory = DeviceStorage(index, host.nbytes(), host.data_ptr(), "torch.load")
+    memory = source._mtia_memory
+    if memory.device_index != index:
+        raise RuntimeError(
+            f"set_: the storage is on {DEVICE_NAME}:{memory.device_index}, the tensor on "
+            f"{DEVICE_NAME}:{index}"
+        )
+    return host, memory
 
 
-def _refuse_set_storage(func, args, kwargs, device):
-    raise NotImplementedError(
-        f"Tensor.set_(storage) is not supported on {DEVICE_NAME}: a device tensor cannot be "
-        "rebound to another storage. This happens when torch.load maps tensors that were saved "
-        f"on the CPU onto {DEVICE_NAME}. Load them with map_location='cpu', then move them: "
-        f"`tensor.to('{DEVICE_NAME}')`, or `model.load_state_dict(state)` on a model already on "
-        f"{DEVICE_NAME}."
-    )
+def _host_of(source):
+    host = getattr(source, "_mtia_host", None)
+    return host() if isinstance(host, weakref.ref) else host
+
+
+def _set_storage(func, args, kwargs, device):
+    """set_(storage, ...) on device memory: bind the tensor to the storage's allocation.
+    The dispatcher then sees a new storage under the tensor and rewraps it (dispatch.py)."""
+    host, _memory = _device_memory(args[1], device.index)
+    return func(args[0], host, *args[2:], **kwargs)
 
 
 def register() -> None:
-    """Plug the tagger, the deserializer and the rebuild function into torch.serialization."""
+    """Plug the tagger, the deserializer and the set_ kernel into PyTorch. Idempotent."""
     global _registered
     if _registered:
         return
     torch.serialization.register_package(PRIORITY, _tag, _restore)
-    # torch.load(weights_only=True), the default, only calls functions it was told are safe.
-    torch.serialization.add_safe_globals([rebuild_device_tensor, _rebuild_on_device])
+    # Files written before this module pickled `.cpu()` copies and named this rebuild.
+    torch.serialization.add_safe_globals([_rebuild_on_device])
     aten = torch.ops.aten
     for op in (aten.set_.source_Storage_storage_offset, aten.set_.source_Storage):
-        register_kernel(op)(_refuse_set_storage)
+        register_kernel(op)(_set_storage)
     _registered = True
