@@ -5,6 +5,9 @@ with `config.patch(...)`, or for good with `config.set(...)`. Every value is che
 name, type or range raises a ConfigError that names the setting, the value and what is valid.
 
 Defaults are Inductor's (torch 2.13), plus one guardrail of our own: the on-chip memory budget.
+One difference in meaning: our scheduler nodes are aten ops, while Inductor's are buffers it
+realized after inlining pointwise chains while lowering; so `max_fusion_size=64` lets Inductor
+fuse more aten ops than it lets us.
 
     with config.patch(max_fusion_size=8):        # a context manager...
         torch.compile(model, backend="mtia_lab")(x)

@@ -17,6 +17,7 @@ from ..backend import tensor as device_tensor
 from ..backend.runtime import RUNTIME
 from ..backend.streams import charge
 from .codegen import Kernel, Program
+from .pricing import combo_cost
 
 # Called as listener(kernel, cost, span) after each kernel, span = (stream, start_us, end_us).
 LISTENERS: list[Callable] = []
@@ -70,13 +71,14 @@ class Runner:
 
     def _charge(self, kernel: Kernel, state, combo) -> None:
         self.launches += 1
-        profile = state.profile
         if combo is None:
-            duration = kernel.cost.duration_us(profile)
-        else:  # one launch for the whole combo: members after the first skip the launch cost
-            duration = kernel.cost.duration_us(profile)
-            if kernel.group.index != combo[0]:
-                duration -= profile.kernel_launch_us
-        span = charge(state, duration)
+            span = charge(state, kernel.cost.duration_us(state.profile))
+        elif kernel.group.index == combo[0]:  # one launch for the whole combo, priced together
+            groups = self.program.plan.groups
+            span = charge(state, combo_cost([groups[i].cost for i in combo])
+                          .duration_us(state.profile))
+        else:  # the rest of a combo ran inside the first member's launch
+            stream, _, end = charge(state, 0.0)
+            span = (stream, end, end)
         for listener in LISTENERS:
             listener(kernel, kernel.cost, span)
