@@ -52,6 +52,12 @@ def make_wrapper_tensor(
     )
 
 
+def copy_math_bits(wrapper: torch.Tensor, inner: torch.Tensor) -> None:
+    """Give a wrapper tensor the lazy conjugate / negative bits of its inner tensor."""
+    torch._C._set_conj(wrapper, inner.is_conj())
+    torch._C._set_neg(wrapper, inner.is_neg())
+
+
 def register_fallback(fn, dispatch_key: str) -> torch.library.Library:
     """A boxed kernel for every op without one at `dispatch_key`: fn(op, keyset, *args, **kw)."""
     lib = torch.library.Library("_", "IMPL")

@@ -53,9 +53,16 @@ def run(func, op_facts: OpSchemaFacts, inner_args, inner_kwargs, device: DeviceS
             host = host_of.get(storage.data_ptr())
             if host is None:
                 host = host_of[storage.data_ptr()] = storage.clone()
-            return torch.empty(0, dtype=value.dtype).set_(
+            copy = torch.empty(0, dtype=value.dtype).set_(
                 host, value.storage_offset(), value.size(), value.stride()
             )
+            # The lazy conjugate / negative bits are metadata too (`x.conj()` on complex data):
+            # without them the host kernel would read the bytes un-conjugated.
+            if value.is_conj():
+                copy = copy.conj()
+            if value.is_neg():
+                copy = copy._neg_view()
+            return copy
         if isinstance(value, (list, tuple)):
             return type(value)(to_host(v) for v in value)
         return value
@@ -63,11 +70,34 @@ def run(func, op_facts: OpSchemaFacts, inner_args, inner_kwargs, device: DeviceS
     host_args = tuple(to_host(a) for a in inner_args)
     host_kwargs = {k: to_host(v) for k, v in inner_kwargs.items()}
     out = func(*host_args, **host_kwargs)
+    _check_layouts(out, op_facts.name)
     for where in op_facts.mutated:
         written = op_facts.arg(inner_args, inner_kwargs, where)
         host = op_facts.arg(host_args, host_kwargs, where)
-        if isinstance(written, torch.Tensor) and written is not host:
-            if host.shape != written.shape:
-                written.resize_(host.shape)  # out= resized on the host; the wrapper follows
-            written.copy_(host)
+        if isinstance(written, torch.Tensor):
+            _copy_back(written, host)
+        elif isinstance(written, (list, tuple)):  # `Tensor(a!)[] out`, e.g. unbind_copy.int_out
+            for device_tensor, host_tensor in zip(written, host, strict=True):
+                _copy_back(device_tensor, host_tensor)
     return out
+
+
+def _copy_back(written: torch.Tensor, host: torch.Tensor) -> None:
+    """What the host kernel wrote goes back to the device tensor it was copied from."""
+    if written is host:  # a CPU tensor riding along: the kernel wrote it directly
+        return
+    if host.shape != written.shape:
+        written.resize_(host.shape)  # out= resized on the host; the wrapper follows
+    written.copy_(host)
+
+
+def _check_layouts(out, name: str) -> None:
+    """The device stores strided tensors only: say so, rather than fail deep in the wrapper."""
+    results = out if isinstance(out, (list, tuple)) else (out,)
+    for result in results:
+        if isinstance(result, torch.Tensor) and result.layout != torch.strided:
+            raise NotImplementedError(
+                f"{name} returns a {result.layout} tensor, and mtia_sim stores strided (dense) "
+                "tensors only. Run it on the CPU (`x.cpu()`) and keep the sparse result there, "
+                "or convert it back with `.to_dense()` before moving it to the device."
+            )

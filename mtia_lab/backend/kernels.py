@@ -76,6 +76,21 @@ VIEWS = [
     "split", "split_with_sizes", "unbind", "chunk", "narrow", "view_as_real", "view_as_complex",
     "_conj", "_neg_view", "lift_fresh", "unsafe_split", "movedim",
 ]
+# In-place views change a tensor's metadata, never its bytes. Through the fallback they would
+# run on a host copy and be written back element by element, into the wrong places of a strided
+# view; on the device memory they just restride the inner tensor, which the wrapper follows.
+IN_PLACE_VIEWS = [
+    "squeeze_", "unsqueeze_", "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_",
+    "detach_", "_has_compatible_shallow_copy_type",
+]
+# out= overloads that PyTorch decomposes (CompositeImplicitAutograd) and whose decomposition
+# forgets `out` for tensor subclasses (it rebinds the C++ reference instead of writing): a
+# PrivateUse1 entry stops the decomposition, so the op reaches the device whole and runs there.
+WHOLE_OUT_OPS = [
+    "linalg_matrix_rank.out", "linalg_matrix_rank.out_tol_tensor",
+    "linalg_matrix_rank.atol_rtol_tensor_out", "linalg_matrix_rank.atol_rtol_float_out",
+]
+_LIBRARIES: list[torch.library.Library] = []
 
 NATIVE_FAMILIES = {
     "factories": FACTORIES,
@@ -102,10 +117,35 @@ def register_native_families() -> None:
     for names in NATIVE_FAMILIES.values():
         for packet in _packets(names):
             register_kernel(packet)(run_on_device)
-    for packet in _packets(VIEWS):
+    for packet in _packets(VIEWS + IN_PLACE_VIEWS):
         register_kernel(packet, kind="view")(run_on_device)
     _register_copies()
     _register_device_random()
+    _keep_whole(WHOLE_OUT_OPS)
+
+
+def _keep_whole(overloads: list[str]) -> None:
+    """Give each overload a PrivateUse1 kernel so that PyTorch does not decompose it for the
+    device. The Python key comes first, so dispatch.py serves the op; this kernel only runs if
+    something calls the op below the Python key, which mtia_lab never does."""
+
+    def unreachable(*args, **kwargs):
+        raise RuntimeError("mtia_sim: this op is served by __torch_dispatch__ (dispatch.py)")
+
+    lib = torch.library.Library("aten", "IMPL")
+    for overload in overloads:
+        packet, _, name = overload.partition(".")
+        if hasattr(aten, packet) and name in getattr(aten, packet).overloads():
+            lib.impl(overload, unreachable, "PrivateUse1")
+    _LIBRARIES.append(lib)
+
+
+def _same_elements(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    return (
+        dst.dtype == src.dtype and dst.numel() == src.numel() and dst.numel() > 0
+        and dst.data_ptr() == src.data_ptr() and dst.is_contiguous() and src.is_contiguous()
+        and dst.is_conj() == src.is_conj() and dst.is_neg() == src.is_neg()
+    )
 
 
 def _register_copies() -> None:
@@ -120,6 +160,11 @@ def _register_copies() -> None:
     @register_kernel(aten.copy_.default, cross_device=True)
     def copy_(func, args, kwargs, device):
         dst, src = args[0], args[1]
+        if _same_elements(dst, src):
+            # Views of one wrapper do not share its C++ storage, so PyTorch's own `is_alias_of`
+            # checks (matmul(out=) copying its result from a view of `out`) miss the alias: a
+            # copy onto the very same elements is a no-op, as it is on the CPU.
+            return dst
         return dst.copy_(src)
 
     @register_kernel(aten._copy_from.default, cross_device=True)

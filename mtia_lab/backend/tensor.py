@@ -18,7 +18,7 @@ import weakref
 
 import torch
 
-from .._compat import DEVICE_NAME
+from .._compat import DEVICE_NAME, copy_math_bits
 from .allocator import Block
 from .runtime import RUNTIME
 
@@ -163,7 +163,13 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
     storage = entry() if entry is not None else None
     if storage is None or storage.device_index != device_index:
         storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
-    return MTIATensor(inner, storage)
+    tensor = MTIATensor(inner, storage)
+    if inner.is_conj() or inner.is_neg():
+        # A lazy `x.conj()` view: the wrapper must carry the bit too. Kernels run below the
+        # Conjugate key and ignore the inner's bit; with it on the wrapper, PyTorch resolves
+        # the conjugate (a copy) before an op that needs the values, as it does on the CPU.
+        copy_math_bits(tensor, inner)
+    return tensor
 
 
 def storage_of(tensor: torch.Tensor) -> DeviceStorage:
