@@ -38,6 +38,13 @@ from ..backend.tensor import MTIATensor
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
 from .paths import call_name, explain
 
+dispatch_key_bits = _compat.dispatch_key_bits
+current_autograd_node = _compat.current_autograd_node
+
+
+def is_autocast_enabled() -> bool:
+    return torch.is_autocast_enabled(_compat.DEVICE_NAME)
+
 _SKIP_DIRS = (
     os.path.dirname(torch.__file__),
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
@@ -73,14 +80,13 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _tensors(value, out: list) -> list:
-    """The tensors in an argument or a result, lists and tuples flattened, in order."""
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            if isinstance(item, (torch.Tensor, list, tuple)):
-                _tensors(item, out)
+def _tensors(values, out: list) -> list:
+    """The tensors among `values` (lists and tuples of tensors flattened), in order."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            _tensors(value, out)
     return out
 
 
@@ -105,7 +111,9 @@ class _CallMode(TorchFunctionMode):
             out = func(*args, **kwargs)
         finally:
             rec.call = outer
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() and (
+            type(out) is not MTIATensor or out.grad_fn is not None  # fast path: no graph
+        ):
             module = rec.modules[-1] if rec.modules else ""
             rec.claim(out, (module, call[2] or ""))
         return out
@@ -126,8 +134,9 @@ class _Recorder:
         self.next_call = 0
         self.last_node = (-1, 0)  # (sequence nr, call_id) of the last backward node seen
         self.call_names: dict = {}
+        self.op_names: dict = {}
         self.paths: dict[tuple, DispatchPath] = {}
-        self.records: dict[tuple, TensorRecord] = {}
+        self.records: dict[tuple, tuple[TensorRecord, int]] = {}
         self.shapes: dict[tuple, tuple] = {}
         self.device_names = [f"{_compat.DEVICE_NAME}:{i}" for i in range(64)]
         self.mode: _CallMode | None = None
@@ -195,7 +204,7 @@ class _Recorder:
     def claim(self, out, info: tuple[str, str]) -> None:
         """Note `info` (module, source) for the autograd nodes this call created: the node
         behind each result and, walking back, every newer node not claimed yet."""
-        todo = [t.grad_fn for t in _tensors(out, []) if t.grad_fn is not None]
+        todo = [t.grad_fn for t in _tensors((out,), []) if t.grad_fn is not None]
         node_info, floor = self.node_info, self.node_floor
         while todo:
             node = todo.pop()
@@ -211,7 +220,7 @@ class _Recorder:
     def before_op(self, func, kind, args, kwargs, device) -> None:
         if self.previous is not None:
             self.previous.before_op(func, kind, args, kwargs, device)
-        node = _compat.current_autograd_node()
+        node = current_autograd_node()
         if node is not None:  # autograd's engine runs this op inside a node's backward
             phase = "backward"
             seq = _compat.autograd_sequence_nr(node)
@@ -232,13 +241,21 @@ class _Recorder:
             module = self.modules[-1] if self.modules else ""
         tensors = _tensors(args, [])
         if kwargs:
-            _tensors(list(kwargs.values()), tensors)
-        inputs = tuple([self._record(t, False) for t in tensors])
-        path = self._dispatch_path(func, kind, tensors)
+            _tensors(kwargs.values(), tensors)
+        record, inputs, bits, grad = self._record, [], [], False
+        for t in tensors:
+            entry = record(t, False)
+            inputs.append(entry[0])
+            bits.append(entry[1])
+            grad = grad or t.requires_grad
+        key = (func, kind, grad and torch.is_grad_enabled(), is_autocast_enabled(), tuple(bits))
+        path = self.paths.get(key)
+        if path is None:
+            path = self.paths[key] = explain(func, *key[1:])
         stat = device.allocator._stats["all"].allocated_bytes  # cumulative counters
         self.pending.append((
-            func, kind, phase, path, inputs, stat, stat.allocated, stat.freed, source, module,
-            call_name, call_id, device.index, perf_counter_ns(),
+            func, kind, phase, path, tuple(inputs), stat, stat.allocated, stat.freed, source,
+            module, call_name, call_id, device.index, perf_counter_ns(),
         ))
 
     def after_op(self, func, kind, result, price, span) -> None:
@@ -256,27 +273,37 @@ class _Recorder:
         (func, kind, phase, path, inputs, stat, allocated, freed, source, module, call_name,
          call_id, device, start) = facts_
         view = kind == "view"
-        outputs = tuple([self._record(t, view) for t in _tensors(result, [])])
-        reason = failure or (reason_for(facts(func).name) if kind == "fallback" else "")
+        if isinstance(result, torch.Tensor):
+            outputs = (self._record(result, view)[0],)
+        elif isinstance(result, (list, tuple)):
+            outputs = tuple([self._record(t, view)[0] for t in _tensors(result, [])])
+        else:  # a Python number (item(), _local_scalar_dense) or None
+            outputs = ()
+        name = self.op_names.get(func) or self.op_names.setdefault(func, facts(func).name)
+        reason = failure or (reason_for(name) if kind == "fallback" else "")
         if span is not None:
             stream, sim_start, sim_end = span[0].stream_id, span[1], span[2]
         else:
             stream = sim_start = sim_end = None
         for trace, trace_start in self.traces:
             trace.events.append(OpEvent(
-                len(trace.events), facts(func).name, kind, phase, reason, path, inputs, outputs,
+                len(trace.events), name, kind, phase, reason, path, inputs, outputs,
                 stat.allocated - allocated, stat.freed - freed, stat.current, start - trace_start,
                 end - start, sim_start, sim_end, stream, device, source, module, call_name,
                 call_id,
             ))
 
     # -- records -----------------------------------------------------------------------------
-    def _record(self, t: torch.Tensor, view_result: bool) -> TensorRecord:
-        """A TensorRecord; equal records are made once and shared."""
+    def _record(self, t: torch.Tensor, view_result: bool) -> tuple[TensorRecord, int]:
+        """(TensorRecord, dispatch key bits) of a tensor; equal records are made once, shared.
+
+        The key bits are read once per record: they follow from the tensor's kind (device,
+        subclass, inference or not, conjugate/negative views), which the cache key holds."""
         if type(t) is MTIATensor:
             storage = t._storage
             address = storage.address
             device = storage.device_index
+            inner = t._inner  # same metadata as the wrapper (dispatch keeps them in step)
         else:
             storage = None
             try:
@@ -284,35 +311,29 @@ class _Recorder:
             except RuntimeError:  # no storage (e.g. a FakeTensor while compiling)
                 address = 0
             device = -1
+            inner = t
         view_of = address if view_result or t._base is not None else None
-        key = (address, t.shape, t.stride(), t.storage_offset(), t.dtype, view_of, device)
-        record = self.records.get(key)
-        if record is None:
-            shape, strides = self._intern(tuple(t.shape)), self._intern(t.stride())
+        dtype = inner.dtype
+        flags = t.is_inference() if not dtype.is_complex else (
+            t.is_inference(), t.is_conj(), t.is_neg())
+        key = (address, inner.shape, inner.stride(), inner.storage_offset(), dtype, view_of,
+               device, flags, type(t))
+        entry = self.records.get(key)
+        if entry is None:
+            shape, strides = self._intern(tuple(key[1])), self._intern(key[2])
             if storage is not None:
                 storage_nbytes, device_name = storage.nbytes, self.device_names[device]
             else:
                 storage_nbytes = t.untyped_storage().nbytes() if address else 0
                 device_name = str(t.device)
-            record = self.records[key] = TensorRecord(
-                shape, _dtype_name(t.dtype), strides, t.storage_offset(), address,
-                storage_nbytes, device_name, view_of, t.numel() * t.element_size(),
-            )
-        return record
+            entry = self.records[key] = (TensorRecord(
+                shape, _dtype_name(dtype), strides, key[3], address, storage_nbytes,
+                device_name, view_of, inner.numel() * inner.element_size(),
+            ), dispatch_key_bits(t))
+        return entry
 
     def _intern(self, value: tuple) -> tuple:
         return self.shapes.setdefault(value, value)
-
-    def _dispatch_path(self, func, kind: str, tensors: list) -> DispatchPath:
-        bits = tuple([_compat.dispatch_key_bits(t) for t in tensors])
-        grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-        autocast = torch.is_autocast_enabled(_compat.DEVICE_NAME)
-        key = (func, kind, grad, autocast, bits)
-        path = self.paths.get(key)
-        if path is None:
-            path = self.paths[key] = explain(func, kind, grad, autocast, bits)
-        return path
-
 
 _RECORDER = _Recorder()
 
