@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import colorsys
 import html
+import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,7 +94,7 @@ def summary_lines(r: StridedLayout) -> list[str]:
         f"{r.name}: size {_tup(r.size)}, stride {_tup(r.stride)}, storage offset "
         f"{r.storage_offset}, {r.dtype} on {r.device}",
         f"memory format: {r.memory_format}; {dense}",
-        f"storage: {r.storage_len} cells; read once: {once}; read by several: {several}; "
+        f"storage: {r.storage_len} cell{'' if r.storage_len == 1 else 's'}; read once: {once}; read by several: {several}; "
         f"never read: {never}",
     ]
     if r.numel:
@@ -129,8 +131,7 @@ def _grids(r: StridedLayout) -> list[tuple[str, list[list[int | None]], list[int
     if r.ndim == 1:
         cells, lead = cells.view(1, -1), [()]
     else:
-        lead_shape = r.size[:-2]
-        lead = [tuple(ix) for ix in _product(lead_shape)][:MAX_SLICES]
+        lead = list(itertools.islice(itertools.product(*map(range, r.size[:-2])), MAX_SLICES))
     out = []
     for ix in lead:
         plane = cells[ix] if r.ndim > 2 else cells
@@ -143,15 +144,6 @@ def _grids(r: StridedLayout) -> list[tuple[str, list[list[int | None]], list[int
     return out
 
 
-def _product(shape: Sequence[int]):
-    if not shape:
-        yield ()
-        return
-    for i in range(shape[0]):
-        for rest in _product(shape[1:]):
-            yield (i, *rest)
-
-
 def _elide(n: int) -> list[int | None]:
     if n <= MAX_GRID:
         return list(range(n))
@@ -160,39 +152,70 @@ def _elide(n: int) -> list[int | None]:
 
 
 # -- text ------------------------------------------------------------------------------------
+# One intermediate form lowers to both text and rich: lines of (text, colour or None) pieces.
+Piece = tuple[str, "str | None"]
+
+
 def render_text(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
-    lines = summary_lines(r)
-    across = "index" if r.ndim == 1 else "rows: index of dim -2, columns: dim -1"
-    lines += ["", f"storage cell read by each element ({across}):"]
+    return "\n".join("".join(text for text, _ in line) for line in text_pieces(r, max_cells))
+
+
+def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece]]:
+    """The text rendering as pieces; numbers that stand for a cell carry its element colour."""
+    start, stop = storage_window(r, max_cells, ROW_CELLS)
+    colour = {cell: element_colour(flat) for cell, flat in _first_readers(r, start, stop).items()}
+    lines: list[list[Piece]] = [[(line, None)] for line in summary_lines(r)]
+    across = {0: "a 0-d tensor: one element", 1: "columns: index"}.get(
+        r.ndim, "rows: index of dim -2, columns: dim -1"
+    )
+    lines += [[], [(f"storage cell read by each element ({across}):", None)]]
     if r.numel == 0:
-        lines.append("  (no elements)")
-    width = max(3, len(str(max(r.storage_len - 1, 0))) + 1)
+        lines.append([("  (no elements)", None)])
+    biggest = max([r.storage_len - 1, 0, *(n - 1 for n in r.size)])
+    width = max(3, len(str(biggest)) + 1)
+    grid_colour = {}  # cells outside the storage window still get their element's colour
     for label, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
         if label:
-            lines.append(label)
+            lines.append([(label, None)])
         if r.ndim == 0:
-            lines.append(f"  () -> {rows[0][0]}")
+            lines.append([("  () -> ", None), (str(rows[0][0]), element_colour(0))])
             continue
         head = "" if r.ndim == 1 else " " * (width + 4)
-        lines.append(head + "".join(_fmt(j, width) for j in col_ids))
+        lines.append([(head + "".join(_fmt(j, width) for j in col_ids), None)])
         for i, row in zip(row_ids, rows, strict=True):
-            prefix = "" if r.ndim == 1 else "  " + _fmt(i, width) + " |"
-            lines.append(prefix + "".join(_fmt(c, width) for c in row))
-    if r.ndim > 2 and r.numel and len(list(_product(r.size[:-2]))) > MAX_SLICES:
-        lines.append(f"... ({len(list(_product(r.size[:-2]))) - MAX_SLICES} more slices)")
-    start, stop = storage_window(r, max_cells, ROW_CELLS)
-    lines += ["", "reads per storage cell (. = never read):"]
+            line: list[Piece] = [("" if r.ndim == 1 else "  " + _fmt(i, width) + " |", None)]
+            for j, cell in zip(col_ids, row, strict=True):
+                text = _fmt(cell, width)
+                if cell is None or i is None or j is None:
+                    line.append((text, None))
+                    continue
+                flat = _flat(r, label, i, j)
+                grid_colour.setdefault(cell, element_colour(flat))
+                pad = len(text) - len(str(cell))
+                line += [(text[:pad], None), (text[pad:], colour.get(cell, grid_colour[cell]))]
+            lines.append(line)
+    slices = math.prod(r.size[:-2]) if r.ndim > 2 else 1
+    if r.numel and slices > MAX_SLICES:
+        lines.append([(f"... ({slices - MAX_SLICES} more slices)", None)])
+    lines += [[], [("reads per storage cell (. = never read):", None)]]
+    if r.storage_len == 0:
+        lines.append([("  (the storage is empty)", None)])
     if start > 0:
-        lines.append(f"  ... cells 0..{start - 1} not shown")
-    cwidth = max(3, len(str(max(stop - 1, 0))) + 1)
+        lines.append([(f"  ... cells 0..{start - 1} not shown", None)])
+    most = int(r.reads[start:stop].max()) if stop > start else 0
+    cwidth = max(3, len(str(max(stop - 1, most, 0))) + 1)
     for row_start in range(start, stop, ROW_CELLS):
         ids = range(row_start, min(row_start + ROW_CELLS, stop))
-        lines.append("  cell " + "".join(f"{c:>{cwidth}}" for c in ids))
-        counts = [int(r.reads[c]) for c in ids]
-        lines.append(" reads " + "".join(f"{n if n else '.':>{cwidth}}" for n in counts))
+        lines.append([("  cell " + "".join(f"{c:>{cwidth}}" for c in ids), None)])
+        line = [(" reads ", None)]
+        for c in ids:
+            n = int(r.reads[c])
+            text = f"{n if n else '.':>{cwidth}}"
+            line += [(text[:-len(str(n))], None), (str(n), colour[c])] if n else [(text, None)]
+        lines.append(line)
     if stop < r.storage_len:
-        lines.append(f"  ... cells {stop}..{r.storage_len - 1} not shown")
-    return "\n".join(lines)
+        lines.append([(f"  ... cells {stop}..{r.storage_len - 1} not shown", None)])
+    return lines
 
 
 def _fmt(value: int | None, width: int) -> str:
@@ -338,31 +361,13 @@ def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) 
 
 # -- rich ------------------------------------------------------------------------------------
 def render_rich(r: StridedLayout, max_cells: int = MAX_CELLS) -> Any:
-    """The text rendering with each number on its element's colour."""
-    from rich.console import Group
+    """The text rendering, each number that names a cell on the colour of its element."""
     from rich.text import Text
 
-    text = render_text(r, max_cells)
-    head, _, rest = text.partition("\n\n")
-    body = Text(rest)
-    first = _first_readers(r, *storage_window(r, max_cells, ROW_CELLS))
-    colour = {cell: element_colour(flat) for cell, flat in first.items()}
-    for lineno, line in enumerate(rest.splitlines()):
-        if line.startswith("  cell ") or line.startswith(" reads "):
-            continue
-        offset = sum(len(x) + 1 for x in rest.splitlines()[:lineno])
-        for token_start, token in _tokens(line):
-            if token.isdigit() and int(token) in colour and token_start > 4:
-                body.stylize(f"#000000 on {colour[int(token)]}",
-                             offset + token_start, offset + token_start + len(token))
-    return Group(Text(head, style="bold"), Text(""), body)
-
-
-def _tokens(line: str):
-    start = None
-    for i, ch in enumerate(line + " "):
-        if ch != " " and start is None:
-            start = i
-        elif ch == " " and start is not None:
-            yield start, line[start:i]
-            start = None
+    out = Text()
+    for n, line in enumerate(text_pieces(r, max_cells)):
+        if n:
+            out.append("\n")
+        for text, colour in line:
+            out.append(text, style=f"#000000 on {colour}" if colour else ("bold" if n == 0 else ""))
+    return out
