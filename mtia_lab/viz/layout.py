@@ -94,8 +94,8 @@ def summary_lines(r: StridedLayout) -> list[str]:
         f"{r.name}: size {_tup(r.size)}, stride {_tup(r.stride)}, storage offset "
         f"{r.storage_offset}, {r.dtype} on {r.device}",
         f"memory format: {r.memory_format}; {dense}",
-        f"storage: {r.storage_len} cell{'' if r.storage_len == 1 else 's'}; read once: {once}; read by several: {several}; "
-        f"never read: {never}",
+        f"storage: {r.storage_len} cell{'' if r.storage_len == 1 else 's'}; read once: {once}; "
+        f"read by several: {several}; never read: {never}",
     ]
     if r.numel:
         gaps = len(r.gaps)
