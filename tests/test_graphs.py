@@ -4,6 +4,7 @@ import gc
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import mtia_lab
 from mtia_lab.backend import RUNTIME, dispatch
@@ -79,6 +80,46 @@ def test_replay_runs_no_python_dispatch():
         dispatch.set_observer(previous)
     assert eager_ops >= len(g.nodes) == 3
     assert counter.ops == eager_ops  # the replay added none
+
+
+def test_a_captured_training_step_trains_like_cpu():
+    cpu_model, model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)
+    opt_cpu = torch.optim.SGD(cpu_model.parameters(), lr=0.1, foreach=False)
+    gen = torch.Generator().manual_seed(3)
+    batches = [
+        (torch.randn(8, 16, generator=gen), torch.randn(8, 4, generator=gen)) for _ in range(5)
+    ]
+    static_x = torch.zeros(8, 16, device=DEV)
+    static_t = torch.zeros(8, 4, device=DEV)
+
+    def step(net, optimizer, x, t):
+        optimizer.zero_grad(set_to_none=False)
+        loss = F.mse_loss(net(x), t)
+        loss.backward()  # autograd runs these kernels on its own thread: recorded too
+        optimizer.step()
+        return loss
+
+    def load(batch):
+        static_x.copy_(batch[0])
+        static_t.copy_(batch[1])
+
+    load(batches[0])  # warm-up outside the graph: the .grad buffers exist before capture
+    step(model, opt, static_x, static_t)
+    step(cpu_model, opt_cpu, *batches[0])
+    load(batches[1])
+    g = mtia.MTIAGraph()
+    with mtia.graph(g):
+        static_loss = step(model, opt, static_x, static_t)
+    step(cpu_model, opt_cpu, *batches[1])  # capturing ran the step once, as eager would
+    assert {"aten::mse_loss_backward", "aten::threshold_backward"} <= {n.op for n in g.nodes}
+    for batch in batches[2:]:
+        load(batch)
+        g.replay()
+        loss = step(cpu_model, opt_cpu, *batch)
+        torch.testing.assert_close(static_loss.detach().cpu(), loss.detach())
+    for p_device, p_cpu in zip(model.parameters(), cpu_model.parameters(), strict=True):
+        torch.testing.assert_close(p_device.detach().cpu(), p_cpu.detach())
 
 
 def test_in_place_and_random_ops_are_redone_at_each_replay():

@@ -472,13 +472,17 @@ def _node(func, name, kernel, args, kwargs, out, device) -> GraphNode | None:
             kernel.fn, func, args, kwargs, device
         )
         return GraphNode(name, "in-place", inputs, written, 0.0, run)
-    variant = out_variant(func) if direct and not written else None
-    if variant is not None and len(fresh) == len(results) == len(variant[1]):
-        out_kwargs = dict(zip(variant[1], (r for _, r in fresh), strict=True))
-        run = functools.partial(variant[0], *args, **kwargs, **out_kwargs)
-        return GraphNode(name, "out=", inputs, tuple(r for _, r in fresh), 0.0, run)
     positions = tuple(i for i, _ in fresh)
     buffers = tuple(r for _, r in fresh)
+    variant = out_variant(func) if direct and not written else None
+    if (
+        variant is not None
+        and len(fresh) == len(results) == len(variant[1])
+        and (op_facts.has_generator or _out_variant_fits(variant, args, kwargs, buffers))
+    ):
+        outs = dict(zip(variant[1], buffers, strict=True))
+        run = functools.partial(variant[0], *args, **kwargs, **outs)
+        return GraphNode(name, "out=", inputs, buffers, 0.0, run)
 
     def run() -> None:
         new = kernel.fn(func, args, kwargs, device)
@@ -487,6 +491,22 @@ def _node(func, name, kernel, args, kwargs, out, device) -> GraphNode | None:
             buffer.copy_(new[position])
 
     return GraphNode(name, "copy", inputs, written + buffers, 0.0, run)
+
+
+def _out_variant_fits(variant, args, kwargs, buffers) -> bool:
+    """Run the out= overload once into empty tensors: does it give the captured values, using
+    only the room of its results? (Some use `out` as scratch space first: mse_loss.out resizes
+    a 0-d out to the input's size, which on a real buffer warns or moves its memory.)"""
+    op, names = variant
+    trial = [torch.empty(0, dtype=b.dtype) for b in buffers]
+    try:
+        op(*args, **kwargs, **dict(zip(names, trial, strict=True)))
+    except Exception:  # noqa: BLE001  (any failure: replay uses the kernel and copy_ instead)
+        return False
+    return all(
+        t.shape == b.shape and t.untyped_storage().nbytes() == t.nbytes and torch.equal(t, b)
+        for t, b in zip(trial, buffers, strict=True)
+    )
 
 
 _OUT_VARIANTS: dict = {}
