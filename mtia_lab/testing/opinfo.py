@@ -85,19 +85,39 @@ class _KindRecorder:
 
 
 def to_device(value, device: str = DEVICE):
-    """Every tensor in a nested structure moved to `device` with the same values."""
-    return pytree.tree_map(lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, value)
+    """Every tensor in a nested structure moved to `device` with the same values *and layout*:
+    each CPU storage is copied once, and every tensor becomes the same view (size, strides,
+    offset) of the copy. So a slice keeps the rest of its storage (as_strided reads it), and
+    tensors that shared memory on the CPU share it on the device."""
+    copies: dict[int, torch.Tensor] = {}
+
+    def move(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        if t.layout != torch.strided or t.is_conj() or t.is_neg():
+            return t.to(device)
+        storage = t.untyped_storage()
+        if storage.data_ptr() == 0 or storage.nbytes() % t.element_size():
+            return t.to(device)
+        base = copies.get(storage.data_ptr())
+        if base is None:
+            host_bytes = torch.empty(0, dtype=torch.uint8).set_(storage)
+            base = copies[storage.data_ptr()] = host_bytes.to(device)
+        return base.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+    return pytree.tree_map(move, value)
 
 
 def device_sample(sample, op_name: str = "") -> tuple:
     """(input, args, kwargs) of a CPU sample, for the device: tensors moved (except the ones the
     op wants on the host) and a factory's `device="cpu"` keyword pointed at the device."""
     keep_on_host = _HOST_ARGS.get(op_name, ())
-    args = tuple(a if i in keep_on_host else to_device(a) for i, a in enumerate(sample.args))
-    kwargs = to_device(sample.kwargs)
+    moved = to_device((sample.input, sample.args, sample.kwargs))  # one call: aliases survive
+    value, args, kwargs = moved
+    args = tuple(a if i in keep_on_host else args[i] for i, a in enumerate(sample.args))
     if "device" in kwargs and torch.device(kwargs["device"]).type == "cpu":
         kwargs["device"] = DEVICE
-    return to_device(sample.input), args, kwargs
+    return value, args, kwargs
 
 
 def _to_cpu(value):
@@ -184,14 +204,15 @@ def _empty_like(value, device):
 
 
 def _call(fn, inputs: tuple, variant: str, device):
-    """Call one variant; for out=, the functional call gives the shapes of the out tensors."""
+    """Call one variant -> (result, out tensors or None, functional result or None).
+    For out=, the functional call gives the shapes of the out tensors."""
     value, args, kwargs = inputs
     if variant != "out":
-        return fn(value, *args, **kwargs), None
+        return fn(value, *args, **kwargs), None, None
     with torch.no_grad():
-        shapes = fn(value, *args, **kwargs)
-    out = _empty_like(shapes, device)
-    return fn(value, *args, **kwargs, out=out), out
+        functional = fn(value, *args, **kwargs)
+    out = _empty_like(functional, device)
+    return fn(value, *args, **kwargs, out=out), out, functional
 
 
 def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
@@ -208,14 +229,17 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
     except Exception as error:  # noqa: BLE001 -- reported below unless the CPU fails too
         move_error = f"moving the inputs to {DEVICE}: {_first_line(error)}"
     try:
-        expected, cpu_out = _call(fn, (sample.input, sample.args, sample.kwargs), variant, "cpu")
+        expected, cpu_out, functional = _call(fn, (sample.input, sample.args, sample.kwargs),
+                                              variant, "cpu")
+        if cpu_out is not None:  # some out= overloads ignore `out` on the CPU too
+            compare(functional, cpu_out, check_values=not random, check_device=False)
     except Exception as error:  # noqa: BLE001 -- any CPU failure means "no reference"
         return SampleRun(cpu_error=_first_line(error))
     if move_error:
         return SampleRun(problem=move_error, klass="error")
     previous = recorder.previous = dispatch.set_observer(recorder)
     try:
-        actual, out = _call(fn, dev_inputs, variant, DEVICE)
+        actual, out, _ = _call(fn, dev_inputs, variant, DEVICE)
     except Exception as error:  # noqa: BLE001 -- the device raised where the CPU did not
         return SampleRun(problem=_first_line(error), klass="error")
     finally:
@@ -230,9 +254,10 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
             compare(sample.input, dev_inputs[0], check_values=check_values)
         if variant == "out":
             compare(cpu_out, out, check_values=check_values)
-            returned = pytree.tree_leaves(actual)
-            if returned and not all(a is b for a, b in zip(returned, pytree.tree_leaves(out),
-                                                            strict=True)):
+            returned = pytree.tree_leaves(actual)  # None for ops whose out= returns nothing
+            if actual is not None and not all(
+                a is b for a, b in zip(returned, pytree.tree_leaves(out), strict=True)
+            ):
                 raise AssertionError("out= variant did not return the out tensors it was given")
     except AssertionError as error:
         return SampleRun(problem=_first_line(error), klass="wrong")
@@ -289,10 +314,11 @@ def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op") -> OpRe
     result.fallbacks = recorder.fallbacks | factory_fallbacks
     if result.klass in ("wrong", "error"):
         return result
-    result.problem = ""
     if result.samples == 0:
         result.klass = "cpu-fails"
-    elif result.fallbacks:
+        return result
+    result.problem = ""
+    if result.fallbacks:
         result.klass = "fallback"
     return result
 
