@@ -289,3 +289,20 @@ def test_explorer_reacts_to_every_input():
     assert "has 3 dims but stride (1, 3) has 2" in explorer.error
     explorer.stride.value = "4, 2, 1"
     assert explorer.record.size == (2, 2, 2) and explorer.record.storage_len == 13
+
+
+def test_layout_of_a_recorded_tensor_matches_the_live_one():
+    trace = pytest.importorskip("mtia_lab.trace")
+    x = torch.arange(12.0, device="mtia_sim").reshape(3, 4)
+    with trace.trace() as t:
+        y = x.t()[1:]
+    views = [e for e in t if e.outputs and tuple(e.outputs[0].shape) == (3, 3)]
+    assert views, "the trace should hold the slice that produced y"
+    from mtia_lab.inspect import layout_from_record
+
+    recorded, live = layout_from_record(views[-1].outputs[0], "y"), layout_of(y, "y")
+    assert (recorded.size, recorded.stride, recorded.storage_offset) == (
+        live.size, live.stride, live.storage_offset)
+    assert recorded.storage_len == live.storage_len
+    assert torch.equal(recorded.cells, live.cells)
+    assert recorded.storage_id == live.storage_id  # same simulated block address

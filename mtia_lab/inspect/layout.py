@@ -39,8 +39,9 @@ class StridedLayout:
     name: str = "t"
     dtype: str = "float32"
     device: str = "cpu"
-    storage_id: object = None  # identity of the storage; None when made from numbers
-    others: tuple[StridedLayout, ...] = ()  # other given views that share this storage
+    # identity of the storage (None when made from numbers); out of repr: it is an address
+    storage_id: object = field(default=None, repr=False)
+    others: tuple[StridedLayout, ...] = field(default=(), repr=False)  # views sharing storage
     cells: torch.Tensor = field(init=False, repr=False)  # [numel] int64, row-major order
     reads: torch.Tensor = field(init=False, repr=False)  # [storage_len] int64
 

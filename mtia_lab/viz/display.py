@@ -50,10 +50,6 @@ class View:
 
         return Text(self.to_text())
 
-    def title(self) -> str:
-        """One line naming the view (the <img> alt text)."""
-        return self.to_text().splitlines()[0] if self.to_text() else type(self).__name__
-
     # -- the protocols ------------------------------------------------------------------------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
         text = self.to_text()
@@ -62,13 +58,17 @@ class View:
             svg = self.to_svg()
         except (GraphvizNotFound, DotError) as exc:
             bundle["text/html"] = text_html(f"{text}\n\n(diagram not drawn: {exc})")
-            return bundle
+            svg = ""
         if svg is None:
             bundle["text/html"] = text_html(text)
-        else:
+        elif svg:
             bundle["image/svg+xml"] = svg
-            bundle["text/html"] = svg_img_html(svg, self.title())
-        return bundle
+            alt = text.splitlines()[0] if text else type(self).__name__
+            bundle["text/html"] = svg_img_html(svg, alt)
+        return {
+            key: value for key, value in bundle.items()
+            if (include is None or key in include) and (exclude is None or key not in exclude)
+        }
 
     def __rich__(self) -> Any:
         return self.to_rich()
