@@ -14,9 +14,9 @@ import torch
 
 from .. import _compat
 from .._compat import DEVICE_NAME
-from . import cost, fallback
+from . import cost, dispatch, fallback
 from .runtime import RUNTIME
-from .streams import charge
+from .streams import charge, current_stream
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -91,6 +91,27 @@ def _boxed_fallback(op, keyset, *args, **kwargs):
     return out
 
 
+def _observed(fn, op, kind: str):
+    """`fn`, telling the dispatcher's observer (a trace) about its op, as dispatch.py does for
+    ops on device tensors: factories and host->device copies reach only this key."""
+
+    def kernel(*args, **kwargs):
+        observer = dispatch._OBSERVER
+        if observer is None:
+            return fn(*args, **kwargs)
+        func = op if op is not None else args[0]  # the boxed fallback gets (op, keyset, ...)
+        state = RUNTIME.device(_index(kwargs.get("device")))
+        stream = current_stream(state.index)
+        before = stream.clock_us
+        observer.before_op(func, kind, args if op is not None else args[2:], kwargs, state)
+        result = fn(*args, **kwargs)
+        span = (stream, before, stream.clock_us) if stream.clock_us > before else None
+        observer.after_op(func, kind, result, None, span)
+        return result
+
+    return kernel
+
+
 def register_backend(device_module) -> None:
     """Rename PrivateUse1 to mtia_sim and install the kernels above. Idempotent."""
     global _registered
@@ -100,11 +121,15 @@ def register_backend(device_module) -> None:
     if _compat.privateuse1_name() != DEVICE_NAME:
         _compat.setup_python_backend(DEVICE_NAME, device_module)
     lib = torch.library.Library("aten", "IMPL")
-    lib.impl("empty.memory_format", _empty_memory_format, "PrivateUse1")
-    lib.impl("empty_strided", _empty_strided, "PrivateUse1")
-    lib.impl("_to_copy", _to_copy, "PrivateUse1")
+    aten = torch.ops.aten
+    lib.impl("empty.memory_format", _observed(
+        _empty_memory_format, aten.empty.memory_format, "native"), "PrivateUse1")
+    lib.impl("empty_strided", _observed(_empty_strided, aten.empty_strided.default, "native"),
+             "PrivateUse1")
+    lib.impl("_to_copy", _observed(_to_copy, aten._to_copy.default, "native"), "PrivateUse1")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
     _LIBRARIES.append(lib)
-    _LIBRARIES.append(_compat.register_fallback(_boxed_fallback, "PrivateUse1"))
+    _LIBRARIES.append(_compat.register_fallback(
+        _observed(_boxed_fallback, None, "fallback"), "PrivateUse1"))
     _registered = True
     device_of(63)  # torch.device objects for every index, made once
