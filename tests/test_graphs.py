@@ -314,6 +314,15 @@ def test_an_error_of_the_users_own_abandons_the_capture():
     _assert_device_usable()
 
 
+def test_replaying_a_graph_inside_a_capture_is_refused():
+    x = torch.ones(2, device=DEV)
+    inner, y = _capture(lambda t: t * 2, x)
+    with pytest.raises(GraphCaptureError, match=rf"replay\(\) of graph {inner.id}.*not record"):
+        with mtia.graph(mtia.MTIAGraph()):
+            inner.replay()
+    _assert_device_usable()
+
+
 def test_one_capture_at_a_time():
     g1, g2 = mtia.MTIAGraph(), mtia.MTIAGraph()
     g1.capture_begin()

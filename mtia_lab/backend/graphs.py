@@ -179,6 +179,13 @@ class MTIAGraph:
     def replay(self) -> None:
         """Run the recorded kernels again on the static buffers; charge the simulated clock
         one launch plus the kernels' device time, on the current stream."""
+        if _ACTIVE is not None:  # a replay bypasses the dispatcher: a capture would miss it
+            _ACTIVE.fail(
+                f"replay() of graph {self.id}",
+                "a replay runs its kernels without the dispatcher, so the capture underway "
+                "would not record them",
+                "Replay before capture_begin or after capture_end.",
+            )
         runs = self._runs
         if runs is None:
             if not self._captured:
