@@ -21,7 +21,7 @@ FACTORIES = [
     "empty_like", "zeros_like", "ones_like", "full_like",
     "fill", "fill_", "zero_", "zero", "arange", "linspace", "new_empty",
     "new_empty_strided", "new_zeros", "new_ones", "new_full", "empty", "empty_strided",
-    "scalar_tensor",
+    "scalar_tensor", "eye",
 ]
 RANDOM = [
     "normal", "normal_", "uniform", "uniform_", "bernoulli", "bernoulli_", "random_", "random",
@@ -68,7 +68,8 @@ NN = [
     "stack", "index", "index_put", "index_put_", "_unsafe_index", "_unsafe_index_put",
     "index_add", "index_add_", "masked_scatter", "tril", "triu", "tril_", "triu_", "flip",
     "roll", "repeat", "constant_pad_nd", "_local_scalar_dense", "sort", "topk", "nll_loss_forward",
-    "nll_loss_backward", "mse_loss", "mse_loss_backward",
+    "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss",
+    "mse_loss_backward", "embedding_renorm_",
 ]
 VIEWS = [
     "view", "_unsafe_view", "_reshape_alias", "as_strided", "expand", "permute", "transpose",
