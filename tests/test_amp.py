@@ -26,7 +26,24 @@ POLICY_CASES = [
     ("baddbmm", lambda c, a, b: torch.baddbmm(c, a, b), [(2, 3, 5), (2, 3, 4), (2, 4, 5)], LOW),
     ("einsum", lambda a, b: torch.einsum("ij,jk->ik", a, b), [(3, 4), (4, 5)], LOW),
     ("conv2d", lambda x, w: F.conv2d(x, w), [(1, 2, 5, 5), (3, 2, 3, 3)], LOW),
+    ("conv1d", lambda x, w: F.conv1d(x, w), [(1, 2, 7), (3, 2, 3)], LOW),
+    ("conv_transpose2d", lambda x, w: F.conv_transpose2d(x, w), [(1, 2, 4, 4), (2, 3, 3, 3)], LOW),
+    ("addmv", lambda c, a, v: torch.addmv(c, a, v), [(3,), (3, 4), (4,)], LOW),
+    ("addr", lambda c, a, b: torch.addr(c, a, b), [(3, 4), (3,), (4,)], LOW),
+    ("prelu", lambda x, w: F.prelu(x, w), [(2, 3), (3,)], LOW),
+    ("multi_dot", lambda a, b, c: torch.linalg.multi_dot([a, b, c]), [(2, 3), (3, 4), (4, 2)],
+     LOW),
+    ("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+     [(1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8)], LOW),
     ("exp", lambda x: torch.exp(x), [(4,)], FP32),
+    ("cosine_similarity", lambda a, b: F.cosine_similarity(a, b), [(3, 4), (3, 4)], FP32),
+    ("kl_div", lambda a, b: F.kl_div(a, b, reduction="batchmean"), [(3, 4), (3, 4)], FP32),
+    ("bce_with_logits", lambda a, b: F.binary_cross_entropy_with_logits(a, b.sigmoid()),
+     [(3, 4), (3, 4)], FP32),
+    ("cdist", lambda a, b: torch.cdist(a, b), [(3, 4), (5, 4)], FP32),
+    ("interpolate", lambda x: F.interpolate(x, scale_factor=2.0), [(1, 2, 3, 3)], FP32),
+    ("prod", lambda x: torch.prod(x, 1), [(3, 4)], FP32),
+    ("cumprod", lambda x: torch.cumprod(x, 1), [(3, 4)], FP32),
     ("log", lambda x: torch.log(x.abs() + 1), [(4,)], FP32),
     ("pow", lambda x: torch.pow(x, 2), [(4,)], FP32),
     ("rsqrt", lambda x: torch.rsqrt(x.abs() + 1), [(4,)], FP32),
@@ -41,6 +58,8 @@ POLICY_CASES = [
     ("cumsum", lambda x: torch.cumsum(x, 0), [(3, 4)], FP32),
     ("logsumexp", lambda x: torch.logsumexp(x, 1), [(3, 4)], FP32),
     ("norm", lambda x: torch.norm(x), [(3, 4)], FP32),
+    ("norm_Scalar", lambda x: torch.ops.aten.norm.Scalar(x, 2), [(3, 4)], FP32),
+    ("norm_ScalarOpt_dim", lambda x: torch.ops.aten.norm.ScalarOpt_dim(x, 2, [1]), [(3, 4)], FP32),
     ("cross_entropy", lambda x: F.cross_entropy(x, torch.zeros(3, dtype=torch.long,
                                                                 device=x.device)), [(3, 4)], FP32),
     ("addcmul", lambda a, b, c: torch.addcmul(a, b, c), [(4,), (4,), (4,)], WIDEST),
@@ -50,6 +69,7 @@ POLICY_CASES = [
     ("relu", lambda x: torch.relu(x), [(4,)], SAME),
     ("cat", lambda a, b: torch.cat([a, b]), [(4,), (4,)], SAME),
 ]
+NO_HOST_KERNEL = {("cdist", BF16)}  # the CPU has no bf16 cdist: only autocast's fp32 runs
 
 
 def _expected(kind: str, dtypes: list[torch.dtype]) -> torch.dtype:
@@ -74,7 +94,8 @@ def test_output_dtype_follows_cuda_policy(device, name, fn, shapes, kind, input_
         out = fn(*inputs)
     assert out.device == device
     assert out.dtype == _expected(kind, dtypes), f"{name} on {dtypes}"
-    if kind != WIDEST:  # outside autocast the op keeps its inputs' dtype
+    if kind != WIDEST and (name, input_dtype) not in NO_HOST_KERNEL:
+        # outside autocast the op keeps its inputs' dtype
         assert fn(*inputs).dtype == input_dtype
 
 
@@ -122,6 +143,19 @@ def test_autocast_values_equal_cpu_with_the_same_casts(device):
     torch.testing.assert_close(out.cpu(), a.bfloat16() @ b.bfloat16(), rtol=0, atol=0)
     torch.testing.assert_close(soft.cpu(), torch.softmax(a.bfloat16() @ b.bfloat16(), -1,
                                                          dtype=torch.float32), rtol=0, atol=0)
+
+
+def test_policy_of_names_the_rule_an_op_gets():
+    aten = torch.ops.aten
+    assert amp.policy_of(aten.mm.default) == "lower_precision_fp"
+    assert amp.policy_of(aten.pow.Tensor_Scalar) == "fp32"
+    assert amp.policy_of(aten.pow.Tensor_Tensor) == "fp32"
+    assert amp.policy_of(aten.softmax.int) == "fp32_set_opt_dtype"
+    assert amp.policy_of(aten.norm.Scalar) == "fp32_append_dtype"
+    assert amp.policy_of(aten.addcmul.default) == "promote"
+    assert amp.policy_of(aten.binary_cross_entropy.default) == "banned"
+    assert amp.policy_of(aten.add.Tensor) == "fallthrough"
+    assert amp.policy_of(aten.sum.IntList_out) == "fallthrough"  # only listed overloads
 
 
 def test_policy_lists_match_atens_cuda_lists():

@@ -181,7 +181,8 @@ def _make_kernel(op: torch._ops.OpOverload, policy: str):
                 return op(*args, **kwargs)
             if policy == "fp32_append_dtype":
                 out_dtype = torch.float32 if _first_is_eligible(args) else args[0].dtype
-                return target(*args, out_dtype)
+                args = _with_defaults(op, args)  # the target overload has no defaults
+                return target(*args, **kwargs, dtype=out_dtype)  # dtype is keyword-only
             raise RuntimeError(BANNED[op._schema.name.split("::")[1]])
 
     kernel.__name__ = f"autocast_{policy}_{_short_name(op).replace('.', '_')}"
@@ -194,6 +195,12 @@ def _dtype_slot(op: torch._ops.OpOverload) -> tuple[int, bool]:
         if argument.name == "dtype":
             return position, argument.kwarg_only
     raise AssertionError(f"{op} has no dtype argument")
+
+
+def _with_defaults(op: torch._ops.OpOverload, args: tuple) -> tuple:
+    """Positional args with the defaults the dispatcher left out written back in."""
+    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    return (*args, *(a.default_value for a in positional[len(args) :]))
 
 
 def _set_dtype_if_unset(args: tuple, kwargs: dict, slot: tuple[int, bool]):
