@@ -24,8 +24,9 @@ that a replay could not redo raises `GraphCaptureError` naming the op: host sync
 recorded work or outside the pool's device, copies across devices.
 
 Unlike CUDA, the recorded kernels also run once during capture (the simulator needs their
-results' shapes), so static outputs hold the capture-time values; the simulated clock only
-advances at replay: one launch for the graph plus every recorded kernel's device time.
+results' shapes): static outputs hold the capture-time values, and in-place updates of tensors
+made before the capture (an optimizer step) happen once more than on CUDA. The simulated clock
+only advances at replay: one launch for the graph plus every recorded kernel's device time.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class MTIAGraph:
         self._pool: PoolId | None = None  # the pool this graph retains in the allocator
         self._nodes: list[GraphNode] = []
         self._runs: list[Callable[[], object]] | None = None  # the instantiated graph
+        self._device_us = 0.0  # the recorded kernels' device time, summed at instantiate
         self._capturing = False
         self._captured = False
         self._abandoned: str | None = None  # why the last capture failed
@@ -125,8 +127,15 @@ class MTIAGraph:
     # -- capture ------------------------------------------------------------------------------
     def capture_begin(self, pool: PoolId | None = None, capture_error_mode: str = "global") -> None:
         """Start recording the current device's work; memory comes from `pool` (another graph's
-        `pool()` or a `graph_pool_handle()`) or from this graph's own private pool."""
+        `pool()` or a `graph_pool_handle()`) or from this graph's own private pool.
+        `capture_error_mode` is accepted for CUDA code; every capture here is "global": work
+        from any thread or stream of the device is recorded or refused."""
         global _ACTIVE
+        if capture_error_mode not in ("global", "thread_local", "relaxed"):
+            raise ValueError(
+                f"capture_error_mode must be 'global', 'thread_local' or 'relaxed', "
+                f"got {capture_error_mode!r}"
+            )
         if _ACTIVE is not None:
             raise RuntimeError(
                 f"capture_begin: graph {_ACTIVE.graph.id} is already capturing; only one capture "
@@ -175,6 +184,7 @@ class MTIAGraph:
         if not self._captured:
             raise RuntimeError("instantiate: nothing captured yet (capture_begin/capture_end)")
         self._runs = [node.run for node in self._nodes]
+        self._device_us = sum(node.device_us for node in self._nodes)
 
     def replay(self) -> None:
         """Run the recorded kernels again on the static buffers; charge the simulated clock
@@ -203,7 +213,9 @@ class MTIAGraph:
     def replay_duration_us(self, state: DeviceState | None = None) -> float:
         """Simulated time of one replay: one launch, then the recorded kernels back to back."""
         state = state or RUNTIME.device(self.device_index)
-        return state.profile.kernel_launch_us + sum(node.device_us for node in self._nodes)
+        if self._runs is None:
+            return state.profile.kernel_launch_us + sum(n.device_us for n in self._nodes)
+        return state.profile.kernel_launch_us + self._device_us
 
     # -- lifetime -----------------------------------------------------------------------------
     def reset(self) -> None:
@@ -278,6 +290,7 @@ class graph:
             stream = self.__class__.default_capture_stream
         self.mtia_graph = mtia_graph
         self.pool = pool
+        self.capture_error_mode = capture_error_mode
         self.capture_stream = stream
         self._stream_ctx = None
 
@@ -288,7 +301,7 @@ class graph:
         self._stream_ctx = stream(self.capture_stream)
         self._stream_ctx.__enter__()
         try:
-            self.mtia_graph.capture_begin(self.pool)
+            self.mtia_graph.capture_begin(self.pool, self.capture_error_mode)
         except BaseException:
             self._stream_ctx.__exit__(None, None, None)
             raise
