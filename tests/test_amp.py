@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import mtia_lab
 from mtia_lab.backend import amp
 
 BF16 = torch.bfloat16
@@ -337,3 +338,21 @@ def test_grad_scaler_training_loop_matches_cpu(device):
     assert runs["cpu"][0] == runs[device.type][0] == 2.0**19
     for name, value in runs["cpu"][1].items():
         torch.testing.assert_close(runs[device.type][1][name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_amp_training_step_with_grad_scaler_needs_no_cpu_fallback(device):
+    """Casts, the fp32 ops, loss scaling and unscaling all have device kernels."""
+    model = MLP().to(device)
+    before = [p.detach().cpu().clone() for p in model.parameters()]
+    x, y = _batch()
+    scaler = torch.amp.GradScaler(device.type)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with mtia_lab.strict():
+        with torch.autocast(device.type, dtype=BF16):
+            loss = F.cross_entropy(model(x.to(device)), y.to(device))
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    assert scaler.get_scale() == 2.0**16  # no inf/nan found: the step was taken
+    after = [p.detach().cpu() for p in model.parameters()]
+    assert all(not torch.equal(a, b) for a, b in zip(after, before, strict=True))

@@ -281,3 +281,13 @@ def test_memory_accounting_after_load(clean_memory):
     del loaded, on_host
     gc.collect()
     assert torch.mtia_sim.memory_allocated(0) == before
+
+
+def test_load_needs_no_cpu_fallback():
+    saved = _layouts(D0)
+    with mtia_lab.strict():
+        loaded = _round_trip(saved)
+        from_host = _round_trip(_layouts("cpu"), map_location="mtia_sim:0")
+    for name, tensor in loaded.items():
+        _same_tensor(tensor, saved[name], D0)
+        _same_tensor(from_host[name], saved[name], D0)
