@@ -370,3 +370,31 @@ def test_bad_files_say_what_is_wrong(tmp_path):
     damaged.write_text(json.dumps(data))
     with pytest.raises(TraceFormatError, match="malformed"):
         load_trace(damaged)
+
+
+def test_factories_and_host_to_device_copies():
+    host = torch.randn(3, 4)
+    with mtia_lab.trace() as t:
+        x = torch.empty(2, 3, device=DEV)
+        y = host.to("mtia_sim:1")
+    torch.testing.assert_close(y.cpu(), host)
+    empty = only(t, "aten::empty.memory_format")
+    assert empty.inputs == () and empty.outputs[0].storage == storage_of(x).address
+    assert empty.allocated >= 2 * 3 * 4 and empty.call == "torch.empty"
+    copy = only(t, "aten::_to_copy")
+    assert copy.inputs[0].device == "cpu" and copy.outputs[0].device == "mtia_sim:1"
+    assert copy.device == 1 and copy.sim_end_us > copy.sim_start_us  # crossed the host link
+
+
+def test_compiled_code_inside_a_trace_records_only_real_ops():
+    def f(x):
+        return (x * 2).sin().sum()
+
+    x = torch.randn(8, device=DEV)
+    compiled = torch.compile(f, backend="aot_eager")
+    with mtia_lab.trace() as t:
+        result = compiled(x)
+        x + 1
+    torch.testing.assert_close(result.cpu(), f(x.cpu()))
+    # tracing with fake tensors runs no op on the device; compiled code bypasses dispatch
+    assert [e.op for e in t] == ["aten::add.Tensor"]

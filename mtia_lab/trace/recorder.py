@@ -40,6 +40,7 @@ from .paths import call_name, explain
 
 dispatch_key_bits = _compat.dispatch_key_bits
 current_autograd_node = _compat.current_autograd_node
+is_compiling = torch.compiler.is_compiling
 
 
 def is_autocast_enabled() -> bool:
@@ -220,6 +221,8 @@ class _Recorder:
     def before_op(self, func, kind, args, kwargs, device) -> None:
         if self.previous is not None:
             self.previous.before_op(func, kind, args, kwargs, device)
+        if is_compiling():  # torch.compile tracing with fake tensors: nothing runs
+            return
         node = current_autograd_node()
         if node is not None:  # autograd's engine runs this op inside a node's backward
             phase = "backward"
@@ -261,7 +264,7 @@ class _Recorder:
     def after_op(self, func, kind, result, price, span) -> None:
         end = perf_counter_ns()
         pending = self.pending
-        while pending:
+        while pending and not is_compiling():
             facts_ = pending.pop()
             if facts_[0] is func:
                 self._emit(facts_, end, result, span, "")
