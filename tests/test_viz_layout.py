@@ -249,6 +249,14 @@ def test_mimebundle_and_rich():
     assert bundle["text/html"].startswith(prefix)
     encoded = bundle["text/html"][len(prefix) :].split('"', 1)[0]
     assert base64.b64decode(encoded).decode() == bundle["image/svg+xml"]
+    assert set(view._repr_mimebundle_(include={"text/plain"})) == {"text/plain"}
+    assert set(view._repr_mimebundle_(exclude={"image/svg+xml"})) == {"text/plain", "text/html"}
+    # What IPython (and so a notebook) asks for gives the same bundle.
+    from IPython.core.formatters import DisplayFormatter
+
+    data, _ = DisplayFormatter().format(view)
+    assert data["text/html"] == bundle["text/html"]
+    assert data["text/plain"] == bundle["text/plain"]
     console = Console(width=100, record=True, color_system="truecolor", file=io.StringIO())
     console.print(view)
     exported = console.export_text(styles=False, clear=False)

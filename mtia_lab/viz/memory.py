@@ -6,7 +6,8 @@ draws the same later. Three renderings:
 - graphviz: one HTML table per segment (stacked in address order, grouped by device): a header
   with its address, pool and size, then its blocks left to right in address order, each a cell
   as wide as log2 of its size (a 512 B block next to a 2 MiB remainder stays visible), orange
-  when allocated (with the op and the user's source line that asked for it), grey when cached;
+  when allocated (with the op and the user's source line that asked for it), grey when cached
+  (file names without folders, notebook cells as `cell:LINE`, so saved output is stable);
   every block cell is a table port (`PORT="b<i>"`) so later diagrams can point at a block;
 - text: one line per block, fixed columns, compared exactly by tests;
 - rich: the same as a table.
@@ -180,8 +181,11 @@ def _block_cell(index: int, b: BlockInfo) -> str:
         lines = [format_bytes(b.size), b.op or "(unknown op)"]
         if b.short_source:
             lines.append(b.short_source)
-        tip = f"+{b.offset:#x}: {format_bytes(b.size)} allocated ({b.requested_size} B " \
-              f"requested) by {b.op or 'an unknown op'}" + (f" at {b.source}" if b.source else "")
+        where = f" at {b.short_source}" if b.short_source else ""
+        tip = (
+            f"+{b.offset:#x}: {format_bytes(b.size)} allocated ({b.requested_size} B "
+            f"requested) by {b.op or 'an unknown op'}{where}"
+        )
         fill = ALLOCATED_FILL
     else:
         lines, fill = [format_bytes(b.size), "free"], FREE_FILL
