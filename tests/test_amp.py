@@ -356,3 +356,19 @@ def test_amp_training_step_with_grad_scaler_needs_no_cpu_fallback(device):
     assert scaler.get_scale() == 2.0**16  # no inf/nan found: the step was taken
     after = [p.detach().cpu() for p in model.parameters()]
     assert all(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
+
+
+def test_autocast_inside_torch_compile_matches_eager(device):
+    import mtia_lab.compiler  # noqa: F401  (registers the "mtia_lab" backend)
+
+    def f(a, b):
+        with torch.autocast(device.type, dtype=BF16):
+            h = torch.relu(a @ b)
+            return h, torch.softmax(h, -1), h.sum()
+
+    a, b = torch.randn(8, 16, device=device), torch.randn(16, 8, device=device)
+    eager = f(a, b)
+    compiled = torch.compile(f, backend="mtia_lab", fullgraph=True)(a, b)
+    for e, c in zip(eager, compiled, strict=True):
+        assert c.dtype == e.dtype and c.device == device
+        torch.testing.assert_close(c.cpu(), e.cpu())
