@@ -107,6 +107,8 @@ def test_shared_storage_is_found_on_cpu_and_on_device():
         record = layout_of(x.t(), "xt", {"x": x, "row": row, "unrelated": unrelated})
         assert record.shares_with == ["x", "row"], device
         assert [record.shared_cells(o) for o in record.others] == [12, 4]
+    # Empty storages have no address; two of them are not one storage.
+    assert layout_of(torch.zeros(0), others={"other": torch.zeros(0)}).shares_with == []
 
 
 @settings(max_examples=150, deadline=None)

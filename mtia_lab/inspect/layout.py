@@ -233,7 +233,9 @@ def _storage_id(tensor: torch.Tensor) -> object:
 
         storage = storage_of(tensor)
         return (str(tensor.device), storage.address or id(storage))
-    return (str(tensor.device), tensor.untyped_storage().data_ptr())
+    ptr = tensor.untyped_storage().data_ptr()
+    # An empty (or meta) storage has no address: say it shares with nothing but itself.
+    return (str(tensor.device), ptr) if ptr else (str(tensor.device), 0, id(tensor))
 
 
 def _dense_in_order(size: tuple, stride: tuple, order: list[int]) -> bool:
