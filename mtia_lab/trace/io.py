@@ -52,7 +52,7 @@ def trace_to_json(trace: Trace) -> dict:
 
     events = []
     for event in trace.events:
-        row = [getattr(event, name) for name in EVENT_FIELDS]
+        row = list(event)  # an OpEvent is a NamedTuple: its values in EVENT_FIELDS order
         path = event.dispatch
         at = path_ids.get(id(path))
         if at is None:
@@ -179,12 +179,22 @@ def to_chrome_trace(trace: Trace) -> dict:
     sim_start = trace.metadata.get("sim_start_us", {})
     tracks: dict[tuple[int, int], list] = {}
     host = []
+    described: dict[int, str] = {}  # id(record) -> text; records are shared between events
+
+    def describe(records) -> list[str]:
+        out = []
+        for t in records:
+            text = described.get(id(t))
+            if text is None:
+                text = described[id(t)] = _describe(t)
+            out.append(text)
+        return out
+
     for e in trace.events:
         args = {
             "index": e.index, "kind": e.kind, "phase": e.phase, "module": e.module,
             "call": e.call, "source": e.source,
-            "inputs": [_describe(t) for t in e.inputs],
-            "outputs": [_describe(t) for t in e.outputs],
+            "inputs": describe(e.inputs), "outputs": describe(e.outputs),
         }
         if e.reason:
             args["reason"] = e.reason
