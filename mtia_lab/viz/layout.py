@@ -344,12 +344,10 @@ def _flat(r: StridedLayout, label: str, i: int, j: int) -> int:
 
 def _first_readers(r: StridedLayout, start: int, stop: int) -> dict[int, int]:
     """cell -> flat index of the first element that reads it, for the cells shown."""
-    out: dict[int, int] = {}
-    mask = (r.cells >= start) & (r.cells < stop)
-    flats = mask.nonzero().flatten()
-    for flat, cell in zip(flats.tolist(), r.cells[flats].tolist(), strict=True):
-        out.setdefault(cell, flat)
-    return out
+    flats = ((r.cells >= start) & (r.cells < stop)).nonzero().flatten()
+    first = torch.full((max(stop - start, 0),), r.numel, dtype=torch.int64)
+    first.scatter_reduce_(0, r.cells[flats] - start, flats, "amin")
+    return {start + c: f for c, f in enumerate(first.tolist()) if f < r.numel}
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) -> str:
