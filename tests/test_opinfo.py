@@ -176,3 +176,10 @@ def test_sparse_results_fail_with_a_clear_error():
     x = torch.eye(3, device="mtia_sim")
     with pytest.raises(NotImplementedError, match="strided .dense. tensors only"):
         x.to_sparse()
+
+
+def test_oracle_reports_a_view_that_copies(ops, replace_kernel):
+    replace_kernel("t.default", lambda func, args, kwargs, device: func(*args).clone())
+    result = check_op(ops["t"])
+    assert result.klass == "wrong"
+    assert "view of an input on the CPU but not on mtia_sim" in result.problem

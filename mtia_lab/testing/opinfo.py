@@ -27,7 +27,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import DEVICE
-from ..backend import dispatch, fallback_counts
+from ..backend import MTIATensor, dispatch, fallback_counts, storage_of
 from ..backend.schema import facts
 
 CLASSES = ("native", "fallback", "cpu-fails", "wrong", "error")
@@ -179,6 +179,27 @@ def compare(expected, actual, *, check_values: bool = True, check_device: bool =
                                        msg=lambda m, where=where: f"{where}: {m}")
 
 
+def check_aliasing(expected, actual, cpu_inputs, device_inputs) -> None:
+    """A result that is a view of an input on the CPU must be a view of that same input on the
+    device: writes through it must reach the input (a copy would silently break that)."""
+    owners = {}  # CPU storage pointer -> the device storage its tensor was moved to
+    cpu_leaves = pytree.tree_leaves(cpu_inputs)
+    dev_leaves = pytree.tree_leaves(device_inputs)
+    for cpu, dev in zip(cpu_leaves, dev_leaves, strict=False):
+        if isinstance(cpu, torch.Tensor) and isinstance(dev, MTIATensor) and cpu.numel():
+            owners[cpu.untyped_storage().data_ptr()] = storage_of(dev)
+    exp_leaves = pytree.tree_leaves(_plain(expected))
+    act_leaves = pytree.tree_leaves(_plain(actual))
+    for i, (exp, act) in enumerate(zip(exp_leaves, act_leaves, strict=True)):
+        if not isinstance(exp, torch.Tensor) or not exp.numel() or exp.layout != torch.strided:
+            continue
+        owner = owners.get(exp.untyped_storage().data_ptr())
+        if owner is not None and (not isinstance(act, MTIATensor) or storage_of(act) is not owner):
+            raise AssertionError(
+                f"result {i} is a view of an input on the CPU but not on {DEVICE} (a copy)"
+            )
+
+
 def _same_scalar(a, b) -> bool:
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
         return True
@@ -248,6 +269,7 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
         check_values = not (random or recorder.random)
         check_device = not _names_a_device(sample)
         compare(_to_cpu(expected), actual, check_values=check_values, check_device=check_device)
+        check_aliasing(expected, actual, (sample.input, sample.args, sample.kwargs), dev_inputs)
         if variant == "inplace":
             if actual is not dev_inputs[0]:
                 raise AssertionError("in-place variant did not return its input tensor")
