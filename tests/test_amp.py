@@ -372,3 +372,33 @@ def test_autocast_inside_torch_compile_matches_eager(device):
     for e, c in zip(eager, compiled, strict=True):
         assert c.dtype == e.dtype and c.device == device
         torch.testing.assert_close(c.cpu(), e.cpu())
+
+
+def test_active_rule_tells_a_trace_which_ops_autocast_produced(device):
+    from mtia_lab.backend import dispatch
+
+    seen = []
+
+    class Observer:
+        def before_op(self, func, kind, args, kwargs, device_state):
+            seen.append((func, torch.is_autocast_enabled(device.type), amp.active_rule()))
+
+        def after_op(self, *args):
+            pass
+
+    a = torch.randn(3, 4, device=device)
+    previous = dispatch.set_observer(Observer())
+    try:
+        with torch.autocast(device.type, dtype=BF16):
+            torch.exp(torch.mm(a, a.t()) + 1)
+    finally:
+        dispatch.set_observer(previous)
+    aten = torch.ops.aten
+    rules = {(func, rule) for func, _, rule in seen}
+    assert (aten._to_copy.default, ("mm", "lower_precision_fp")) in rules  # the casts
+    assert (aten.mm.default, ("mm", "lower_precision_fp")) in rules
+    assert (aten.add.Tensor, None) in rules  # fell through
+    assert (aten._to_copy.default, ("exp", "fp32")) in rules
+    assert (aten.exp.default, ("exp", "fp32")) in rules
+    assert not any(enabled for _, enabled, _ in seen)  # why the trace cannot ask PyTorch
+    assert amp.active_rule() is None

@@ -21,11 +21,14 @@ ordinary differentiable `.to()` calls recorded by autograd, so gradients flow ba
 parameters' own dtype. Only tensors on this device that are floating and not float64 are cast.
 
 GradScaler needs two fused ops on the device; they are native kernels here (registered below).
+`policy_of(op)` says which rule an op gets; `active_rule()` tells a trace, from inside
+`__torch_dispatch__` (where PyTorch reports autocast as off), which rule produced the op.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import threading
 
 import torch
 
@@ -86,6 +89,7 @@ BANNED = {
 }
 
 _EXCLUDE = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, AUTOCAST_KEY))
+_ACTIVE = threading.local()  # the rule whose kernel is running, for traces
 _LIBRARIES: list[torch.library.Library] = []
 
 
@@ -99,6 +103,15 @@ def policy_of(op: torch._ops.OpOverload | str) -> str:
     """The cast policy of an op under mtia_sim autocast ("fallthrough" if it has none)."""
     name = op if isinstance(op, str) else _short_name(op)
     return POLICIES.get(name, "fallthrough")
+
+
+def active_rule() -> tuple[str, str] | None:
+    """(op, policy) of the autocast kernel whose cast op or redispatch is running, else None.
+
+    Inside `__torch_dispatch__` every key above Python is excluded, so
+    `torch.is_autocast_enabled()` reads False there even in an autocast region: a trace asks
+    this instead to tell which device ops autocast produced."""
+    return getattr(_ACTIVE, "rule", None)
 
 
 def _short_name(op: torch._ops.OpOverload) -> str:
@@ -158,6 +171,7 @@ def _first_is_eligible(args: tuple) -> bool:
 def _make_kernel(op: torch._ops.OpOverload, policy: str):
     dtype_slot = _dtype_slot(op) if policy == "fp32_set_opt_dtype" else None
     target = overload(FP32_APPEND_DTYPE[_short_name(op)]) if policy == "fp32_append_dtype" else op
+    rule = (_short_name(op), policy)
 
     def kernel(*args, **kwargs):
         # Read the state first: "enabled" *is* "the autocast key is not excluded".
@@ -166,24 +180,32 @@ def _make_kernel(op: torch._ops.OpOverload, policy: str):
         with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
             if not enabled:
                 return op(*args, **kwargs)
-            if policy == "lower_precision_fp":
-                return op(*cast(args, low), **cast(kwargs, low))
-            if policy == "fp32":
-                return op(*cast(args, torch.float32), **cast(kwargs, torch.float32))
-            if policy == "promote":
-                wide = _widest(low, (*args, *kwargs.values()))
-                return op(*cast(args, wide), **cast(kwargs, wide))
-            if policy == "fp32_set_opt_dtype":
-                # Only an eligible first argument gets fp32: forcing a dtype on, say, an integer
-                # sum would change PyTorch's own type promotion.
-                if _first_is_eligible(args):
-                    args, kwargs = _set_dtype_if_unset(args, kwargs, dtype_slot)
-                return op(*args, **kwargs)
-            if policy == "fp32_append_dtype":
-                out_dtype = torch.float32 if _first_is_eligible(args) else args[0].dtype
-                args = _with_defaults(op, args)  # the target overload has no defaults
-                return target(*args, **kwargs, dtype=out_dtype)  # dtype is keyword-only
-            raise RuntimeError(BANNED[op._schema.name.split("::")[1]])
+            outer, _ACTIVE.rule = getattr(_ACTIVE, "rule", None), rule
+            try:
+                return apply(args, kwargs, low)
+            finally:
+                _ACTIVE.rule = outer
+
+    def apply(args, kwargs, low):
+        """The cast policy itself: ATen's WrapFunction_, one branch per policy."""
+        if policy == "lower_precision_fp":
+            return op(*cast(args, low), **cast(kwargs, low))
+        if policy == "fp32":
+            return op(*cast(args, torch.float32), **cast(kwargs, torch.float32))
+        if policy == "promote":
+            wide = _widest(low, (*args, *kwargs.values()))
+            return op(*cast(args, wide), **cast(kwargs, wide))
+        if policy == "fp32_set_opt_dtype":
+            # Only an eligible first argument gets fp32: forcing a dtype on, say, an integer
+            # sum would change PyTorch's own type promotion.
+            if _first_is_eligible(args):
+                args, kwargs = _set_dtype_if_unset(args, kwargs, dtype_slot)
+            return op(*args, **kwargs)
+        if policy == "fp32_append_dtype":
+            out_dtype = torch.float32 if _first_is_eligible(args) else args[0].dtype
+            args = _with_defaults(op, args)  # the target overload has no defaults
+            return target(*args, **kwargs, dtype=out_dtype)  # dtype is keyword-only
+        raise RuntimeError(BANNED[op._schema.name.split("::")[1]])
 
     kernel.__name__ = f"autocast_{policy}_{_short_name(op).replace('.', '_')}"
     return kernel
