@@ -180,28 +180,14 @@ class CachingAllocator:
             block = self._new_segment(size, is_small, nbytes, op, private)
         block = self._split(block, size)
         block.allocated, block.requested, block.op, block.source = True, nbytes, op, source
-        for name, amount in (
-            ("allocated_bytes", size),
-            ("requested_bytes", nbytes),
-            ("active_bytes", size),
-            ("allocation", 1),
-            ("active", 1),
-        ):
-            self._count(is_small, name, amount)
+        self._count_block(is_small, size, nbytes, +1)
         return block
 
     def free(self, block: Block) -> None:
         if not block.allocated:
             raise RuntimeError(f"double free of device block at {block.address:#x}")
         is_small = block.segment.is_small
-        for name, amount in (
-            ("allocated_bytes", block.size),
-            ("requested_bytes", block.requested),
-            ("active_bytes", block.size),
-            ("allocation", 1),
-            ("active", 1),
-        ):
-            self._count(is_small, name, -amount)
+        self._count_block(is_small, block.size, block.requested, -1)
         block.allocated, block.requested, block.op, block.source = False, 0, "", ""
         block = self._merge(block)
         self._insert_free(block)
@@ -341,6 +327,27 @@ class CachingAllocator:
                     stat.peak = stat.current
             else:
                 stat.freed -= amount
+
+    def _count_block(self, is_small: bool, size: int, requested: int, sign: int) -> None:
+        """A block handed out (sign +1) or given back (-1): allocated, requested and active bytes,
+        and the allocation and active counts, in one pass (this runs for every op result)."""
+        stats = self._stats
+        for pool in (stats["all"], stats["small_pool" if is_small else "large_pool"]):
+            for stat, amount in (
+                (pool.allocated_bytes, size),
+                (pool.requested_bytes, requested),
+                (pool.active_bytes, size),
+                (pool.allocation, 1),
+                (pool.active, 1),
+            ):
+                if sign > 0:
+                    stat.current += amount
+                    stat.allocated += amount
+                    if stat.current > stat.peak:
+                        stat.peak = stat.current
+                else:
+                    stat.current -= amount
+                    stat.freed += amount
 
     def _free_lists(self, segment: Segment) -> dict[bool, list]:
         return self._free if segment.pool is None else segment.pool.free
