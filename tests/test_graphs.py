@@ -133,6 +133,29 @@ def test_in_place_and_random_ops_are_redone_at_each_replay():
     assert 0 <= noise.cpu().min() and noise.cpu().max() < 1
 
 
+def _chain(t, steps=20):
+    kept = []
+    for i in range(steps):
+        t = torch.tanh(t * 1.1 + 0.1)
+        if i == steps // 2:
+            kept.append(t)  # an intermediate the caller keeps: it must keep its own memory
+    return t, kept[0]
+
+
+def test_intermediates_share_host_memory_as_their_blocks_share_the_pool():
+    x = torch.randn(1000, device=DEV)
+    g, (y, middle) = _capture(_chain, x)
+    assert len(g.nodes) == 60
+    buffers = {out.untyped_storage().data_ptr() for node in g.nodes for out in node.outputs}
+    assert len(buffers) <= 4  # not 60: y, middle and a few that take turns
+    batch = torch.randn(1000)
+    x.copy_(batch)
+    g.replay()
+    want_y, want_middle = _chain(batch)
+    torch.testing.assert_close(y.cpu(), want_y)
+    torch.testing.assert_close(middle.cpu(), want_middle)
+
+
 def test_outputs_come_from_the_graph_private_pool():
     x = torch.randn(4, 4, device=DEV)
     g, y = _capture(lambda t: (t * 2).sum(0), x)

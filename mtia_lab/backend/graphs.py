@@ -31,17 +31,17 @@ only advances at replay: one launch for the graph plus every recorded kernel's d
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
 from .._compat import DEVICE_NAME
 from . import dispatch, tensor
 from .allocator import Block, PoolId
-from .registry import Kernel, run_on_device
+from .graph_nodes import GraphNode, node_for, share_dead_buffers
+from .registry import Kernel
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
 from .streams import Stream, charge, current_stream, stream, synchronize
@@ -85,24 +85,6 @@ def refuse_if_capturing(what: str, why: str, fix: str) -> None:
     while capturing; used by `torch.mtia_sim.synchronize`."""
     if _ACTIVE is not None:
         _ACTIVE.fail(what, why, fix)
-
-
-@dataclass(frozen=True, eq=False)
-class GraphNode:
-    """One recorded kernel: the data a replay needs. `how` says how replay writes the outputs:
-    "out=" (the op's out= overload writes the captured buffers), "in-place" (the op writes its
-    arguments, as captured) or "copy" (the kernel runs, then its results are copied in)."""
-
-    op: str
-    how: str
-    inputs: tuple[torch.Tensor, ...]  # inner (CPU) tensors of the device memory it reads
-    outputs: tuple[torch.Tensor, ...]  # inner tensors of the buffers it writes
-    device_us: float  # simulated kernel time without the launch (a replay launches once)
-    run: Callable[[], object]  # the prepared call
-
-    def __repr__(self) -> str:
-        shapes = ", ".join(str(tuple(t.shape)) for t in self.outputs)
-        return f"GraphNode({self.op}, {self.how}, -> {shapes}, {self.device_us:.3f} us)"
 
 
 class MTIAGraph:
@@ -167,6 +149,7 @@ class MTIAGraph:
             why = f" (the capture was abandoned: {self._abandoned})" if self._abandoned else ""
             raise RuntimeError(f"capture_end: graph {self.id} is not capturing{why}")
         capture.uninstall()
+        self._nodes = share_dead_buffers(self._nodes, capture.made, _storage_alive)
         self._capturing, self._captured = False, True
         if not self.keep_graph:
             self.instantiate()
@@ -183,7 +166,7 @@ class MTIAGraph:
         """Turn the recording into the flat list of calls a replay runs."""
         if not self._captured:
             raise RuntimeError("instantiate: nothing captured yet (capture_begin/capture_end)")
-        self._runs = [node.run for node in self._nodes]
+        self._runs = [node.prepared() for node in self._nodes]
         self._device_us = sum(node.device_us for node in self._nodes)
 
     def replay(self) -> None:
@@ -329,6 +312,7 @@ class _Capture:
         self.stream = stream
         self.launch_us = device.profile.kernel_launch_us
         self._recorded: set[int] = set()  # host pointers of buffers written by recorded work
+        self.made: set[int] = set()  # host pointers of every buffer allocated in the capture
 
     def install(self) -> None:
         dispatch.set_capture(self)
@@ -376,10 +360,10 @@ class _Capture:
         self._check(func, name, kernel, args, devices, target)
         if kernel.kind == "view":
             return None  # views move no data: nothing to replay
-        node = _node(func, name, kernel, args, kwargs, out, device)
+        node = node_for(func, kernel, args, kwargs, out, device)
         if node is not None:
             if duration is not None:
-                node = _with_time(node, max(0.0, duration - self.launch_us))
+                node = dataclasses.replace(node, device_us=max(0.0, duration - self.launch_us))
             self.graph._nodes.append(node)
             for buffer in node.outputs:
                 self._recorded.add(buffer.untyped_storage().data_ptr())
@@ -445,6 +429,7 @@ class _Capture:
                 "factory (torch.empty/zeros/full(..., device=...)).",
             )
         self._recorded.discard(host_ptr)
+        self.made.add(host_ptr)
         allocator = self.device.allocator
         return allocator.malloc(nbytes, op, source, pool=self.pool)
 
@@ -456,99 +441,7 @@ def _has_mask(args) -> bool:
     )
 
 
-def _tensors(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensors(item)]
-    return []
-
-
-def _with_time(node: GraphNode, device_us: float) -> GraphNode:
-    return GraphNode(node.op, node.how, node.inputs, node.outputs, device_us, node.run)
-
-
-def _node(func, name, kernel, args, kwargs, out, device) -> GraphNode | None:
-    """How a replay redoes this op, without Python dispatch: a prepared call on inner tensors."""
-    op_facts = facts(func)
-    inputs = tuple(_tensors(args) + _tensors(list(kwargs.values())))
-    results = out if isinstance(out, (tuple, list)) else (out,)
-    aliases = op_facts.return_aliases
-    input_ptrs = {t.untyped_storage().data_ptr() for t in inputs}
-    fresh = [
-        (i, r) for i, r in enumerate(results)
-        if isinstance(r, torch.Tensor)
-        and not (i < len(aliases) and aliases[i] is not None)
-        and r.untyped_storage().data_ptr() not in input_ptrs
-    ]
-    written = tuple(
-        t for where in op_facts.mutated for t in _tensors(op_facts.arg(args, kwargs, where))
-    )
-    direct = kernel.fn is run_on_device
-    if not fresh:
-        if not written:
-            return None  # wrote nothing on the device
-        run = functools.partial(func, *args, **kwargs) if direct else functools.partial(
-            kernel.fn, func, args, kwargs, device
-        )
-        return GraphNode(name, "in-place", inputs, written, 0.0, run)
-    positions = tuple(i for i, _ in fresh)
-    buffers = tuple(r for _, r in fresh)
-    variant = out_variant(func) if direct and not written else None
-    if (
-        variant is not None
-        and len(fresh) == len(results) == len(variant[1])
-        and (op_facts.has_generator or _out_variant_fits(variant, args, kwargs, buffers))
-    ):
-        outs = dict(zip(variant[1], buffers, strict=True))
-        run = functools.partial(variant[0], *args, **kwargs, **outs)
-        return GraphNode(name, "out=", inputs, buffers, 0.0, run)
-
-    def run() -> None:
-        new = kernel.fn(func, args, kwargs, device)
-        new = new if isinstance(new, (tuple, list)) else (new,)
-        for position, buffer in zip(positions, buffers, strict=True):
-            buffer.copy_(new[position])
-
-    return GraphNode(name, "copy", inputs, written + buffers, 0.0, run)
-
-
-def _out_variant_fits(variant, args, kwargs, buffers) -> bool:
-    """Run the out= overload once into empty tensors: does it give the captured values, using
-    only the room of its results? (Some use `out` as scratch space first: mse_loss.out resizes
-    a 0-d out to the input's size, which on a real buffer warns or moves its memory.)"""
-    op, names = variant
-    trial = [torch.empty(0, dtype=b.dtype) for b in buffers]
-    try:
-        op(*args, **kwargs, **dict(zip(names, trial, strict=True)))
-    except Exception:  # noqa: BLE001  (any failure: replay uses the kernel and copy_ instead)
-        return False
-    return all(
-        t.shape == b.shape and t.untyped_storage().nbytes() == t.nbytes and torch.equal(t, b)
-        for t, b in zip(trial, buffers, strict=True)
-    )
-
-
-_OUT_VARIANTS: dict = {}
-
-
-def out_variant(func) -> tuple[torch._ops.OpOverload, tuple[str, ...]] | None:
-    """The `out=` overload of a functional op and its out argument names, if it has one:
-    same arguments (names and types) plus keyword-only out tensors, one per result."""
-    if func in _OUT_VARIANTS:
-        return _OUT_VARIANTS[func]
-    schema = func._schema
-    signature = [(a.name, str(a.type)) for a in schema.arguments]
-    found = None
-    packet = func.overloadpacket
-    for overload_name in packet.overloads():
-        candidate = getattr(packet, overload_name)
-        arguments = candidate._schema.arguments
-        outs = tuple(a.name for a in arguments if a.is_out)
-        if not outs or len(outs) != len(schema.returns):
-            continue
-        if [(a.name, str(a.type)) for a in arguments if not a.is_out] == signature:
-            found = (candidate, outs)
-            break
-    _OUT_VARIANTS[func] = found
-    return found
+def _storage_alive(host_ptr: int) -> bool:
+    """Does a device tensor still use the buffer at `host_ptr`?"""
+    entry = tensor._LIVE_STORAGES.get(host_ptr)
+    return entry is not None and entry() is not None
