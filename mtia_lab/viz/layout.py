@@ -122,12 +122,15 @@ def _tup(values: Sequence[int]) -> str:
     return "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
 
 
-def _grids(r: StridedLayout) -> list[tuple[str, list[list[int | None]], list[int], list[int]]]:
-    """The logical tensor as 2-D grids of cell numbers: (label, rows, row ids, col ids); rows
-    and columns past MAX_GRID become one elided (None) entry."""
+Grid = tuple[tuple[int, ...], list[list[int | None]], list[int | None], list[int | None]]
+
+
+def _grids(r: StridedLayout) -> list[Grid]:
+    """The logical tensor as 2-D grids of cell numbers: (index of the slice in the leading
+    dims, rows, row ids, col ids); rows and columns past MAX_GRID become one elided (None)."""
     cells = r.cells.view(r.size) if r.numel else r.cells
     if r.ndim == 0:
-        return [("", [[int(r.cells[0])]], [0], [0])]
+        return [((), [[int(r.cells[0])]], [0], [0])]
     if r.ndim == 1:
         cells, lead = cells.view(1, -1), [()]
     else:
@@ -139,9 +142,17 @@ def _grids(r: StridedLayout) -> list[tuple[str, list[list[int | None]], list[int
         row_ids, col_ids = _elide(nrows), _elide(ncols)
         rows = [[None if i is None or j is None else int(plane[i, j]) for j in col_ids]
                 for i in row_ids]
-        label = f"[{', '.join(map(str, ix))}, :, :]" if r.ndim > 2 else ""
-        out.append((label, rows, row_ids, col_ids))
+        out.append((ix, rows, row_ids, col_ids))
     return out
+
+
+def _slice_label(r: StridedLayout, lead: tuple[int, ...]) -> str:
+    """'[1, 0, :, :]' for a slice of a >2-D tensor; '' otherwise."""
+    return f"[{', '.join(map(str, lead))}, :, :]" if r.ndim > 2 else ""
+
+
+def _more_slices(r: StridedLayout) -> int:
+    return max(0, math.prod(r.size[:-2]) - MAX_SLICES) if r.ndim > 2 and r.numel else 0
 
 
 def _elide(n: int) -> list[int | None]:
@@ -174,9 +185,9 @@ def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece
     biggest = max([r.storage_len - 1, 0, *(n - 1 for n in r.size)])
     width = max(3, len(str(biggest)) + 1)
     grid_colour = {}  # cells outside the storage window still get their element's colour
-    for label, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
-        if label:
-            lines.append([(label, None)])
+    for lead, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
+        if r.ndim > 2:
+            lines.append([(_slice_label(r, lead), None)])
         if r.ndim == 0:
             lines.append([("  () -> ", None), (str(rows[0][0]), element_colour(0))])
             continue
@@ -189,14 +200,13 @@ def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece
                 if cell is None or i is None or j is None:
                     line.append((text, None))
                     continue
-                flat = _flat(r, label, i, j)
+                flat = _flat(r, lead, i, j)
                 grid_colour.setdefault(cell, element_colour(flat))
                 pad = len(text) - len(str(cell))
                 line += [(text[:pad], None), (text[pad:], colour.get(cell, grid_colour[cell]))]
             lines.append(line)
-    slices = math.prod(r.size[:-2]) if r.ndim > 2 else 1
-    if r.numel and slices > MAX_SLICES:
-        lines.append([(f"... ({slices - MAX_SLICES} more slices)", None)])
+    if _more_slices(r):
+        lines.append([(f"... ({_more_slices(r)} more slices)", None)])
     lines += [[], [("reads per storage cell (. = never read):", None)]]
     if r.storage_len == 0:
         lines.append([("  (the storage is empty)", None)])
@@ -238,18 +248,21 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
     # Logical grids: each element a box showing the cell it reads, in its own colour.
     element_boxes: dict[int, tuple[float, float]] = {}  # flat index -> bottom centre
     grid_right = pad
-    for label, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
-        if label:
+    for lead, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
+        if r.ndim > 2:
             y += 14
-            parts.append(_text(pad, y, label, size=11))
-        y += 6
+            parts.append(_text(pad, y, _slice_label(r, lead), size=11))
+        y += 16
+        for ci, j in enumerate(col_ids):  # column indices above the grid
+            if r.ndim and j is not None:
+                parts.append(_text(lm + ci * cw + cw / 2, y - 4, str(j), anchor="middle", size=9))
         for i, row in zip(row_ids, rows, strict=True):
             for ci, (j, cell) in enumerate(zip(col_ids, row, strict=True)):
                 x = lm + ci * cw
                 if cell is None:
                     parts.append(_text(x + cw / 2, y + ch * 0.7, "...", anchor="middle"))
                     continue
-                flat = _flat(r, label, i, j)
+                flat = _flat(r, lead, i, j)
                 parts.append(
                     f'<rect class="element" x="{x}" y="{y}" width="{cw}" height="{ch}" '
                     f'fill="{element_colour(flat)}" stroke="#555555">'
@@ -261,6 +274,9 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
             row_label = "" if i is None or r.ndim < 2 else str(i)
             parts.append(_text(lm - 6, y + ch * 0.7, row_label, anchor="end", size=10))
             y += ch
+    if _more_slices(r):
+        y += 16
+        parts.append(_text(pad, y, f"... ({_more_slices(r)} more slices)", size=11))
     # Storage: one box per cell shown.
     y += 60
     parts.append(_text(lm - 6, y + ch * 0.7, "storage", anchor="end", size=11))
@@ -329,13 +345,12 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
     )
 
 
-def _flat(r: StridedLayout, label: str, i: int, j: int) -> int:
-    """Row-major flat index of grid entry (i, j) of the slice named by `label`."""
+def _flat(r: StridedLayout, lead: tuple[int, ...], i: int, j: int) -> int:
+    """Row-major flat index of grid entry (i, j) of the slice at `lead`."""
     if r.ndim == 0:
         return 0
     if r.ndim == 1:
         return j
-    lead = tuple(int(v) for v in label.strip("[]").split(",")[:-2]) if label else ()
     flat = 0
     for idx, n in zip((*lead, i, j), r.size, strict=True):
         flat = flat * n + idx
