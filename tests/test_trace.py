@@ -126,8 +126,11 @@ def test_dispatch_path_names_each_arguments_keys():
     assert steps.index(next(s for s in steps if s.startswith("Python:"))) < steps.index(
         next(s for s in steps if s.startswith("__torch_dispatch__"))
     )
+    assert mul.dispatch.route.startswith("AutogradPrivateUse1 -> Python -> MTIATensor.")
+    assert mul.dispatch.route.endswith(mul.dispatch.chosen)
     add = only(t, "aten::add.Tensor")
     assert "AutogradPrivateUse1" not in add.dispatch.arg_keys[0]  # an inference tensor
+    assert add.dispatch.route.startswith("Python -> ")
     assert set(add.dispatch.arg_keys[0]) == set(_compat.dispatch_keys_of(frozen))
 
 

@@ -16,12 +16,13 @@ import sys
 import types
 
 from .events import CallGroup, DispatchPath, OpEvent, OpSummary, TensorRecord, Trace
-from .io import TraceFormatError, load_trace, save_trace, to_chrome_trace
+from .io import TraceFormatError, load_trace, save_chrome_trace, save_trace, to_chrome_trace
 from .recorder import Tracer, trace
 
 __all__ = [
     "CallGroup", "DispatchPath", "OpEvent", "OpSummary", "TensorRecord", "Trace",
-    "TraceFormatError", "Tracer", "load_trace", "save_trace", "to_chrome_trace", "trace",
+    "TraceFormatError", "Tracer", "load_trace", "save_chrome_trace", "save_trace",
+    "to_chrome_trace", "trace",
 ]
 
 

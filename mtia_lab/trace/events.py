@@ -1,9 +1,10 @@
-"""What a trace records: one frozen `OpEvent` per op that reached the device, in a `Trace`.
+"""What a trace records: one immutable `OpEvent` per op that reached the device, in a `Trace`.
 
 This is the data model only. Renderers (rich tables, widgets, diagrams) read these records and
 never re-run anything; the recorder (recorder.py) is the only writer, and io.py the only
-(de)serialiser. Records are immutable and small (`__slots__`), and equal records are shared, so
-a trace of 100,000 events stays cheap to keep, filter and summarise.
+(de)serialiser. Records are immutable and small (a NamedTuple, `__slots__`), and equal tensor
+records and dispatch paths are shared between events, so a trace of 100,000 events stays cheap
+to keep, filter and summarise.
 
 Vocabulary:
 - kind: how the device served the op -- "native" (a registry kernel), "fallback" (the CPU
@@ -64,6 +65,18 @@ class DispatchPath:
     merged: tuple[str, ...]
     steps: tuple[str, ...]
     chosen: str
+
+    @property
+    def route(self) -> str:
+        """One line: the keys that acted (not those that fell through), then the choice, e.g.
+        "AutogradPrivateUse1 -> Python -> MTIATensor.__torch_dispatch__ -> registry: ..."."""
+        acted = [
+            step.split(":", 1)[0]
+            for step in self.steps
+            if "fall through" not in step and "not reached" not in step
+            and not step.startswith(("__torch_dispatch__", "PythonTLSSnapshot"))
+        ]
+        return " -> ".join([*acted, "MTIATensor.__torch_dispatch__", self.chosen])
 
 
 class OpEvent(NamedTuple):
