@@ -156,6 +156,16 @@ def test_intermediates_share_host_memory_as_their_blocks_share_the_pool():
     torch.testing.assert_close(middle.cpu(), want_middle)
 
 
+def test_a_copy_from_a_host_tensor_is_redone_at_replay():
+    host = torch.zeros(5)
+    static = torch.empty(5, device=DEV)
+    g, doubled = _capture(lambda: static.copy_(host) * 2)
+    assert g.nodes[0].op == "aten::copy_" and g.nodes[0].how == "in-place"
+    host.copy_(torch.arange(5.0))  # the graph reads the host tensor's memory at each replay
+    g.replay()
+    torch.testing.assert_close(doubled.cpu(), torch.arange(5.0) * 2)
+
+
 def test_outputs_come_from_the_graph_private_pool():
     x = torch.randn(4, 4, device=DEV)
     g, y = _capture(lambda t: (t * 2).sum(0), x)

@@ -23,6 +23,10 @@ that a replay could not redo raises `GraphCaptureError` naming the op: host sync
 `.cpu()`, `synchronize`), the CPU fallback, data-dependent shapes, memory made outside the
 recorded work or outside the pool's device, copies across devices.
 
+A copy from a host tensor into a device tensor (`static.copy_(host)`) is recorded like any
+kernel: each replay reads the host tensor's memory again, as a CUDA graph's copy from pinned
+memory does.
+
 Unlike CUDA, the recorded kernels also run once during capture (the simulator needs their
 results' shapes): static outputs hold the capture-time values, and in-place updates of tensors
 made before the capture (an optimizer step) happen once more than on CUDA. The simulated clock
