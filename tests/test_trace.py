@@ -401,3 +401,15 @@ def test_compiled_code_inside_a_trace_records_only_real_ops():
     torch.testing.assert_close(result.cpu(), f(x.cpu()))
     # tracing with fake tensors runs no op on the device; compiled code bypasses dispatch
     assert [e.op for e in t] == ["aten::add.Tensor"]
+
+
+def test_an_op_that_raises_is_recorded_with_the_error():
+    a, b = torch.randn(2, 3, device=DEV), torch.randn(2, 3, device=DEV)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        with mtia_lab.trace() as t:
+            a + b
+            torch.mm(a, b)  # shapes do not fit: the kernel raises on the device
+    assert [e.op for e in t] == ["aten::add.Tensor", "aten::mm"]
+    failed = t[1]
+    assert failed.reason.startswith("raised RuntimeError") and failed.outputs == ()
+    assert failed.inputs[0].shape == (2, 3)

@@ -42,10 +42,6 @@ dispatch_key_bits = _compat.dispatch_key_bits
 current_autograd_node = _compat.current_autograd_node
 is_compiling = torch.compiler.is_compiling
 
-
-def is_autocast_enabled() -> bool:
-    return torch.is_autocast_enabled(_compat.DEVICE_NAME)
-
 _SKIP_DIRS = (
     os.path.dirname(torch.__file__),
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
@@ -54,6 +50,10 @@ _SKIP_DIRS = (
 )
 _BACKWARD_CALLS = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
 _NO_NODE_SEQ = 1 << 63  # AccumulateGrad and other graph roots have sequence number 2**64-1
+
+
+def is_autocast_enabled() -> bool:
+    return torch.is_autocast_enabled(_compat.DEVICE_NAME)
 
 
 @functools.cache
@@ -112,8 +112,9 @@ class _CallMode(TorchFunctionMode):
             out = func(*args, **kwargs)
         finally:
             rec.call = outer
+        # Note which module created the autograd nodes of the results (for backward events).
         if torch.is_grad_enabled() and (
-            type(out) is not MTIATensor or out.grad_fn is not None  # fast path: no graph
+            out.grad_fn is not None if type(out) is MTIATensor else isinstance(out, (tuple, list))
         ):
             module = rec.modules[-1] if rec.modules else ""
             rec.claim(out, (module, call[2] or ""))
@@ -337,6 +338,7 @@ class _Recorder:
 
     def _intern(self, value: tuple) -> tuple:
         return self.shapes.setdefault(value, value)
+
 
 _RECORDER = _Recorder()
 
