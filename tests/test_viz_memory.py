@@ -195,3 +195,16 @@ def test_renderer_is_found_stable_and_strict():
         dot_to_svg('digraph { a [color="#c80"]; }')
     with pytest.raises(DotError, match="failed"):
         dot_to_svg("digraph { a -> }")
+
+
+def test_each_device_is_its_own_cluster():
+    on_device_1 = dict(_recorded()[0], device=1, address=BASE + (1 << 40))
+    on_device_1["blocks"] = [dict(b, address=b["address"] + (1 << 40))
+                             for b in on_device_1["blocks"]]
+    view = memory_view([*_recorded(), on_device_1])
+    root = _svg_tree(view.to_svg())
+    clusters = [g for g in root.iter(f"{SVG}g") if g.get("class") == "cluster"]
+    assert [g.find(f"{SVG}title").text for g in clusters] == ["cluster_dev0", "cluster_dev1"]
+    labels = [t.text for g in clusters for t in g.findall(f"{SVG}text")]
+    assert "mtia_sim:0" in labels and "mtia_sim:1" in labels
+    assert "segment 0x800000000000 on mtia_sim:1" in view.to_text()
