@@ -178,7 +178,9 @@ def test_outputs_come_from_the_graph_private_pool():
 def test_keep_graph_instantiates_on_first_replay():
     x = torch.ones(3, device=DEV)
     g = mtia.MTIAGraph(keep_graph=True)
+    assert not mtia.is_current_stream_capturing()
     with torch.no_grad(), mtia.graph(g):
+        assert mtia.is_current_stream_capturing()
         y = x * 3
     x.fill_(2.0)
     g.replay()

@@ -15,10 +15,11 @@ with unwrap, kernel choice, pricing, rewrap: tens of microseconds) and the devic
 launch. A replay costs the host one loop over prepared kernel calls and the device one launch.
 
 How capture works here. While a graph captures, the dispatcher (dispatch.py) hands every device
-op to `_Capture.record`, which writes down a `GraphNode`: the kernel, its inner input tensors and
-the buffers it writes. Memory allocated meanwhile comes from the graph's *private pool* of the
-caching allocator (allocator.py), so the addresses the graph uses stay reserved for it; the
-tensors made in the region are the graph's static outputs and stay valid after capture. Work
+op to `_Capture.record`, which writes down a `GraphNode` (graph_nodes.py): the kernel, its inner
+input tensors and the buffers it writes. Memory allocated meanwhile comes from the graph's
+*private pool* of the caching allocator (allocator.py), so the addresses the graph uses stay
+reserved for it; the tensors made in the region are the graph's static outputs and stay valid
+after capture. Work
 that a replay could not redo raises `GraphCaptureError` naming the op: host syncs (`.item()`,
 `.cpu()`, `synchronize`), the CPU fallback, data-dependent shapes, memory made outside the
 recorded work or outside the pool's device, copies across devices.
@@ -258,11 +259,12 @@ class MTIAGraph:
 class graph:
     """Context manager: capture the block's device work into `mtia_graph` (as torch.cuda.graph).
 
-    On entry it synchronizes, empties the cache and makes `stream` (by default one side stream
-    shared by all captures) current; on exit it ends the capture, or abandons it if the block
-    raised, so the device is usable either way."""
+    On entry it synchronizes, empties the cache and makes `stream` (by default a side stream of
+    the current device, shared by its captures) current; on exit it ends the capture, or
+    abandons it if the block raised, so the device is usable either way."""
 
-    default_capture_stream: Stream | None = None
+    default_capture_stream: Stream | None = None  # the last one used (as torch.cuda.graph)
+    _side_streams: dict[int, Stream] = {}  # device index -> its default capture stream
 
     def __init__(
         self,
@@ -272,9 +274,11 @@ class graph:
         capture_error_mode: str = "global",
     ) -> None:
         if stream is None:
-            if self.__class__.default_capture_stream is None:
-                self.__class__.default_capture_stream = Stream()
-            stream = self.__class__.default_capture_stream
+            index = RUNTIME.current_index
+            stream = graph._side_streams.get(index) or graph._side_streams.setdefault(
+                index, Stream(index)
+            )
+            graph.default_capture_stream = stream
         self.mtia_graph = mtia_graph
         self.pool = pool
         self.capture_error_mode = capture_error_mode
