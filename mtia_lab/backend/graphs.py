@@ -19,10 +19,9 @@ op to `_Capture.record`, which writes down a `GraphNode` (graph_nodes.py): the k
 input tensors and the buffers it writes. Memory allocated meanwhile comes from the graph's
 *private pool* of the caching allocator (allocator.py), so the addresses the graph uses stay
 reserved for it; the tensors made in the region are the graph's static outputs and stay valid
-after capture. Work
-that a replay could not redo raises `GraphCaptureError` naming the op: host syncs (`.item()`,
-`.cpu()`, `synchronize`), the CPU fallback, data-dependent shapes, memory made outside the
-recorded work or outside the pool's device, copies across devices.
+after capture. Work that a replay could not redo raises `GraphCaptureError` naming the op:
+host syncs (`.item()`, `.cpu()`, `synchronize`), the CPU fallback, data-dependent shapes,
+memory made outside the recorded work or outside the pool's device, copies across devices.
 
 A copy from a host tensor into a device tensor (`static.copy_(host)`) is recorded like any
 kernel: each replay reads the host tensor's memory again, as a CUDA graph's copy from pinned
