@@ -155,11 +155,10 @@ def _build(data: dict) -> Trace:
     for row in data["events"]:
         if len(row) != len(EVENT_FIELDS):
             raise ValueError(f"an event has {len(row)} values, expected {len(EVENT_FIELDS)}")
-        row = list(row)
         row[_DISPATCH_AT] = paths[row[_DISPATCH_AT]]
-        row[_INPUTS_AT] = tuple(tensors[i] for i in row[_INPUTS_AT])
-        row[_OUTPUTS_AT] = tuple(tensors[i] for i in row[_OUTPUTS_AT])
-        events.append(OpEvent(*row))
+        row[_INPUTS_AT] = tuple([tensors[i] for i in row[_INPUTS_AT]])
+        row[_OUTPUTS_AT] = tuple([tensors[i] for i in row[_OUTPUTS_AT]])
+        events.append(OpEvent._make(row))
     metadata = data.get("metadata", {})
     if not isinstance(metadata, dict):
         raise TypeError("metadata is not an object")
