@@ -149,3 +149,13 @@ def test_decisions_name_aten_nodes_and_user_source(fn):
     for decision in plan.decisions:
         assert all(": aten." in a for a in decision.aten_nodes)
         assert set(decision.nodes) <= {n for g in plan.groups for n in g.nodes}
+
+
+def test_factory_fuses_into_its_consumer_even_an_extern():
+    def scatter(src, index):
+        return torch.zeros(4, 16).scatter_add(1, index, src)
+
+    plan = plan_of(scatter, x48(), torch.randint(0, 16, (4, 8)))
+    assert plan.kernel_count == 1
+    assert rules_used(plan) == {"factory_into_consumer"}
+    assert plan.after.bytes_moved == plan.before.bytes_moved - 2 * 4 * 16 * 4  # no zeros buffer

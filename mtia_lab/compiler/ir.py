@@ -105,7 +105,7 @@ class GraphIR:
 class FusedSchedulerNode:
     """A group of scheduler nodes that runs as one kernel (Inductor's name for it)."""
 
-    __slots__ = ("nodes", "names", "reads", "writes", "kind", "numel", "rnumel", "index")
+    __slots__ = ("nodes", "names", "reads", "writes", "kind", "numel", "rnumel", "index", "cache")
 
     def __init__(self, nodes: list[SchedulerNode]) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.index)
@@ -123,6 +123,7 @@ class FusedSchedulerNode:
         anchor = next((n for n in self.nodes if n.kind is self.kind), self.nodes[0])
         self.numel, self.rnumel = anchor.numel, anchor.rnumel
         self.index = self.nodes[0].index
+        self.cache: dict = {}  # the scheduler's per-group memo (dependency bitsets)
 
     @classmethod
     def fuse(cls, a: FusedSchedulerNode, b: FusedSchedulerNode) -> FusedSchedulerNode:

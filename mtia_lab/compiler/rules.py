@@ -57,6 +57,21 @@ def _first_target(g: FusedSchedulerNode, kind: Kind, ir: GraphIR) -> str:
 
 # ---- rules: structure ------------------------------------------------------------------------
 
+def factory_into_consumer(p: Pair) -> Verdict | None:
+    """A factory (full, zeros, scalar_tensor) reads no memory: its consumer can make the values
+    itself -- even an ATen kernel, which then fills its own output (scatter_add into zeros)."""
+    if not p.vertical:
+        return None
+    producer, consumer = p.producer_consumer()
+    if producer.reads or any(n.kind is not Kind.POINTWISE for n in producer.nodes):
+        return None
+    if consumer.kind is Kind.TEMPLATE:
+        return None  # the template reads its operands from memory (no prologue fusion)
+    return Verdict(True, "factory_into_consumer",
+                   f"{producer.nodes[0].name} reads nothing: {consumer.kind.value} kernel "
+                   "creates its values in place")
+
+
 def extern_never_fuses(p: Pair) -> Verdict | None:
     """An op that runs as its ATen kernel is a black box: nothing can join its loop."""
     for g in (p.a, p.b):
@@ -137,7 +152,8 @@ def horizontal(p: Pair) -> Verdict | None:
                    f"{p.a.numel} and {p.b.numel}" + (" match" if same else " differ"))
 
 
-RULES = [extern_never_fuses, template_epilogue, reduction_fusion, vertical_pointwise, horizontal]
+RULES = [factory_into_consumer, extern_never_fuses, template_epilogue, reduction_fusion,
+         vertical_pointwise, horizontal]
 
 
 # ---- guardrails: limits ----------------------------------------------------------------------
