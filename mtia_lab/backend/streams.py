@@ -77,7 +77,9 @@ class Stream:
 class Event:
     """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ):
         self.enable_timing = enable_timing
         self.recorded_us: float | None = None
         self.device_index: int | None = None
