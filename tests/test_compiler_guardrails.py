@@ -111,3 +111,21 @@ def test_plan_records_the_settings_it_ran_under():
         plan = schedule(trace(chain6, x48()))
     assert plan.settings["max_fusion_size"] == 3
     assert plan.kernel_count == 2
+
+
+def test_flipped_decisions_and_plain_data_for_the_playground():
+    import json
+
+    from mtia_lab.compiler.decisions import flipped
+
+    ir = trace(chain6, x48())
+    loose = schedule(ir)
+    with config.patch(max_fusion_size=5):
+        tight = schedule(ir)
+    changes = flipped(loose, tight)
+    assert len(changes) == 1
+    was, now = changes[0]
+    assert was.fused and not now.fused and now.rule == "max_fusion_size"
+    data = tight.to_dict()
+    assert data["after"]["kernels"] == tight.kernel_count == 2
+    assert json.loads(json.dumps(data, default=str))["decisions"][0]["rule"]

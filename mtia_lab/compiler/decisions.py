@@ -7,7 +7,7 @@ scheduler to explain what it did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from ..backend.cost import KernelCost
 
@@ -107,6 +107,13 @@ class FusionPlan:
             out.append(d)
         return out
 
+    def to_dict(self) -> dict:
+        """Plain data (JSON-ready) for renderers and widgets: everything but the IR."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ir"}
+        data = asdict(FusionPlan(**data))
+        data.pop("ir")
+        return data
+
     def summary(self) -> str:
         b, a = self.before, self.after
         return (f"{self.name}: {b.kernels} -> {a.kernels} kernels, "
@@ -119,6 +126,15 @@ class FusionPlan:
             lines.append(f"  kernel {g.index} ({g.kind}, {g.bytes_moved:,} B, "
                          f"{g.duration_us:.2f} us): {', '.join(g.nodes)}")
         return "\n".join(lines)
+
+
+def flipped(before: FusionPlan, after: FusionPlan) -> list[tuple[FusionDecision, FusionDecision]]:
+    """Pairs of kernels asked in both plans whose answer changed (for the guardrail playground).
+
+    Pairs are matched by their exact node groups; pairs only one plan asked are left out."""
+    asked = {(d.first, d.second): d for d in before.decisions}
+    return [(asked[(d.first, d.second)], d) for d in after.decisions
+            if (d.first, d.second) in asked and asked[(d.first, d.second)].fused != d.fused]
 
 
 class FusionSplitError(AssertionError):
