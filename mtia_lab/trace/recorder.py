@@ -265,11 +265,10 @@ class _Recorder:
     def after_op(self, func, kind, result, price, span) -> None:
         end = perf_counter_ns()
         pending = self.pending
-        while pending and not is_compiling():
-            facts_ = pending.pop()
-            if facts_[0] is func:
-                self._emit(facts_, end, result, span, "")
-                break
+        # The top entry is this op's (an op that raised left its entry below; one seen while
+        # torch.compile traced left none).
+        if pending and pending[-1][0] is func:
+            self._emit(pending.pop(), end, result, span, "")
         if self.previous is not None:
             self.previous.after_op(func, kind, result, price, span)
 
@@ -305,7 +304,8 @@ class _Recorder:
         subclass, inference or not, conjugate/negative views), which the cache key holds."""
         if type(t) is MTIATensor:
             storage = t._storage
-            address = storage.address
+            block = storage.block
+            address = block.address if block is not None else 0  # DeviceStorage.address
             device = storage.device_index
             inner = t._inner  # same metadata as the wrapper (dispatch keeps them in step)
         else:
