@@ -1,12 +1,13 @@
 """Sweep PyTorch's op_db on mtia_sim: every float32 OpInfo, device result against CPU.
 
-    .venv/bin/python scripts/opinfo_sweep.py                 # the whole op_db (a few minutes)
+    .venv/bin/python scripts/opinfo_sweep.py                 # the whole op_db (under a minute)
     .venv/bin/python scripts/opinfo_sweep.py --ops add,clamp,nn.functional.conv2d
-    .venv/bin/python scripts/opinfo_sweep.py --json sweep.json
+    .venv/bin/python scripts/opinfo_sweep.py --variants op,method,inplace,out --json sweep.json
+    .venv/bin/python scripts/opinfo_sweep.py --noncontiguous --dtype complex64
 
 Prints the number of ops in each class (see mtia_lab/testing/opinfo.py), then every op that is
-"wrong" or "error" with the first line of what went wrong. Errors that come from PyTorch itself
-(a Python wrapper device cannot do what a C++ backend can) are listed apart as known limits.
+"wrong" or "error" with the first line of what went wrong. Errors that are a stated limit of a
+Python wrapper device (KNOWN_LIMITS) are listed apart. Exit status 1 if any op is a bug.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import sys
 import time
 from collections import Counter
 
+import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import mtia_lab  # noqa: F401  (registers the device)
-from mtia_lab.testing.opinfo import CLASSES, OpResult, check_op, float32_ops, has_variant
+from mtia_lab.testing.opinfo import CLASSES, OpResult, check_op, has_variant, supported_ops
 
 # Device errors that are a stated limit of a Python wrapper device, not a bug: (text in the
 # error, why). A wrapper tensor holds one dense inner tensor, so it has no sparse layouts.
@@ -45,10 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path", help="write every result to this file")
     parser.add_argument("--variants", default="op",
                         help="comma-separated: op,method,inplace,out (default: op)")
+    parser.add_argument("--dtype", default="float32", help="sample dtype (default float32)")
+    parser.add_argument("--noncontiguous", action="store_true",
+                        help="make every sample tensor a strided view (SampleInput.noncontiguous)")
     parser.add_argument("--max-samples", type=int, default=8, help="samples per op (default 8)")
     options = parser.parse_args(argv)
     console = Console()
-    ops = float32_ops(options.ops.split(",") if options.ops else None)
+    dtype = getattr(torch, options.dtype, None)
+    if not isinstance(dtype, torch.dtype):
+        parser.error(f"--dtype {options.dtype}: not a torch dtype (try float32, int64, complex64)")
+    ops = supported_ops(options.ops.split(",") if options.ops else None, dtype)
     variants = options.variants.split(",")
     jobs = [(op, v) for op in ops for v in variants if has_variant(op, v)]
     results: list[OpResult] = []
@@ -59,10 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         task = progress.add_task("op_db float32", total=len(jobs))
         for op, variant in jobs:
             progress.update(task, description=op.full_name[:36])
-            results.append(check_op(op, max_samples=options.max_samples, variant=variant))
+            results.append(check_op(op, max_samples=options.max_samples, variant=variant,
+                                    dtype=dtype, noncontiguous=options.noncontiguous))
             progress.advance(task)
     elapsed = time.perf_counter() - start
-    report(console, results, elapsed)
+    layout = ", noncontiguous" if options.noncontiguous else ""
+    report(console, results, elapsed, f"{options.dtype}{layout}")
     if options.json_path:
         with open(options.json_path, "w") as handle:
             json.dump([r.to_json() for r in results], handle, indent=1)
@@ -70,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bugs else 0
 
 
-def report(console: Console, results: list[OpResult], elapsed: float) -> None:
+def report(console: Console, results: list[OpResult], elapsed: float, what: str) -> None:
     counts = Counter(r.klass for r in results)
-    console.print(f"op_db float32 sweep on mtia_sim: {len(results)} OpInfo runs in {elapsed:.0f} s")
+    console.print(f"op_db {what} sweep on mtia_sim: {len(results)} OpInfo runs in {elapsed:.0f} s")
     table = Table()
     table.add_column("class")
     table.add_column("ops", justify="right")

@@ -12,7 +12,7 @@ import torch
 
 import mtia_lab
 from mtia_lab.backend.registry import KERNELS
-from mtia_lab.testing.opinfo import check_op, float32_ops
+from mtia_lab.testing.opinfo import check_op, supported_ops
 
 # Ops the issue names as native families: every aten op they reach must have a device kernel.
 NATIVE = [
@@ -77,7 +77,7 @@ OUT = [
 @pytest.fixture(scope="module")
 def ops() -> dict:
     names = set(NATIVE) | set(FALLBACK) | set(INPLACE) | set(OUT) | {"jiterator_unary"}
-    return {op.full_name: op for op in float32_ops(sorted(names))}
+    return {op.full_name: op for op in supported_ops(sorted(names))}
 
 
 def _explain(result) -> str:
@@ -167,7 +167,7 @@ def test_oracle_skips_ops_the_cpu_cannot_run(ops):
 
 def test_unknown_names_and_variants_are_refused_with_the_fix(ops):
     with pytest.raises(ValueError, match="nn.functional.gelu"):
-        float32_ops(["gelu_typo"])
+        supported_ops(["gelu_typo"])
     with pytest.raises(ValueError, match="op.inplace_variant"):
         check_op(ops["mm"], variant="inplace")
 

@@ -8,10 +8,10 @@ from .opinfo import (
     OpResult,
     check_op,
     compare,
-    float32_ops,
     has_variant,
+    supported_ops,
     to_device,
 )
 
-__all__ = ["CLASSES", "VARIANTS", "OpResult", "check_op", "compare", "float32_ops", "has_variant",
+__all__ = ["CLASSES", "VARIANTS", "OpResult", "check_op", "compare", "supported_ops", "has_variant",
     "to_device",]

@@ -146,6 +146,31 @@ def has_variant(op, variant: str) -> bool:
             "inplace": op.inplace_variant is not None}[variant]
 
 
+def _on_device(inputs) -> bool:
+    """Whether the device run involves the device at all: `torch.arange(3)` does not."""
+    value, args, kwargs = inputs
+    return kwargs.get("device") == DEVICE or any(
+        isinstance(v, MTIATensor) for v in pytree.tree_leaves((value, args, kwargs))
+    )
+
+
+def tolerance_for(op, dtype: torch.dtype) -> dict | None:
+    """PyTorch's own tolerance for comparing this op across devices (the toleranceOverride its
+    OpInfo gives TestCommon, where test_compare_cpu lives), if it sets one for `dtype`."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+
+    for info in op.decorators:
+        if getattr(info, "cls_name", None) != "TestCommon" or getattr(info, "device_type", None):
+            continue
+        if getattr(info, "test_name", None) not in (None, "test_compare_cpu"):
+            continue
+        for decorator in getattr(info, "decorators", ()):
+            if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
+                tol = decorator.d[dtype]
+                return {"atol": tol.atol, "rtol": tol.rtol}
+    return None
+
+
 def _names_a_device(sample) -> bool:
     """Samples like `x.to("cpu")` ask for a device themselves: results need not be on ours."""
     kwargs = {k: v for k, v in sample.kwargs.items() if k != "device"}
@@ -153,9 +178,11 @@ def _names_a_device(sample) -> bool:
     return any(isinstance(v, (torch.device, str)) and "cpu" in str(v) for v in leaves)
 
 
-def compare(expected, actual, *, check_values: bool = True, check_device: bool = True) -> None:
+def compare(expected, actual, *, check_values: bool = True, check_device: bool = True,
+            tolerance: dict | None = None) -> None:
     """Raise AssertionError if the device result differs from the CPU one: structure, then per
-    tensor device, dtype, shape and (unless random) values, NaN == NaN."""
+    tensor device, dtype, shape and (unless random) values, NaN == NaN, within assert_close's
+    default tolerances for the dtype or `tolerance` (atol, rtol)."""
     exp_leaves, exp_spec = pytree.tree_flatten(_plain(expected))
     act_leaves, act_spec = pytree.tree_flatten(_plain(actual))
     if exp_spec != act_spec:
@@ -176,7 +203,8 @@ def compare(expected, actual, *, check_values: bool = True, check_device: bool =
             )
         if check_values:
             torch.testing.assert_close(act.cpu(), exp, equal_nan=True, check_device=False,
-                                       msg=lambda m, where=where: f"{where}: {m}")
+                                       msg=lambda m, where=where: f"{where}: {m}",
+                                       **(tolerance or {}))
 
 
 def check_aliasing(expected, actual, cpu_inputs, device_inputs) -> None:
@@ -237,7 +265,8 @@ def _call(fn, inputs: tuple, variant: str, device):
 
 
 def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
-               variant: str = "op", op_name: str = "") -> SampleRun:
+               variant: str = "op", op_name: str = "", tolerance: dict | None = None,
+               ) -> SampleRun:
     """Run `fn` on one sample on the device, then on the CPU, and compare.
 
     The device copy is made first, so an op that writes to its input cannot change what the
@@ -267,15 +296,16 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
         dispatch.set_observer(previous)
     try:
         check_values = not (random or recorder.random)
-        check_device = not _names_a_device(sample)
-        compare(_to_cpu(expected), actual, check_values=check_values, check_device=check_device)
+        check_device = _on_device(dev_inputs) and not _names_a_device(sample)
+        compare(_to_cpu(expected), actual, check_values=check_values, check_device=check_device,
+                tolerance=tolerance)
         check_aliasing(expected, actual, (sample.input, sample.args, sample.kwargs), dev_inputs)
         if variant == "inplace":
             if actual is not dev_inputs[0]:
                 raise AssertionError("in-place variant did not return its input tensor")
-            compare(sample.input, dev_inputs[0], check_values=check_values)
+            compare(sample.input, dev_inputs[0], check_values=check_values, tolerance=tolerance)
         if variant == "out":
-            compare(cpu_out, out, check_values=check_values)
+            compare(cpu_out, out, check_values=check_values, tolerance=tolerance)
             returned = pytree.tree_leaves(actual)  # None for ops whose out= returns nothing
             if actual is not None and not all(
                 a is b for a, b in zip(returned, pytree.tree_leaves(out), strict=True)
@@ -286,14 +316,18 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
     return SampleRun()
 
 
-def samples_of(op, *, max_samples: int = MAX_SAMPLES, seed: int = 0) -> list:
-    """The op's first float32 CPU samples, made reproducibly."""
+def samples_of(op, *, max_samples: int = MAX_SAMPLES, seed: int = 0,
+               dtype: torch.dtype = torch.float32, noncontiguous: bool = False) -> list:
+    """The op's first CPU samples, made reproducibly. `noncontiguous` turns every tensor into a
+    strided view of a bigger buffer (same values), the layouts where wrapper bugs hide."""
     torch.manual_seed(seed)
-    return list(itertools.islice(op.sample_inputs("cpu", torch.float32), max_samples))
+    samples = list(itertools.islice(op.sample_inputs("cpu", dtype), max_samples))
+    return [s.noncontiguous() for s in samples] if noncontiguous else samples
 
 
-def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op") -> OpResult:
-    """Classify one OpInfo by running its float32 samples on CPU and on the device.
+def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op",
+             dtype: torch.dtype = torch.float32, noncontiguous: bool = False) -> OpResult:
+    """Classify one OpInfo by running its samples (float32 unless `dtype`) on CPU and device.
 
     variant: "op" (the functional form), "method", "inplace" (`op.inplace_variant`, whose
     written input is compared too) or "out" (`out=` tensors allocated on the device).
@@ -310,17 +344,19 @@ def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op") -> OpRe
             "op.method_variant or op.supports_out before asking for it"
         )
     recorder = _KindRecorder(None)
+    tolerance = tolerance_for(op, dtype)
     before = fallback_counts()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            samples = samples_of(op, max_samples=max_samples)
+            samples = samples_of(op, max_samples=max_samples, dtype=dtype,
+                                 noncontiguous=noncontiguous)
         except Exception as error:  # noqa: BLE001 -- a broken sample generator is CPU-side
             result.klass, result.problem = "cpu-fails", _first_line(error)
             return result
         for sample in samples:
             run = run_sample(fn, sample, recorder, random=result.random, variant=variant,
-                             op_name=op.full_name)
+                             op_name=op.full_name, tolerance=tolerance)
             if run.cpu_error:
                 result.cpu_failures += 1
                 result.problem = result.problem or run.cpu_error
@@ -345,11 +381,11 @@ def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op") -> OpRe
     return result
 
 
-def float32_ops(names: list[str] | None = None) -> list:
-    """OpInfos from op_db that support float32 on CPU; `names` picks by full or short name."""
+def supported_ops(names: list[str] | None = None, dtype: torch.dtype = torch.float32) -> list:
+    """OpInfos from op_db that support `dtype` on CPU; `names` picks by full or short name."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    ops = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
+    ops = [op for op in op_db if dtype in op.supported_dtypes("cpu")]
     if names is None:
         return ops
     wanted = set(names)
@@ -357,7 +393,7 @@ def float32_ops(names: list[str] | None = None) -> list:
     missing = wanted - {op.full_name for op in picked} - {op.name for op in picked}
     if missing:
         raise ValueError(
-            f"not float32 OpInfos in op_db: {', '.join(sorted(missing))}. Use OpInfo full names "
+            f"not {dtype} OpInfos in op_db: {', '.join(sorted(missing))}. Use OpInfo full names "
             "such as 'nn.functional.gelu' or 'normal.in_place'."
         )
     return picked
