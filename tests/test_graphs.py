@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import mtia_lab
 from mtia_lab.backend import RUNTIME, dispatch
-from mtia_lab.backend.allocator import DEFAULT_POOL
+from mtia_lab.backend.allocator import DEFAULT_POOL, SMALL_SEGMENT, CachingAllocator
 from mtia_lab.backend.graphs import GraphCaptureError
 from mtia_lab.backend.registry import KERNELS, resolve_overloads
 
@@ -234,6 +234,24 @@ def test_empty_cache_keeps_a_live_graphs_pool():
     mtia.empty_cache()
     assert RUNTIME.device(0).allocator.pool_reserved_bytes(g.pool()) == pool_bytes > 0
     g.destroy()
+
+
+def test_a_private_pool_serves_only_its_own_requests():
+    alloc = CachingAllocator(0, 64 << 20)
+    alloc.retain_pool((7, 0))
+    a = alloc.malloc(1000, pool=(7, 0))
+    alloc.free(a)  # cached in the pool, not in the shared cache
+    b = alloc.malloc(1000)
+    assert b.pool == DEFAULT_POOL and b.segment is not a.segment
+    c = alloc.malloc(1000, pool=(7, 0))
+    assert c.address == a.address and c.pool == (7, 0)
+    alloc.free(b)
+    assert alloc.empty_cache() == SMALL_SEGMENT  # the pool's segment stays reserved
+    alloc.free(c)
+    assert alloc.release_pool((7, 0)) == SMALL_SEGMENT
+    assert alloc.reserved_bytes == 0
+    with pytest.raises(ValueError, match="no memory pool"):
+        alloc.malloc(10, pool=(7, 0))
 
 
 def test_two_graphs_share_one_pool():
