@@ -1,0 +1,311 @@
+"""A trace summarised: a table per aten op, and a tree per nn.Module (forward and backward).
+
+Both read only the recorded events (a trace loaded from JSON summarises the same) and render
+through rich, so one renderable gives the terminal (`__rich__`), the text twin (`text/plain`,
+a fixed-width console without colour, which tests compare exactly) and notebook HTML.
+
+Host wall times change at every run; the simulated times come from the cost model and do not.
+`times=True` shows both, `times="sim"` only the simulated ones, `times=False` neither: use the
+last two where output is compared (tests, nbval).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..trace.events import KINDS, Trace
+from .display import View
+from .trace_format import (
+    fmt_bytes,
+    fmt_host,
+    fmt_sim,
+    format_bytes,
+    op_short,
+    rich_html,
+    rich_text,
+    short_source,
+)
+
+MAX_ROWS = 40  # ops in the table; the rest summed in one line
+MAX_TREE_OPS = 12  # op lines under one module
+SORTS = ("sim", "host", "count", "op")
+Times = bool | str
+
+
+def _check_times(times: Times) -> tuple[bool, bool]:
+    """(show host times, show simulated times)."""
+    if times is True or times is False:
+        return times, times
+    if times == "sim":
+        return False, True
+    raise ValueError(f"times={times!r}: use True (host and simulated), 'sim' or False")
+
+
+@dataclass
+class OpRow:
+    """One aten op, added up; `composite` counts its events that belong to a call that became
+    several aten ops (F.linear -> t + addmm), `backward` those autograd ran."""
+
+    op: str
+    count: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    composite: int = 0
+    backward: int = 0
+    host_ns: int = 0
+    sim_us: float = 0.0
+    nbytes: int = 0  # bytes read and written: inputs' and outputs' own elements
+    allocated: int = 0
+
+
+def op_rows(trace: Trace) -> list[OpRow]:
+    """One row per aten op, in the order the ops first ran (one pass, then one per call)."""
+    call_sizes = Counter(e.call_id for e in trace.events)
+    rows: dict[str, OpRow] = {}
+    for e in trace.events:
+        row = rows.get(e.op)
+        if row is None:
+            row = rows[e.op] = OpRow(e.op)
+        row.count += 1
+        row.kinds[e.kind] += 1
+        row.composite += call_sizes[e.call_id] > 1
+        row.backward += e.phase == "backward"
+        row.host_ns += e.host_ns
+        if e.sim_start_us is not None:
+            row.sim_us += e.sim_end_us - e.sim_start_us
+        row.nbytes += sum(t.nbytes for t in e.inputs) + sum(t.nbytes for t in e.outputs)
+        row.allocated += e.allocated
+    return list(rows.values())
+
+
+def sort_rows(rows: list[OpRow], sort: str) -> list[OpRow]:
+    keys = {
+        "sim": lambda r: (-r.sim_us, -r.count, r.op),
+        "host": lambda r: (-r.host_ns, r.op),
+        "count": lambda r: (-r.count, r.op),
+        "op": lambda r: r.op,
+    }
+    if sort not in keys:
+        raise ValueError(f"sort={sort!r}: use one of {', '.join(SORTS)}")
+    return sorted(rows, key=keys[sort])
+
+
+def headline(trace: Trace, show_host: bool, show_sim: bool) -> str:
+    """'trace "step": 28 events, 9 ops (native 11, view 16, fallback 1), 14 calls ...'."""
+    kinds = Counter(e.kind for e in trace.events)
+    parts = ", ".join(f"{k} {kinds[k]}" for k in KINDS if kinds[k])
+    calls = len({e.call_id for e in trace.events})
+    ops = len({e.op for e in trace.events})
+    label = trace.metadata.get("label") or ""
+    text = (f"trace{' ' + repr(label) if label else ''}: {len(trace.events)} events, {ops} ops"
+            f"{' (' + parts + ')' if parts else ''}, {calls} calls")
+    backward = sum(e.phase == "backward" for e in trace.events)
+    if backward:
+        text += f", {backward} in backward"
+    if show_host:
+        text += f"; host {fmt_host(trace.host_ns())}"
+    if show_sim:
+        text += f"; simulated {fmt_sim(trace.sim_us())}"
+    text += f"; allocated {format_bytes(trace.allocated())}"
+    if trace.metadata.get("error"):
+        text += f"\nstopped by an error: {trace.metadata['error']}"
+    return text
+
+
+class _RichView(View):
+    """A view whose one rich renderable gives the text twin, the terminal and the HTML."""
+
+    width = 100
+
+    def to_text(self) -> str:
+        return rich_text(self.to_rich(), self.width)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        bundle = {"text/plain": self.to_text(), "text/html": rich_html(self.to_rich(), self.width)}
+        return {
+            key: value for key, value in bundle.items()
+            if (include is None or key in include) and (exclude is None or key not in exclude)
+        }
+
+
+class TraceSummary(_RichView):
+    """Per aten op: events, how they were served, host and simulated time, bytes moved."""
+
+    def __init__(self, trace: Trace, *, times: Times = True, sort: str = "sim",
+                 max_rows: int = MAX_ROWS, width: int = 100) -> None:
+        self.show_host, self.show_sim = _check_times(times)
+        self.trace, self.max_rows, self.width = trace, max_rows, width
+        self.rows = sort_rows(op_rows(trace), sort)
+
+    def to_rich(self) -> Any:
+        from rich import box
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(
+            box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+            show_footer=len(self.rows) > 1,
+            caption="comp.: events of calls that became several aten ops (F.linear -> t, "
+                    "addmm); bwd: run by autograd; bytes: read and written",
+            caption_justify="left",
+        )
+        columns = ["op", "events", *KINDS, "comp.", "bwd"]
+        columns += ["host"] if self.show_host else []
+        columns += ["sim"] if self.show_sim else []
+        columns += ["bytes", "alloc"]
+        total = self._total()
+        for name, foot in zip(columns, self._cells(total, "total"), strict=True):
+            table.add_column(name, justify="left" if name == "op" else "right", footer=foot,
+                             no_wrap=True)
+        for row in self.rows[:self.max_rows]:
+            style = "bold red" if row.kinds["fallback"] else None
+            table.add_row(*self._cells(row, op_short(row.op)), style=style)
+        hidden = self.rows[self.max_rows:]
+        if hidden:
+            rest = OpRow(f"... {len(hidden)} more ops")
+            for r in hidden:
+                _add(rest, r)
+            table.add_row(*self._cells(rest, rest.op), style="dim")
+        parts: list[Any] = [Text(headline(self.trace, self.show_host, self.show_sim)), table]
+        for op, reason in sorted(self.trace.fallbacks().items()):
+            parts.append(Text(f"fallback {op_short(op)}: {reason}", style="red"))
+        return Group(*parts)
+
+    def _total(self) -> OpRow:
+        total = OpRow("total")
+        for r in self.rows:
+            _add(total, r)
+        return total
+
+    def _cells(self, row: OpRow, name: str) -> list[str]:
+        cells = [name, str(row.count)] + [_n(row.kinds[k]) for k in KINDS]
+        cells += [_n(row.composite), _n(row.backward)]
+        cells += [fmt_host(row.host_ns)] if self.show_host else []
+        cells += [fmt_sim(row.sim_us)] if self.show_sim else []
+        return cells + [fmt_bytes(row.nbytes), fmt_bytes(row.allocated)]
+
+
+def _n(count: int) -> str:
+    return str(count) if count else "."
+
+
+def _add(into: OpRow, row: OpRow) -> None:
+    into.count += row.count
+    into.kinds.update(row.kinds)
+    into.composite += row.composite
+    into.backward += row.backward
+    into.host_ns += row.host_ns
+    into.sim_us += row.sim_us
+    into.nbytes += row.nbytes
+    into.allocated += row.allocated
+
+
+# -- the module tree --------------------------------------------------------------------------
+@dataclass
+class ModuleNode:
+    """One nn.Module path in one phase: its own events by op, and its submodules."""
+
+    name: str  # last part of the path, "fc1"
+    path: str  # "MLP.fc1"
+    ops: dict[str, OpRow] = field(default_factory=dict)
+    children: dict[str, ModuleNode] = field(default_factory=dict)
+    total: OpRow = field(default_factory=lambda: OpRow(""))  # itself and all below
+    sources: Counter = field(default_factory=Counter)
+
+
+OUTSIDE = "(outside any module)"
+
+
+def module_tree(trace: Trace) -> dict[str, ModuleNode]:
+    """phase -> root node whose children are the top-level modules (one pass over events)."""
+    roots: dict[str, ModuleNode] = {}
+    nodes: dict[tuple[str, str], list[ModuleNode]] = {}  # (phase, path) -> chain from root
+    for e in trace.events:
+        chain = nodes.get((e.phase, e.module))
+        if chain is None:
+            root = roots.get(e.phase)
+            if root is None:
+                root = roots[e.phase] = ModuleNode(e.phase, "")
+            chain, node = [root], root
+            parts = e.module.split(".") if e.module else [OUTSIDE]
+            for i, part in enumerate(parts):
+                child = node.children.get(part)
+                if child is None:
+                    path = ".".join(parts[:i + 1]) if e.module else ""
+                    child = node.children[part] = ModuleNode(part, path)
+                chain.append(child)
+                node = child
+            nodes[e.phase, e.module] = chain
+        leaf = chain[-1]
+        row = leaf.ops.get(e.op)
+        if row is None:
+            row = leaf.ops[e.op] = OpRow(e.op)
+        one = OpRow(e.op, 1, Counter({e.kind: 1}), 0, e.phase == "backward", e.host_ns, e.sim_us,
+                    sum(t.nbytes for t in e.inputs) + sum(t.nbytes for t in e.outputs),
+                    e.allocated)
+        _add(row, one)
+        for node in chain:
+            _add(node.total, one)
+        if e.source:
+            leaf.sources[short_source(e.source)] += 1
+    return {phase: roots[phase] for phase in ("forward", "backward") if phase in roots}
+
+
+class TraceTree(_RichView):
+    """The trace grouped by nn.Module path, forward and backward apart."""
+
+    def __init__(self, trace: Trace, *, times: Times = True, max_ops: int = MAX_TREE_OPS,
+                 width: int = 100) -> None:
+        self.show_host, self.show_sim = _check_times(times)
+        self.trace, self.max_ops, self.width = trace, max_ops, width
+        self.roots = module_tree(trace)
+
+    def to_rich(self) -> Any:
+        from rich.tree import Tree
+
+        tree = Tree(headline(self.trace, self.show_host, self.show_sim))
+        for phase, root in self.roots.items():
+            self._grow(tree.add(f"[bold]{phase}[/bold]  {self._figures(root.total)}"), root)
+        return tree
+
+    def _grow(self, branch, node: ModuleNode) -> None:
+        from rich.markup import escape
+
+        for child in node.children.values():
+            where = ""
+            if child.sources:
+                where = "  @ " + ", ".join(s for s, _ in child.sources.most_common(2))
+            label = f"[bold cyan]{escape(child.name)}[/]  {self._figures(child.total)}"
+            self._grow(branch.add(label + escape(where)), child)
+        rows = sorted(node.ops.values(), key=lambda r: (-r.sim_us, -r.count, r.op))
+        for row in rows[:self.max_ops]:
+            style = "red" if row.kinds["fallback"] else "dim" if row.kinds["view"] else ""
+            text = f"{escape(op_short(row.op))} x{row.count}  {self._figures(row, kinds=True)}"
+            branch.add(f"[{style}]{text}[/]" if style else text)
+        if len(rows) > self.max_ops:
+            branch.add(f"[dim]... {len(rows) - self.max_ops} more ops[/]")
+
+    def _figures(self, row: OpRow, kinds: bool = False) -> str:
+        if kinds:
+            parts = ["/".join(k for k in KINDS if row.kinds[k])]
+        else:
+            parts = [f"{row.count} event{'' if row.count == 1 else 's'}"]
+            served = ", ".join(f"{k} {row.kinds[k]}" for k in KINDS if row.kinds[k])
+            parts[0] += f" ({served})" if served else ""
+        if self.show_host:
+            parts.append(f"host {fmt_host(row.host_ns)}")
+        if self.show_sim:
+            parts.append(f"sim {fmt_sim(row.sim_us)}")
+        return "  ".join(parts)
+
+
+def trace_summary(trace: Trace, **options) -> TraceSummary:
+    """The per-op table of a trace: `trace_summary(t, times="sim", sort="count")`."""
+    return TraceSummary(trace, **options)
+
+
+def trace_tree(trace: Trace, **options) -> TraceTree:
+    """The trace as a tree of nn.Module paths, forward and backward."""
+    return TraceTree(trace, **options)
