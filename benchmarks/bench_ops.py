@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import sys
 import timeit
 from collections.abc import Callable
@@ -195,9 +196,13 @@ def measure(op: str, n: int, rounds: int) -> Row:
     else:
         rounds = max(rounds, min(400, int(BUDGET_SECONDS / (number * max(call_seconds, 1e-7)))))
     best = dict.fromkeys(calls, math.inf)
-    # Interleave the three kinds round by round: a noisy moment on a shared machine hits all.
+    # Interleave the kinds round by round, in a shuffled order: a noisy moment on a shared
+    # machine, or the state one kind leaves behind (caches, the heap), favours none of them.
+    order = list(calls.items())
+    shuffle = random.Random(n).shuffle
     for _ in range(rounds):
-        for name, call in calls.items():
+        shuffle(order)
+        for name, call in order:
             (seconds,) = timeit.repeat(call, number=number, repeat=1)
             best[name] = min(best[name], seconds / number * 1e6)
     return Row(op, n, best["cpu"], best["bare"], best["hand"], best["mtia"])
@@ -248,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if options.threads:
         torch.set_num_threads(options.threads)
-    console = Console(width=max(Console().width, 124))
+    console = Console(width=max(Console().width, 130))
     torch.manual_seed(0)
     rows, failures = [], []
     for n in options.sizes:
