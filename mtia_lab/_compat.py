@@ -58,6 +58,17 @@ def copy_math_bits(wrapper: torch.Tensor, inner: torch.Tensor) -> None:
     torch._C._set_neg(wrapper, inner.is_neg())
 
 
+def math_bit_keys_enabled():
+    """A context in which the Conjugate and Negative dispatch keys work again.
+
+    Inside `__torch_dispatch__` PyTorch excludes every key above Python, these two included, so a
+    composite CPU op run there would read a lazy `x.mH` as if it were not conjugated."""
+    include = torch._C._dispatch_tls_local_include_set()
+    exclude = torch._C._dispatch_tls_local_exclude_set()
+    exclude = exclude.remove(torch._C.DispatchKey.Conjugate).remove(torch._C.DispatchKey.Negative)
+    return torch._C._ForceDispatchKeyGuard(include, exclude)
+
+
 def register_fallback(fn, dispatch_key: str) -> torch.library.Library:
     """A boxed kernel for every op without one at `dispatch_key`: fn(op, keyset, *args, **kw)."""
     lib = torch.library.Library("_", "IMPL")

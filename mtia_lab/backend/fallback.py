@@ -16,6 +16,7 @@ from collections import Counter
 
 import torch
 
+from .._compat import math_bit_keys_enabled
 from .runtime import DeviceState
 from .schema import OpSchemaFacts
 from .tensor import _LIVE_STORAGES
@@ -69,7 +70,8 @@ def run(func, op_facts: OpSchemaFacts, inner_args, inner_kwargs, device: DeviceS
 
     host_args = tuple(to_host(a) for a in inner_args)
     host_kwargs = {k: to_host(v) for k, v in inner_kwargs.items()}
-    out = func(*host_args, **host_kwargs)
+    with math_bit_keys_enabled():  # host composites (pinv, lstsq) make conjugate views
+        out = func(*host_args, **host_kwargs)
     _check_layouts(out, op_facts.name)
     for where in op_facts.mutated:
         written = op_facts.arg(inner_args, inner_kwargs, where)
