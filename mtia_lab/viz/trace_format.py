@@ -19,6 +19,7 @@ _DTYPES = {
     "complex64": "c64", "complex128": "c128",
 }
 
+
 def short_source(source: str) -> str:
     """file:line without the folder; a notebook cell (whose file name changes at every kernel
     start) becomes `cell:LINE`, so saved output stays the same."""
