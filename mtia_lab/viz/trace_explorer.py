@@ -1,0 +1,370 @@
+"""Explore a trace: filter, sort, page, and open one event to see everything it recorded.
+
+Two forms over the same rows:
+
+- `TraceTable` (static): one page of events as a fixed-width text table and an HTML table.
+  It is what a saved notebook, nbval and a reader without a kernel see.
+- `TraceExplorer` (an ipywidgets box, opt-in): dropdowns filter by op, kind, phase, module and
+  device; a sort; prev/next pages; a list of the page's events; the selected event's details
+  (dispatch path, tensors with shapes and strides, memory, times, source line) and the stride
+  layout of one of its tensors (viz/layout.py). Its own bundle carries the static table too.
+
+Big traces stay quick: a filter or sort change is one pass over the events (plus a sort);
+turning a page only formats that page's rows. The state tests read is plain attributes:
+`rows` (the filtered, sorted events), `page`, `page_rows`, `selected`, `details`,
+`layout_record`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
+from ..trace.events import KINDS, PHASES, OpEvent, Trace
+from .display import View, svg_img_html, text_html
+from .layout import render_svg
+from .trace_format import (
+    fmt_bytes,
+    fmt_host,
+    fmt_sim,
+    format_bytes,
+    op_short,
+    short_source,
+    tensor_brief,
+    tensor_detail,
+)
+
+PAGE_SIZE = 25
+SORTS = {  # label -> (key, reverse)
+    "order": (None, False),
+    "simulated time": (lambda e: e.sim_us, True),
+    "host time": (lambda e: e.host_ns, True),
+    "bytes": (lambda e: sum(t.nbytes for t in e.inputs) + sum(t.nbytes for t in e.outputs),
+              True),
+    "allocated": (lambda e: e.allocated, True),
+    "op": (lambda e: e.op, False),
+}
+ALL = "(all)"
+
+
+def select_rows(trace: Trace, sort: str = "order", **filters) -> list[OpEvent]:
+    """The events matching `filters` (see Trace.filter), sorted: one pass plus one sort."""
+    if sort not in SORTS:
+        raise ValueError(f"sort={sort!r}: use one of {', '.join(SORTS)}")
+    rows = trace.filter(**filters).events if any(v is not None for v in filters.values()) \
+        else list(trace.events)
+    key, reverse = SORTS[sort]
+    if key is not None:
+        rows.sort(key=key, reverse=reverse)  # stable: ties keep the order they ran in
+    return rows
+
+
+# -- one page as text and HTML ---------------------------------------------------------------
+COLUMNS = ("#", "op", "kind", "phase", "module", "inputs -> outputs", "sim", "host")
+
+
+def row_cells(e: OpEvent, times: bool = True) -> list[str]:
+    ins = ", ".join(tensor_brief(t) for t in e.inputs)
+    outs = ", ".join(tensor_brief(t) for t in e.outputs)
+    cells = [str(e.index), op_short(e.op), e.kind, e.phase, e.module or "-",
+             f"{ins} -> {outs}", fmt_sim(e.sim_us if e.sim_start_us is not None else None)]
+    return cells + [fmt_host(e.host_ns)] if times else cells
+
+
+def page_text(rows: list[OpEvent], page: int, page_size: int, times: bool = True,
+              total: int | None = None) -> str:
+    """A fixed-width table of one page (the text twin of the explorer)."""
+    chosen = rows[page * page_size:(page + 1) * page_size]
+    header = list(COLUMNS if times else COLUMNS[:-1])
+    table = [header] + [row_cells(e, times) for e in chosen]
+    limits = [7, 22, 8, 8, 18, 44, 10, 9]
+    table = [[_clip(cell, limit) for cell, limit in zip(row, limits, strict=False)]
+             for row in table]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    right = {0, 6, 7}
+    lines = [_page_title(rows, page, page_size, total)]
+    for n, row in enumerate(table):
+        lines.append("  ".join(
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True,
+              total: int | None = None) -> str:
+    """The same page as an HTML table (fallbacks in red, views grey)."""
+    chosen = rows[page * page_size:(page + 1) * page_size]
+    head = "".join(f"<th style=\"text-align:left\">{html.escape(c)}</th>"
+                   for c in (COLUMNS if times else COLUMNS[:-1]))
+    body = []
+    for e in chosen:
+        colour = {"fallback": "#c0392b", "view": "#777777"}.get(e.kind, "inherit")
+        tip = html.escape(f"{e.call} at {short_source(e.source)}"
+                          + (f" -- {e.reason}" if e.reason else ""))
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in row_cells(e, times))
+        body.append(f'<tr style="color:{colour}" title="{tip}">{cells}</tr>')
+    return (
+        f"<div><p>{html.escape(_page_title(rows, page, page_size, total))}</p>"
+        '<table style="font-family:monospace;font-size:12px;border-collapse:collapse">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str:
+    pages = max(1, -(-len(rows) // page_size))
+    matched = f"{len(rows)} events" + (f" of {total}" if total is not None else "")
+    first, last = page * page_size, min((page + 1) * page_size, len(rows))
+    return f"{matched}; page {page + 1} of {pages} (events {first}..{max(last - 1, first)})"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class TraceTable(View):
+    """One page of a trace's events, static: what the explorer shows without a front end."""
+
+    def __init__(self, trace: Trace, *, page: int = 0, page_size: int = PAGE_SIZE,
+                 sort: str = "order", times: bool = True, **filters) -> None:
+        self.trace, self.page, self.page_size, self.times = trace, page, page_size, times
+        self.sort, self.filters = sort, filters
+        self.rows = select_rows(trace, sort, **filters)
+
+    def to_text(self) -> str:
+        return page_text(self.rows, self.page, self.page_size, self.times, len(self.trace))
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        bundle = {"text/plain": self.to_text(),
+                  "text/html": page_html(self.rows, self.page, self.page_size, self.times,
+                                         len(self.trace))}
+        return {k: v for k, v in bundle.items()
+                if (include is None or k in include) and (exclude is None or k not in exclude)}
+
+    def widget(self) -> TraceExplorer:
+        """The live explorer over the same trace, filters and sort."""
+        explorer = TraceExplorer(self.trace, page_size=self.page_size, times=self.times)
+        explorer.set_filters(sort=self.sort, **self.filters)
+        return explorer
+
+
+# -- one event in full -----------------------------------------------------------------------
+def event_details(e: OpEvent, call_size: int = 1) -> str:
+    """Everything one event recorded, as text."""
+    served = e.kind + (f": {e.reason}" if e.reason else "")
+    lines = [f"#{e.index} {e.op}  [{served}; {e.phase}]"]
+    composite = f", composite: {call_size} aten ops" if call_size > 1 else ""
+    lines.append(f"call: {e.call} (call {e.call_id}{composite})   module: {e.module or '-'}   "
+                 f"source: {short_source(e.source) or '-'}")
+    device = f"device: mtia_sim:{e.device}"
+    if e.sim_start_us is None:
+        device += "   no device work (simulated time 0)"
+    else:
+        device += (f"   stream {e.stream}   simulated {e.sim_start_us:.2f} .. "
+                   f"{e.sim_end_us:.2f} us ({fmt_sim(e.sim_us)})")
+    lines.append(device + f"   host {fmt_host(e.host_ns)}")
+    lines.append(f"memory: allocated {format_bytes(e.allocated)}, freed {format_bytes(e.freed)}, "
+                 f"device total after the op {format_bytes(e.device_bytes)}")
+    lines.append(f"dispatch: {e.dispatch.route}")
+    for i, keys in enumerate(e.dispatch.arg_keys):
+        lines.append(f"  argument {i} keys: {', '.join(keys)}")
+    lines.append("  walk over the merged key set, highest priority first:")
+    lines += [f"    {step}" for step in e.dispatch.steps]
+    for label, records in (("inputs", e.inputs), ("outputs", e.outputs)):
+        lines.append(f"{label}:" + ("" if records else " none"))
+        for i, t in enumerate(records):
+            lines.append(f"  {label[:-4] if label == 'inputs' else 'out'}{i} "
+                         f"{tensor_detail(t, f'{t.storage:#x}')}; elements {fmt_bytes(t.nbytes)}")
+    return "\n".join(lines)
+
+
+class TraceExplorer(widgets.VBox):
+    """The live explorer (see the module doc); `explorer.rows`, `.selected`, `.details` and
+    `.layout_record` are its state."""
+
+    def __init__(self, trace: Trace, page_size: int = PAGE_SIZE, times: bool = True) -> None:
+        self.trace, self.page_size, self.times = trace, page_size, times
+        self.rows: list[OpEvent] = list(trace.events)
+        self.page = 0
+        self.selected: OpEvent | None = None
+        self.details = ""
+        self.layout_record: StridedLayout | None = None
+        self._call_sizes: Counter | None = None
+        ops, modules = _options(trace)
+        self.op = widgets.Dropdown(options=[ALL, *ops], description="op")
+        self.kind = widgets.Dropdown(options=[ALL, *KINDS], description="kind")
+        self.phase = widgets.Dropdown(options=[ALL, *PHASES], description="phase")
+        self.module = widgets.Dropdown(options=[ALL, *modules], description="module")
+        self.device = widgets.Dropdown(
+            options=[(ALL, None)] + [(f"mtia_sim:{d}", d) for d in trace.devices()],
+            description="device")
+        self.sort = widgets.Dropdown(options=list(SORTS), description="sort")
+        self.prev = widgets.Button(description="< prev", layout=widgets.Layout(width="80px"))
+        self.next = widgets.Button(description="next >", layout=widgets.Layout(width="80px"))
+        self.status = widgets.HTML()
+        self.table = widgets.Select(options=[], rows=min(page_size, 20),
+                                    layout=widgets.Layout(width="100%"))
+        self.table.add_class("mtia-trace-rows")
+        self.tensor = widgets.Dropdown(options=[], description="tensor")
+        self.detail_html = widgets.HTML()
+        self.picture = widgets.HTML()
+        style = widgets.HTML("<style>.mtia-trace-rows select{font-family:monospace;"
+                             "font-size:12px}</style>")
+        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort):
+            control.observe(self._refilter, names="value")
+        self.prev.on_click(lambda _: self.turn(-1))
+        self.next.on_click(lambda _: self.turn(+1))
+        self.table.observe(self._select, names="value")
+        self.tensor.observe(self._show_layout, names="value")
+        filters = widgets.HBox([widgets.VBox([self.op, self.kind, self.phase]),
+                                widgets.VBox([self.module, self.device, self.sort])])
+        pager = widgets.HBox([self.prev, self.next, self.status])
+        super().__init__([style, filters, pager, self.table, self.detail_html, self.tensor,
+                          self.picture])
+        self._show_page()
+
+    # -- filtering and paging: O(n) per filter change, O(page) per page turn ---------------
+    def set_filters(self, sort: str | None = None, **filters) -> None:
+        """Set several filters at once (one refilter): `set_filters(op="aten::mm", device=0)`."""
+        controls = {"op": self.op, "kind": self.kind, "phase": self.phase,
+                    "module": self.module, "device": self.device}
+        unknown = set(filters) - set(controls)
+        if unknown:
+            raise TypeError(f"unknown filter {sorted(unknown)}; use {sorted(controls)}")
+        if sort is not None:
+            controls["sort"] = self.sort
+            filters["sort"] = sort
+        for name, value in filters.items():  # quietly, then one refilter
+            controls[name].unobserve(self._refilter, names="value")
+            try:
+                controls[name].value = ALL if value is None and name != "device" else value
+            except Exception as exc:  # traitlets' TraitError: say what the choices are
+                raise ValueError(f"{name}={value!r} is not in this trace; choose from "
+                                 f"{[o for o in controls[name].options]}") from exc
+            finally:
+                controls[name].observe(self._refilter, names="value")
+        self._refilter()
+
+    def filters(self) -> dict[str, Any]:
+        def value(control):
+            return None if control.value == ALL else control.value
+
+        return {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
+                "module": value(self.module), "device": self.device.value}
+
+    def _refilter(self, change=None) -> None:
+        self.rows = select_rows(self.trace, self.sort.value, **self.filters())
+        self.page = 0
+        self._show_page()
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-len(self.rows) // self.page_size))
+
+    @property
+    def page_rows(self) -> list[OpEvent]:
+        return self.rows[self.page * self.page_size:(self.page + 1) * self.page_size]
+
+    def turn(self, step: int) -> None:
+        """Go `step` pages forward (negative: back), staying within the pages there are."""
+        self.page = min(max(self.page + step, 0), self.pages - 1)
+        self._show_page()
+
+    def _show_page(self) -> None:
+        start = self.page * self.page_size
+        options = []
+        for n, e in enumerate(self.page_rows):
+            cells = row_cells(e, self.times)
+            cells[1], cells[4], cells[5] = (_clip(cells[1], 22).ljust(22),
+                                            _clip(cells[4], 18).ljust(18), _clip(cells[5], 44))
+            options.append((f"{cells[0]:>7}  " + "  ".join(cells[1:]), start + n))
+        self.table.unobserve(self._select, names="value")
+        self.table.options = options
+        self.table.value = None
+        self.table.observe(self._select, names="value")
+        self.prev.disabled = self.page == 0
+        self.next.disabled = self.page >= self.pages - 1
+        self.status.value = html.escape(_page_title(self.rows, self.page, self.page_size,
+                                                    len(self.trace)))
+
+    # -- one event -------------------------------------------------------------------------
+    def select(self, index: int) -> None:
+        """Show the event whose `.index` is `index` (turning to its page if it is listed)."""
+        for position, e in enumerate(self.rows):
+            if e.index == index:
+                self.page = position // self.page_size
+                self._show_page()
+                self.table.value = position
+                return
+        raise ValueError(f"event #{index} is not among the {len(self.rows)} events the "
+                         "filters keep; clear the filters (set_filters(op=None, ...)) first")
+
+    def _select(self, change) -> None:
+        position = change["new"]
+        if position is None:
+            return
+        e = self.selected = self.rows[position]
+        if self._call_sizes is None:  # one pass, the first time an event is opened
+            self._call_sizes = Counter(ev.call_id for ev in self.trace.events)
+        self.details = event_details(e, self._call_sizes[e.call_id])
+        self.detail_html.value = text_html(self.details)
+        choices = [(f"in{i} {tensor_brief(t)}", ("in", i)) for i, t in enumerate(e.inputs)]
+        choices += [(f"out{i} {tensor_brief(t)}", ("out", i)) for i, t in enumerate(e.outputs)]
+        self.tensor.unobserve(self._show_layout, names="value")
+        self.tensor.options = choices
+        self.tensor.value = choices[0][1] if choices else None
+        self.tensor.observe(self._show_layout, names="value")
+        self._show_layout()
+
+    def _show_layout(self, change=None) -> None:
+        self.layout_record = None
+        if self.selected is None or self.tensor.value is None:
+            self.picture.value = ""
+            return
+        side, i = self.tensor.value
+        record = (self.selected.inputs if side == "in" else self.selected.outputs)[i]
+        try:
+            self.layout_record = layout_from_record(record, f"{side}{i}")
+        except (LayoutError, AttributeError) as exc:
+            self.picture.value = text_html(f"no layout drawn: {exc}")
+            return
+        self.picture.value = svg_img_html(render_svg(self.layout_record), "stride layout")
+
+    # -- without a widget front end --------------------------------------------------------
+    def to_text(self) -> str:
+        return page_text(self.rows, self.page, self.page_size, self.times, len(self.trace))
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = self.to_text()
+        bundle["text/html"] = page_html(self.rows, self.page, self.page_size, self.times,
+                                        len(self.trace))
+        return bundle
+
+
+def _options(trace: Trace) -> tuple[list[str], list[str]]:
+    """The ops (sorted) and module paths, with every parent path ("MLP" for "MLP.fc1"), since
+    a module filter keeps the submodules' events too."""
+    ops = sorted({e.op for e in trace.events})
+    modules: dict[str, None] = {}
+    for path in dict.fromkeys(e.module for e in trace.events if e.module):
+        parts = path.split(".")
+        for n in range(1, len(parts) + 1):
+            modules.setdefault(".".join(parts[:n]))
+    return ops, list(modules)
+
+
+def trace_table(trace: Trace, **options) -> TraceTable:
+    """One page of a trace's events as a static table (`.widget()` for the live explorer)."""
+    return TraceTable(trace, **options)
+
+
+def trace_explorer(trace: Trace, **options) -> TraceExplorer:
+    """The live trace explorer (ipywidgets)."""
+    return TraceExplorer(trace, **options)
