@@ -74,7 +74,7 @@ def _copy_from(src, dst, non_blocking=False):
     return dst
 
 
-def _boxed_fallback(op, keyset, *args, **kwargs):
+def _boxed_fallback(keyset, op, *args, **kwargs):
     """An op reached PrivateUse1 with no kernel: a factory we did not write. Compute it on the
     host with the same arguments, then move the result to the requested device."""
     name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
@@ -99,7 +99,7 @@ def _observed(fn, op, kind: str):
         observer = dispatch._OBSERVER
         if observer is None:
             return fn(*args, **kwargs)
-        func = op if op is not None else args[0]  # the boxed fallback gets (op, keyset, ...)
+        func = op if op is not None else args[1]  # the boxed fallback gets (keyset, op, ...)
         state = RUNTIME.device(_index(kwargs.get("device")))
         stream = current_stream(state.index)
         before = stream.clock_us
