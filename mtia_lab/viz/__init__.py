@@ -12,9 +12,10 @@ from .graphviz_render import DotError, GraphvizNotFound, dot_to_svg, find_render
 from .layout import LayoutView, layout_view, layout_view_from
 from .layout_widget import LayoutExplorer
 from .memory import MemoryView, memory_view
+from .timeline import TimelineView, timeline_of, timeline_view
 
 __all__ = [
     "DotError", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView", "View",
     "dot_to_svg", "find_renderer", "layout_view", "layout_view_from", "memory_view",
-    "svg_img_html",
+    "svg_img_html", "TimelineView", "timeline_of", "timeline_view",
 ]
