@@ -98,3 +98,19 @@ def test_each_device_has_its_own_clock():
     x = torch.randn(128, 128, device="mtia_sim:0")
     (x @ x).sum()
     assert torch.mtia_sim.current_stream(1).clock_us == t1
+
+
+def test_reading_a_result_on_the_host_waits_for_the_stream():
+    torch.mtia_sim.synchronize()
+    x = torch.randn(512, 512, device="mtia_sim")
+    y = x @ x
+    stream = torch.mtia_sim.current_stream()
+    assert RUNTIME.devices[0].now_us < stream.clock_us  # queued, not done
+    y.sum().item()
+    assert RUNTIME.devices[0].now_us == stream.clock_us
+    z = x @ x
+    z.cpu()
+    assert RUNTIME.devices[0].now_us == stream.clock_us
+    w = x @ x
+    w.to("cpu", non_blocking=True)
+    assert RUNTIME.devices[0].now_us < stream.clock_us  # non_blocking: the host did not wait

@@ -133,6 +133,13 @@ class _OpPlan:
 _PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
 
 
+_aten = torch.ops.aten
+_COPY = _aten.copy_.default
+_HOST_SYNCS = frozenset(
+    {_aten._local_scalar_dense.default, _aten.equal.default, _aten.is_nonzero.default}
+)
+
+
 def torch_dispatch(cls, func, types, args=(), kwargs=None):
     registered = KERNELS.get(func)
     plan = _PLANS.get(func)
@@ -197,6 +204,11 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             func, kernel, inner_args, inner_kwargs, out, devices, target, device, duration
         )
     span = charge(device, duration) if duration is not None else None
+    if span is not None and (type(target) is not int or func in _HOST_SYNCS):
+        # The host reads the result (`.cpu()`, `.item()`): it waits for the stream to finish,
+        # unless the copy was non_blocking.
+        if not (kwargs.get("non_blocking") or (func is _COPY and len(args) > 2 and args[2])):
+            span[0].synchronize()
     # 4. wrap the results back onto the device
     if type(target) is not int:  # e.g. _to_copy(device="cpu"): the result lives on the host
         result = out
