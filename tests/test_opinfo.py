@@ -113,6 +113,49 @@ def test_out_variants_fill_device_out_tensors_like_cpu(ops, name):
     assert result.klass in ("native", "fallback"), _explain(result)
 
 
+# Regressions from sweeps at other dtypes (scripts/opinfo_sweep.py --dtype ...): complex ops whose
+# host composites make conjugate views, lazy conjugates on the device, factories that reach the
+# PrivateUse1 boxed fallback.
+OTHER_DTYPES = [
+    ("linalg.pinv", torch.complex64), ("linalg.lstsq", torch.complex64),
+    ("mul", torch.complex64), ("matmul", torch.complex64), ("tril_indices", torch.int64),
+]
+
+
+@pytest.mark.parametrize("name,dtype", OTHER_DTYPES, ids=[f"{n}-{d}" for n, d in OTHER_DTYPES])
+def test_other_dtypes_match_cpu(name, dtype):
+    result = check_op(supported_ops([name], dtype)[0], dtype=dtype)
+    assert result.samples > 0, _explain(result)
+    assert result.klass in ("native", "fallback"), _explain(result)
+
+
+@pytest.mark.parametrize("name", ["add", "clamp", "mm", "sum", "transpose", "cat", "cumsum"])
+def test_noncontiguous_samples_match_cpu(ops, name):
+    result = check_op(ops[name], noncontiguous=True)
+    assert result.samples > 0, _explain(result)
+    assert result.klass in ("native", "fallback"), _explain(result)
+
+
+def test_lazy_conjugate_views_compute_like_cpu():
+    x = torch.randn(4, dtype=torch.complex64)
+    y = torch.randn(4, dtype=torch.complex64)
+    dx, dy = x.to("mtia_sim"), y.to("mtia_sim")
+    assert dx.conj().is_conj()
+    torch.testing.assert_close((dx.conj() * dy).cpu(), x.conj() * y)
+    torch.testing.assert_close(dx.conj().imag.cpu(), x.conj().imag)
+
+
+def test_inplace_view_ops_keep_the_base_intact():
+    base = torch.arange(10.0)
+    device_base = base.to("mtia_sim")
+    view, device_view = base.as_strided((1, 5), (5, 2)), device_base.as_strided((1, 5), (5, 2))
+    view.squeeze_(0).unsqueeze_(1).t_()
+    device_view.squeeze_(0).unsqueeze_(1).t_()
+    assert device_view.shape == view.shape and device_view.stride() == view.stride()
+    torch.testing.assert_close(device_base.cpu(), base)
+    torch.testing.assert_close(device_view.cpu(), view)
+
+
 # The oracle itself: it must catch a device that is wrong or raises, and skip what the CPU cannot
 # compute. A broken kernel is registered for the length of one test.
 
