@@ -114,3 +114,13 @@ def test_reading_a_result_on_the_host_waits_for_the_stream():
     w = x @ x
     w.to("cpu", non_blocking=True)
     assert RUNTIME.devices[0].now_us < stream.clock_us  # non_blocking: the host did not wait
+
+
+def test_device_to_device_copy_crosses_the_link_and_is_charged_to_the_target():
+    x = torch.randn(1 << 20, device="mtia_sim:0")
+    torch.mtia_sim.synchronize(1)
+    before = torch.mtia_sim.current_stream(1).clock_us
+    x.to("mtia_sim:1", non_blocking=True)
+    elapsed_us = torch.mtia_sim.current_stream(1).clock_us - before
+    profile = RUNTIME.devices[1].profile
+    assert elapsed_us >= (1 << 22) / profile.host_link_bandwidth * 1e6

@@ -188,8 +188,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             observer.before_op(func, kind, args, kwargs, device)
         out = kernel.fn(func, inner_args, inner_kwargs, device)
         if kernel.cross_device and not (
-            type(target) is int and devices and all(type(d) is int for d in devices)
-        ):
+            type(target) is int and devices and all(d == target for d in devices)
+        ):  # a copy between host and device, or between two devices: it crosses the link
             price = cost.transfer(cost._nbytes(out) or cost._nbytes(inner_args[1:2]))
             duration = price.duration_us(device.profile)
         elif kind == "view":
