@@ -109,6 +109,20 @@ def test_in_place_and_out_ops():
     assert "version counter" in " ".join(add_.dispatch.steps)
 
 
+def test_metadata_changed_in_place_shows_in_later_events():
+    host = torch.randn(2, 3)
+    x = host.to(DEV)
+    with mtia_lab.trace() as t:
+        x + 1
+        x.t_()  # in place: x itself becomes 3x2 with strides (1, 3)
+        x * 2
+    torch.testing.assert_close(x.cpu(), host.t())
+    first, last = only(t, "aten::add.Tensor"), only(t, "aten::mul.Tensor")
+    assert only(t, "aten::t_").outputs[0].strides == (1, 3)
+    assert first.inputs[0].shape == (2, 3) and first.inputs[0].strides == (3, 1)
+    assert last.inputs[0].shape == (3, 2) and last.inputs[0].strides == (1, 3)
+
+
 def test_dispatch_path_names_each_arguments_keys():
     x = torch.randn(3, device=DEV, requires_grad=True)
     with torch.inference_mode():

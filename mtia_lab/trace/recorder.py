@@ -139,6 +139,7 @@ class _Recorder:
         self.op_names: dict = {}
         self.paths: dict[tuple, DispatchPath] = {}
         self.records: dict[tuple, tuple[TensorRecord, int]] = {}
+        self.seen: dict[int, tuple] = {}  # id(tensor) -> (weakref, entry), see _input_record
         self.shapes: dict[tuple, tuple] = {}
         self.device_names = [f"{_compat.DEVICE_NAME}:{i}" for i in range(64)]
         self.mode: _CallMode | None = None
@@ -246,9 +247,9 @@ class _Recorder:
         tensors = _tensors(args, [])
         if kwargs:
             _tensors(kwargs.values(), tensors)
-        record, inputs, bits, grad = self._record, [], [], False
+        record, inputs, bits, grad = self._input_record, [], [], False
         for t in tensors:
-            entry = record(t, False)
+            entry = record(t)
             inputs.append(entry[0])
             bits.append(entry[1])
             grad = grad or t.requires_grad
@@ -277,9 +278,9 @@ class _Recorder:
          call_id, device, start) = facts_
         view = kind == "view"
         if isinstance(result, torch.Tensor):
-            outputs = (self._record(result, view)[0],)
+            outputs = (self._output_record(result, view),)
         elif isinstance(result, (list, tuple)):
-            outputs = tuple([self._record(t, view)[0] for t in _tensors(result, [])])
+            outputs = tuple([self._output_record(t, view) for t in _tensors(result, [])])
         else:  # a Python number (item(), _local_scalar_dense) or None
             outputs = ()
         name = self.op_names.get(func) or self.op_names.setdefault(func, facts(func).name)
@@ -297,6 +298,28 @@ class _Recorder:
             ))
 
     # -- records -----------------------------------------------------------------------------
+    def _input_record(self, t: torch.Tensor) -> tuple[TensorRecord, int]:
+        """An input's entry: remembered from when the tensor was last an op's result, if it
+        was. A tensor's metadata changes only through ops (in-place, out=, set_), whose results
+        are recorded afresh, so the remembered entry still holds (`.data = ...` bypasses ops)."""
+        hit = self.seen.get(id(t))
+        if hit is not None and hit[0]() is t:
+            return hit[1]
+        entry = self._record(t, False)
+        self._remember(t, entry)
+        return entry
+
+    def _output_record(self, t: torch.Tensor, view_result: bool) -> TensorRecord:
+        entry = self._record(t, view_result)
+        self._remember(t, entry)
+        return entry[0]
+
+    def _remember(self, t: torch.Tensor, entry: tuple) -> None:
+        seen = self.seen
+        if len(seen) > 4096:  # bounded: dead tensors' entries go at once, now and then
+            seen.clear()
+        seen[id(t)] = (weakref.ref(t), entry)
+
     def _record(self, t: torch.Tensor, view_result: bool) -> tuple[TensorRecord, int]:
         """(TensorRecord, dispatch key bits) of a tensor; equal records are made once, shared.
 
