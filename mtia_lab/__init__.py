@@ -37,3 +37,10 @@ register()
 from .compiler import register as _register_compiler  # noqa: E402  (needs the device first)
 
 _register_compiler()  # torch.compile(model, backend="mtia_lab")
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext mtia_lab`: registers the `%mtia_trace` / `%%mtia_trace` magics (magics.py)."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)

@@ -1,0 +1,265 @@
+"""IPython magics: `%mtia_trace <statement>` and `%%mtia_trace`, loaded by `%load_ext mtia_lab`.
+
+Built like IPython's own `%time` (IPython/core/magics/execution.py): options parsed with
+`magic_arguments` and `partial=True`, so the rest of the line is the statement; no `{var}`
+expansion of user code; the statement runs in the user's namespace and its value is returned
+(so it shows as `Out[n]`). Around the statement:
+
+    with mtia_lab.trace(label) as t:    # and mtia_lab.strict() with --strict
+        value = <statement>             # or the cell, compiled with --compile
+    _mtia_trace = t                     # --var NAME to choose the name
+    display(view(t))                    # --view summary|tree|graph|explorer|table|none
+
+If the statement raises, the trace holds what was recorded up to the failure (the failing op
+is an event whose `reason` starts with "raised"); it is bound and shown, and then the error is
+raised again so the user sees their own traceback, as `%time` does.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import keyword
+from typing import Any
+
+from IPython.core import magic_arguments
+from IPython.core.error import UsageError
+from IPython.core.magic import (
+    Magics,
+    line_cell_magic,
+    magics_class,
+    needs_local_scope,
+    no_var_expand,
+    output_can_be_silenced,
+)
+
+VIEWS = ("summary", "tree", "graph", "explorer", "table", "none")
+DEFAULT_VAR = "_mtia_trace"
+
+
+def make_view(trace, view: str, times: bool | str = True):
+    """The view object `--view` names (None for "none")."""
+    from .viz import trace_explorer, trace_graph, trace_summary, trace_table, trace_tree
+
+    if view == "summary":
+        return trace_summary(trace, times=times)
+    if view == "tree":
+        return trace_tree(trace, times=times)
+    if view == "graph":
+        return trace_graph(trace)
+    if view == "explorer":
+        return trace_explorer(trace, times=times is True)
+    if view == "table":
+        return trace_table(trace, times=times is True)
+    if view == "none":
+        return None
+    raise UsageError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
+
+
+@magics_class
+class TraceMagics(Magics):
+    """The %mtia_trace magics; `self.compiled` caches --compile functions by cell source."""
+
+    def __init__(self, shell=None) -> None:
+        super().__init__(shell)
+        self.compiled: dict[str, Any] = {}
+
+    @no_var_expand
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument(
+        "--view", default="summary", choices=VIEWS,
+        help="what to show after the run: the per-op summary table (default), the module "
+             "tree, the dataflow graph, the live explorer widget, a static table of events, "
+             "or nothing",
+    )
+    @magic_arguments.argument(
+        "--strict", action="store_true",
+        help="run under mtia_lab.strict(): an op without a native kernel raises "
+             "StrictModeError instead of using the CPU fallback",
+    )
+    @magic_arguments.argument("--save", metavar="FILE",
+                              help="save the trace as mtia_lab JSON (load_trace reads it)")
+    @magic_arguments.argument("--chrome", metavar="FILE",
+                              help="save a Chrome trace event file (open in ui.perfetto.dev)")
+    @magic_arguments.argument("--var", default=DEFAULT_VAR, metavar="NAME",
+                              help=f"the variable the Trace is bound to (default {DEFAULT_VAR})")
+    @magic_arguments.argument(
+        "--compile", action="store_true",
+        help='run the statement or cell as a function compiled by torch.compile(fn, '
+             'backend="mtia_lab"); names it assigns stay in the namespace',
+    )
+    @magic_arguments.argument(
+        "--no-times", action="store_true", dest="no_times",
+        help="hide host wall times (they change at every run), keep the simulated ones: for "
+             "output compared by nbval",
+    )
+    @magic_arguments.argument("--label", default="", help="a label stored in the trace")
+    @magic_arguments.kwds(epilog="Any remaining arguments are the code to trace.")
+    @needs_local_scope
+    @line_cell_magic
+    @output_can_be_silenced
+    def mtia_trace(self, line: str = "", cell: str | None = None, local_ns=None):
+        """Trace what a statement or cell does on the mtia_sim device.
+
+            %mtia_trace model(x).sum()
+            %%mtia_trace --view tree --var t
+            loss = model(x).sum()
+            loss.backward()
+
+        The Trace is bound to `_mtia_trace` (or --var NAME) even if the code raises.
+        """
+        __tracebackhide__ = True  # noqa: F841  (IPython hides this frame in tracebacks)
+        args, extra = magic_arguments.parse_argstring(self.mtia_trace, line, partial=True)
+        statement = " ".join(extra)
+        if statement and cell:
+            raise UsageError("%%mtia_trace takes the code from the cell: remove "
+                             f"{statement!r} from the magic's line (options only there)")
+        if not args.var.isidentifier() or keyword.iskeyword(args.var):
+            raise UsageError(f"--var {args.var!r} is not a Python name: use e.g. --var t")
+        source = cell if cell is not None else statement
+        if not source.strip():
+            raise UsageError("nothing to trace: %mtia_trace <statement>, or %%mtia_trace with "
+                             "the code in the cell")
+        run = self._compiled_runner(source) if args.compile else self._runner(source, local_ns)
+        return self._trace(run, args)
+
+    # -- running the code ------------------------------------------------------------------
+    def _runner(self, source: str, local_ns):
+        """A function running `source` as %time does: eval a lone expression, else exec the
+        cell and eval its last expression (the value returned)."""
+        tree = self._parse(source)
+        shell, glob = self.shell, self.shell.user_ns
+        if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
+            code = shell.compile(ast.Expression(tree.body[0].value), "<mtia_trace>", "eval")
+            return lambda: eval(code, glob, local_ns)
+        last = None
+        if len(tree.body) > 1 and isinstance(tree.body[-1], ast.Expr):
+            last = shell.compile(ast.Expression(tree.body[-1].value), "<mtia_trace>", "eval")
+            tree = ast.Module(tree.body[:-1], [])
+        code = shell.compile(tree, "<mtia_trace>", "exec")
+
+        def run():
+            exec(code, glob, local_ns)
+            return None if last is None else eval(last, glob, local_ns)
+
+        return run
+
+    def _compiled_runner(self, source: str):
+        """The code as the body of a function `torch.compile(..., backend="mtia_lab")`
+        compiles; the names it assigns are declared global, so they land in the user's
+        namespace as they would without --compile. Cached by source: running the cell again
+        reuses the compiled function (Dynamo's guards decide when to recompile)."""
+        import torch
+
+        compiled = self.compiled.get(source)
+        if compiled is None:
+            tree = self._parse(source)
+            body = list(tree.body)
+            if body and isinstance(body[-1], ast.Expr):
+                body[-1] = ast.Return(body[-1].value)
+            names = sorted(_assigned_names(tree.body))
+            if names:
+                body.insert(0, ast.Global(names))
+            fn_def = ast.parse("def _mtia_trace_cell(): pass").body[0]
+            fn_def.body = body or [ast.Pass()]
+            module = ast.fix_missing_locations(ast.Module([fn_def], []))
+            namespace: dict = {}
+            exec(self.shell.compile(module, "<mtia_trace>", "exec"), self.shell.user_ns,
+                 namespace)
+            compiled = torch.compile(namespace["_mtia_trace_cell"], backend="mtia_lab")
+            self.compiled[source] = compiled
+        return compiled
+
+    def _parse(self, source: str) -> ast.Module:
+        shell = self.shell
+        return shell.transform_ast(shell.compile.ast_parse(shell.transform_cell(source)))
+
+    # -- tracing, binding, showing ---------------------------------------------------------
+    def _trace(self, run, args):
+        __tracebackhide__ = True  # noqa: F841
+        import mtia_lab
+        from mtia_lab.compiler import add_listener, remove_listener
+
+        kernels: list[dict] = []
+
+        def on_kernel(kernel, cost, span) -> None:
+            stream, start, end = span
+            kernels.append({"name": kernel.name, "aten": list(kernel.aten_nodes),
+                            "stream": stream.stream_id, "sim_start_us": start,
+                            "sim_end_us": end})
+
+        strict = mtia_lab.strict() if args.strict else contextlib.nullcontext()
+        tracer = mtia_lab.trace(args.label or "%mtia_trace")
+        error: BaseException | None = None
+        value = None
+        add_listener(on_kernel)
+        try:
+            with strict, tracer:
+                value = run()
+        except Exception as exc:  # shown below, then raised again (KeyboardInterrupt is not
+            error = exc           # caught: it stops at once, as in %time)
+        finally:
+            remove_listener(on_kernel)
+        trace = tracer.trace
+        if kernels:
+            trace.metadata["compiled_kernels"] = kernels
+        self.shell.user_ns[args.var] = trace
+        if args.save:
+            mtia_lab.trace.io.save_trace(trace, args.save)
+        if args.chrome:
+            mtia_lab.trace.io.save_chrome_trace(trace, args.chrome)
+        view = make_view(trace, args.view, "sim" if args.no_times else True)
+        if view is not None:
+            from IPython.display import display
+
+            display(view)
+        if kernels:
+            print(_kernels_note(kernels))
+        if error is not None:
+            print(_error_note(trace, error, args.var))
+            raise error
+        return value
+
+
+def _kernels_note(kernels: list[dict]) -> str:
+    sim = sum(k["sim_end_us"] - k["sim_start_us"] for k in kernels)
+    lines = [f"compiled code ran {len(kernels)} fused kernel launches (simulated {sim:.2f} us); "
+             "they bypass __torch_dispatch__, so they are not trace events: see "
+             "trace.metadata['compiled_kernels']"]
+    for k in kernels[:8]:
+        lines.append(f"  {k['name']}: {', '.join(k['aten'])}")
+    if len(kernels) > 8:
+        lines.append(f"  ... {len(kernels) - 8} more")
+    return "\n".join(lines)
+
+
+def _error_note(trace, error: BaseException, var: str) -> str:
+    failed = [e for e in trace.events if e.reason.startswith("raised")]
+    where = f"; the op that raised: #{failed[-1].index} {failed[-1].op}" if failed else ""
+    return (f"mtia_trace: the code raised {type(error).__name__}; {len(trace.events)} events "
+            f"were recorded up to the failure{where}. The trace is in `{var}`.")
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    """Names the statements bind at their own level (not inside nested functions/classes)."""
+    names: set[str] = set()
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue  # its body is another scope
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext mtia_lab` (through mtia_lab.load_ipython_extension)."""
+    ipython.register_magics(TraceMagics)
