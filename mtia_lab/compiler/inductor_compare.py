@@ -107,7 +107,11 @@ def common_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list]:
     keep = _keep_ops()
     table = {op: fn for op, fn in select_decomp_table().items() if op not in keep}
     args = _example_args(gm)
-    return make_fx(gm, decomposition_table=table, tracing_mode="fake")(*args), args
+
+    def flat(*flat_args):  # placeholders in order, whatever pytree structure gm was traced with
+        return torch.fx.Interpreter(gm).run(*flat_args, enable_io_processing=False)
+
+    return make_fx(flat, decomposition_table=table, tracing_mode="fake")(*args), args
 
 
 @contextlib.contextmanager
