@@ -133,3 +133,20 @@ def test_empty_trace_says_so():
     view = TimelineView(timeline_of([]))
     assert "no device work recorded" in view.to_text()
     ET.fromstring(view.to_svg())
+
+
+def test_copy_on_an_idle_stream_starts_when_the_host_issues_it():
+    """A side stream made long ago is idle; its copy starts at the device's "now", not at the
+    stream's old clock (the trace span must match the stream's real queue)."""
+    side = torch.mtia_sim.Stream()
+    a = torch.randn(128, 128, device="mtia_sim")
+    for _ in range(3):
+        a = a @ a
+    torch.mtia_sim.synchronize()
+    now = torch.mtia_sim.current_stream().clock_us
+    with mtia_lab.trace() as t:
+        with torch.mtia_sim.stream(side):
+            torch.randn(256, 256).to("mtia_sim", non_blocking=True)
+    (copy,) = [e for e in t if e.op == "aten::_to_copy"]
+    assert copy.sim_start_us == pytest.approx(now)
+    assert copy.sim_end_us == pytest.approx(side.clock_us)

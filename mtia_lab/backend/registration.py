@@ -102,10 +102,11 @@ def _observed(fn, op, kind: str):
         func = op if op is not None else args[1]  # the boxed fallback gets (keyset, op, ...)
         state = RUNTIME.device(_index(kwargs.get("device")))
         stream = current_stream(state.index)
-        before = stream.clock_us
+        before, now = stream.clock_us, state.now_us
         observer.before_op(func, kind, args if op is not None else args[2:], kwargs, state)
         result = fn(*args, **kwargs)
-        span = (stream, before, stream.clock_us) if stream.clock_us > before else None
+        # Work queued now starts when the stream is free AND the host issued it (streams.charge).
+        span = (stream, max(before, now), stream.clock_us) if stream.clock_us > before else None
         observer.after_op(func, kind, result, None, span)
         return result
 
