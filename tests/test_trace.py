@@ -427,3 +427,18 @@ def test_an_op_that_raises_is_recorded_with_the_error():
     failed = t[1]
     assert failed.reason.startswith("raised RuntimeError") and failed.outputs == ()
     assert failed.inputs[0].shape == (2, 3)
+
+
+def test_format_document_lists_the_fields_the_writer_uses():
+    import pathlib
+    import re
+
+    from mtia_lab.trace import io
+
+    doc = (pathlib.Path(__file__).parents[1] / "docs" / "trace-format.md").read_text()
+    for key, fields in (("tensor_fields", io.TENSOR_FIELDS), ("dispatch_fields",
+                        io.DISPATCH_FIELDS), ("event_fields", io.EVENT_FIELDS)):
+        listed = re.search(rf'"{key}": (\[[^\]]*\])', doc)
+        assert listed is not None and json.loads(listed.group(1)) == fields, key
+        for name in fields:
+            assert f"`{name}`" in doc, f"docs/trace-format.md does not describe {name}"
