@@ -33,6 +33,7 @@ from IPython.core.magic import (
     output_can_be_silenced,
 )
 
+_UNSET = object()  # a name the cell assigns that had no value before
 VIEWS = ("summary", "tree", "graph", "explorer", "table", "none")
 DEFAULT_VAR = "_mtia_trace"
 
@@ -128,17 +129,23 @@ class TraceMagics(Magics):
         """A function running `source` as %time does: eval a lone expression, else exec the
         cell and eval its last expression (the value returned)."""
         tree = self._parse(source)
-        shell, glob = self.shell, self.shell.user_ns
+        glob = self.shell.user_ns
         if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
-            code = shell.compile(ast.Expression(tree.body[0].value), "<mtia_trace>", "eval")
-            return lambda: eval(code, glob, local_ns)
+            code = self._compile(ast.Expression(tree.body[0].value), source, "eval")
+
+            def run_eval():
+                __tracebackhide__ = True  # noqa: F841
+                return eval(code, glob, local_ns)
+
+            return run_eval
         last = None
         if len(tree.body) > 1 and isinstance(tree.body[-1], ast.Expr):
-            last = shell.compile(ast.Expression(tree.body[-1].value), "<mtia_trace>", "eval")
+            last = self._compile(ast.Expression(tree.body[-1].value), source, "eval")
             tree = ast.Module(tree.body[:-1], [])
-        code = shell.compile(tree, "<mtia_trace>", "exec")
+        code = self._compile(tree, source, "exec")
 
         def run():
+            __tracebackhide__ = True  # noqa: F841
             exec(code, glob, local_ns)
             return None if last is None else eval(last, glob, local_ns)
 
@@ -146,29 +153,48 @@ class TraceMagics(Magics):
 
     def _compiled_runner(self, source: str):
         """The code as the body of a function `torch.compile(..., backend="mtia_lab")`
-        compiles; the names it assigns are declared global, so they land in the user's
-        namespace as they would without --compile. Cached by source: running the cell again
-        reuses the compiled function (Dynamo's guards decide when to recompile)."""
+        compiles. The names the code assigns are the function's parameters (called with their
+        current values) and come back with its result, so they land in the user's namespace
+        as they would without --compile. (Not `global` statements: Dynamo cannot yet write a
+        device tensor to a global.) Cached by source: running the cell again reuses the
+        compiled function, and Dynamo's guards decide when to recompile."""
         import torch
 
-        compiled = self.compiled.get(source)
-        if compiled is None:
+        entry = self.compiled.get(source)
+        if entry is None:
             tree = self._parse(source)
             body = list(tree.body)
+            value: ast.expr = ast.Constant(None)
             if body and isinstance(body[-1], ast.Expr):
-                body[-1] = ast.Return(body[-1].value)
+                value = body.pop().value
             names = sorted(_assigned_names(tree.body))
-            if names:
-                body.insert(0, ast.Global(names))
-            fn_def = ast.parse("def _mtia_trace_cell(): pass").body[0]
-            fn_def.body = body or [ast.Pass()]
+            body.append(ast.Return(ast.Tuple(
+                [value, ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load())],
+                ast.Load())))
+            fn_def = ast.parse(f"def _mtia_trace_cell({', '.join(names)}): pass").body[0]
+            fn_def.body = body
             module = ast.fix_missing_locations(ast.Module([fn_def], []))
             namespace: dict = {}
-            exec(self.shell.compile(module, "<mtia_trace>", "exec"), self.shell.user_ns,
-                 namespace)
-            compiled = torch.compile(namespace["_mtia_trace_cell"], backend="mtia_lab")
-            self.compiled[source] = compiled
-        return compiled
+            exec(self._compile(module, source, "exec"), self.shell.user_ns, namespace)
+            fn = torch.compile(namespace["_mtia_trace_cell"], backend="mtia_lab")
+            entry = self.compiled[source] = (fn, names)
+        fn, names = entry
+        user_ns = self.shell.user_ns
+
+        def run():
+            __tracebackhide__ = True  # noqa: F841
+            value, results = fn(*[user_ns.get(n, _UNSET) for n in names])
+            user_ns.update((n, v) for n, v in zip(names, results, strict=True) if v is not _UNSET)
+            return value
+
+        return run
+
+    def _compile(self, tree: ast.AST, source: str, mode: str):
+        """Compile under a file name IPython keeps the source of, so tracebacks show the
+        user's lines (and traced events name them as their source)."""
+        cache = self.shell.compile.cache
+        name = cache(self.shell.transform_cell(source), self.shell.execution_count)
+        return self.shell.compile(tree, name, mode)
 
     def _parse(self, source: str) -> ast.Module:
         shell = self.shell

@@ -101,6 +101,8 @@ class _CallMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if is_compiling():  # Dynamo traces this mode: let it see only the call itself
+            return func(*args, **kwargs)
         rec = self.recorder
         name = rec.call_names.get(func)
         if name is None:
@@ -189,6 +191,8 @@ class _Recorder:
 
     # -- nn.Module paths -------------------------------------------------------------------
     def _enter_module(self, module, args) -> None:
+        if is_compiling():  # Dynamo inlines global hooks: tracing our dicts breaks it
+            return
         name = self.module_names.get(module)
         if name is None:
             if self.modules:  # not a registered child (made on the fly): parent.ClassName
@@ -201,7 +205,7 @@ class _Recorder:
         self.modules.append(name)
 
     def _exit_module(self, module, args, output) -> None:
-        if self.modules:
+        if self.modules and not is_compiling():
             self.modules.pop()
 
     def claim(self, out, info: tuple[str, str]) -> None:
