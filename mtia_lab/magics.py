@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import keyword
+import os
 from typing import Any
 
 from IPython.core import magic_arguments
@@ -95,6 +96,11 @@ class TraceMagics(Magics):
              "output compared by nbval",
     )
     @magic_arguments.argument("--label", default="", help="a label stored in the trace")
+    @magic_arguments.argument(
+        "--full-traceback", action="store_true", dest="full_traceback",
+        help="on an error, keep the frames inside torch and mtia_lab in the traceback (by "
+             "default only the user's own frames are shown)",
+    )
     @magic_arguments.kwds(epilog="Any remaining arguments are the code to trace.")
     @needs_local_scope
     @line_cell_magic
@@ -242,7 +248,8 @@ class TraceMagics(Magics):
         if kernels:
             print(_kernels_note(kernels))
         if error is not None:
-            print(_error_note(trace, error, args.var))
+            hidden = 0 if args.full_traceback else _keep_user_frames(error)
+            print(_error_note(trace, error, args.var, hidden))
             raise error
         return value
 
@@ -259,11 +266,41 @@ def _kernels_note(kernels: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _error_note(trace, error: BaseException, var: str) -> str:
+def _error_note(trace, error: BaseException, var: str, hidden: int) -> str:
     failed = [e for e in trace.events if e.reason.startswith("raised")]
     where = f"; the op that raised: #{failed[-1].index} {failed[-1].op}" if failed else ""
-    return (f"mtia_trace: the code raised {type(error).__name__}; {len(trace.events)} events "
+    note = (f"mtia_trace: the code raised {type(error).__name__}; {len(trace.events)} events "
             f"were recorded up to the failure{where}. The trace is in `{var}`.")
+    if hidden:
+        note += (f"\n({hidden} frames inside torch and mtia_lab are left out of the traceback; "
+                 "--full-traceback keeps them)")
+    return note
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import IPython
+    import torch
+
+    return tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, IPython)) + (
+        os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
+
+def _keep_user_frames(error: BaseException) -> int:
+    """Unlink the traceback entries of frames in torch, IPython and mtia_lab, so the user sees
+    their own frames (the error message, the last line, is unchanged); how many were cut."""
+    entries = []
+    tb = error.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    skip = _library_dirs()
+    kept = [tb for tb in entries if not tb.tb_frame.f_code.co_filename.startswith(skip)]
+    if not kept or len(kept) == len(entries):
+        return 0
+    for tb, after in zip(kept, [*kept[1:], None], strict=True):
+        tb.tb_next = after
+    error.__traceback__ = kept[0]
+    return len(entries) - len(kept)
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:
