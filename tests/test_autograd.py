@@ -34,7 +34,7 @@ def test_higher_order_gradients():
         (gg,) = torch.autograd.grad(g.sum(), x, create_graph=True)
         (ggg,) = torch.autograd.grad(gg.sum(), x)
         results.append([g.detach().cpu(), gg.detach().cpu(), ggg.cpu()])
-    for host, dev in zip(*results):
+    for host, dev in zip(*results, strict=True):
         torch.testing.assert_close(dev, host)
 
 

@@ -11,7 +11,8 @@ aten = torch.ops.aten
 
 def test_native_kernels_cover_the_issue_families():
     must_be_native = [
-        aten.empty_strided.default, aten.zeros_like.default, aten.fill_.Scalar, aten.arange.start_out,
+        aten.empty_strided.default, aten.zeros_like.default, aten.fill_.Scalar,
+        aten.arange.start_out,
         aten.copy_.default, aten._to_copy.default, aten._copy_from.default, aten.view.default,
         aten._unsafe_view.default, aten.as_strided.default, aten.expand.default,
         aten.permute.default, aten.transpose.int, aten.t.default, aten.slice.Tensor,
@@ -59,7 +60,8 @@ def test_fallback_out_variant_returns_the_out_tensor():
 def test_fallback_keeps_aliasing_between_arguments():
     x = torch.randn(4, 4)
     d = x.to("mtia_sim")
-    torch.testing.assert_close(torch.logcumsumexp(d + d.t(), 0).cpu(), torch.logcumsumexp(x + x.t(), 0))
+    expected = torch.logcumsumexp(x + x.t(), 0)
+    torch.testing.assert_close(torch.logcumsumexp(d + d.t(), 0).cpu(), expected)
     # one storage, two views as arguments: the host copy must keep them aliased
     a = torch.arange(8.0)
     b = a.to("mtia_sim")
@@ -123,7 +125,8 @@ def test_adding_a_kernel_makes_an_op_native():
 def test_mixing_devices_is_an_error_like_cuda():
     a = torch.ones(2, device="mtia_sim:0")
     b = torch.ones(2, device="mtia_sim:1")
-    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*mtia_sim:0 and mtia_sim:1"):
+    same_device = "Expected all tensors to be on the same device.*mtia_sim:0 and mtia_sim:1"
+    with pytest.raises(RuntimeError, match=same_device):
         a + b
     with pytest.raises(RuntimeError, match="same device.*cpu"):
         a + torch.ones(2)

@@ -87,7 +87,8 @@ def test_view_metadata_matches_cpu():
                  lambda t: t.unfold(2, 2, 1), lambda t: t.diagonal(0, 1, 2),
                  lambda t: t.as_strided((2, 2), (3, 1), 5), lambda t: t.expand(3, 2, 3, 4)):
         h, d = make(host), make(dev)
-        assert (d.shape, d.stride(), d.storage_offset()) == (h.shape, h.stride(), h.storage_offset())
+        assert d.shape == h.shape and d.stride() == h.stride()
+        assert d.storage_offset() == h.storage_offset()
         assert torch.equal(d.cpu(), h)
 
 

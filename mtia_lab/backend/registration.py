@@ -44,7 +44,8 @@ def _empty_memory_format(
 
 def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     index = _index(device)
-    return wrap(torch.empty_strided(size, stride, dtype=dtype, layout=layout), index, "aten::empty_strided")
+    host = torch.empty_strided(size, stride, dtype=dtype, layout=layout)
+    return wrap(host, index, "aten::empty_strided")
 
 
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .allocator import CachingAllocator
-from .profile import DEFAULT_PROFILE, GiB, ChipProfile
+from .profile import DEFAULT_PROFILE, ChipProfile, GiB
 
 DEFAULT_DEVICE_COUNT = 2
 DEFAULT_CAPACITY = 2 * GiB  # per device; the profile's real DRAM size is only reported
@@ -106,7 +106,9 @@ def configure(
         RUNTIME.set_device_count(device_count)
     if memory_capacity is not None:
         if memory_capacity <= 0:
-            raise ValueError(f"memory_capacity must be a positive number of bytes, got {memory_capacity}")
+            raise ValueError(
+                f"memory_capacity must be a positive number of bytes, got {memory_capacity}"
+            )
         RUNTIME.capacity = memory_capacity
         for device in RUNTIME.devices:
             device.allocator.capacity = memory_capacity
