@@ -106,7 +106,8 @@ def test_save_and_chrome_files(ip, tmp_path):
     loaded = load_trace(saved)
     assert loaded.events == ip.user_ns["_mtia_trace"].events
     events = json.loads(chrome.read_text())["traceEvents"]
-    assert [ev["name"] for ev in events if ev["ph"] == "X" and ev["pid"] == 0] == ["aten::mul.Tensor"]
+    host = [ev["name"] for ev in events if ev["ph"] == "X" and ev["pid"] == 0]
+    assert host == ["aten::mul.Tensor"]
 
 
 def test_an_error_shows_the_user_traceback_and_what_was_recorded(ip):
