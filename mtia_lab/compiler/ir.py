@@ -118,8 +118,9 @@ class FusedSchedulerNode:
         self.writes = writes
         self.reads = reads - writes  # what it reads from outside
         kinds = {n.kind for n in self.nodes}
-        self.kind = next(k for k in (Kind.EXTERN, Kind.TEMPLATE, Kind.REDUCTION, Kind.POINTWISE)
-                         if k in kinds or k is Kind.POINTWISE)
+        # A group is as constrained as its most constrained member (its "anchor").
+        self.kind = next((k for k in (Kind.EXTERN, Kind.TEMPLATE, Kind.REDUCTION) if k in kinds),
+                         Kind.POINTWISE)
         anchor = next((n for n in self.nodes if n.kind is self.kind), self.nodes[0])
         self.numel, self.rnumel = anchor.numel, anchor.rnumel
         self.index = self.nodes[0].index

@@ -50,7 +50,7 @@ def _space(g: FusedSchedulerNode) -> str:
     return f"{g.numel}x{g.rnumel}" if g.rnumel > 1 else str(g.numel)
 
 
-def _first_target(g: FusedSchedulerNode, kind: Kind, ir: GraphIR) -> str:
+def _first_target(g: FusedSchedulerNode, kind: Kind) -> str:
     node = next(n for n in g.nodes if n.kind is kind)
     return f"{node.name} ({node.target})"
 
@@ -76,7 +76,7 @@ def extern_never_fuses(p: Pair) -> Verdict | None:
     """An op that runs as its ATen kernel is a black box: nothing can join its loop."""
     for g in (p.a, p.b):
         if g.kind is Kind.EXTERN:
-            what = _first_target(g, Kind.EXTERN, p.ir)
+            what = _first_target(g, Kind.EXTERN)
             return Verdict(False, "extern_never_fuses",
                            f"{what} runs as its ATen kernel (extern); externs never fuse")
     return None
