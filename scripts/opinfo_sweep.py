@@ -89,6 +89,12 @@ def report(console: Console, results: list[OpResult], elapsed: float, what: str)
     for klass in CLASSES:
         table.add_row(klass, str(counts.get(klass, 0)))
     console.print(table)
+    # Which missing kernels would make the most ops native: aten ops by how many OpInfo runs
+    # they sent to the CPU fallback.
+    fallbacks = Counter(name for r in results if r.klass == "fallback" for name in r.fallbacks)
+    if fallbacks:
+        top = ", ".join(f"{name} ({n})" for name, n in fallbacks.most_common(8))
+        console.print(f"most used fallbacks (runs): {top}", highlight=False, soft_wrap=True)
     for klass in ("wrong", "error"):
         found = [r for r in results if r.klass == klass and not known_limit(r)]
         if found:
