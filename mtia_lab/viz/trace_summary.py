@@ -191,6 +191,17 @@ def _n(count: int) -> str:
     return str(count) if count else "."
 
 
+def _add_event(into: OpRow, e, nbytes: int) -> None:
+    into.count += 1
+    into.kinds[e.kind] += 1
+    into.backward += e.phase == "backward"
+    into.host_ns += e.host_ns
+    if e.sim_start_us is not None:
+        into.sim_us += e.sim_end_us - e.sim_start_us
+    into.nbytes += nbytes
+    into.allocated += e.allocated
+
+
 def _add(into: OpRow, row: OpRow) -> None:
     into.count += row.count
     into.kinds.update(row.kinds)
@@ -212,7 +223,7 @@ class ModuleNode:
     ops: dict[str, OpRow] = field(default_factory=dict)
     children: dict[str, ModuleNode] = field(default_factory=dict)
     total: OpRow = field(default_factory=lambda: OpRow(""))  # itself and all below
-    sources: Counter = field(default_factory=Counter)
+    sources: Counter = field(default_factory=Counter)  # source line -> events
 
 
 OUTSIDE = "(outside any module)"
@@ -242,14 +253,12 @@ def module_tree(trace: Trace) -> dict[str, ModuleNode]:
         row = leaf.ops.get(e.op)
         if row is None:
             row = leaf.ops[e.op] = OpRow(e.op)
-        one = OpRow(e.op, 1, Counter({e.kind: 1}), 0, e.phase == "backward", e.host_ns, e.sim_us,
-                    sum(t.nbytes for t in e.inputs) + sum(t.nbytes for t in e.outputs),
-                    e.allocated)
-        _add(row, one)
+        nbytes = sum(t.nbytes for t in e.inputs) + sum(t.nbytes for t in e.outputs)
+        _add_event(row, e, nbytes)
         for node in chain:
-            _add(node.total, one)
+            _add_event(node.total, e, nbytes)
         if e.source:
-            leaf.sources[short_source(e.source)] += 1
+            leaf.sources[e.source] += 1
     return {phase: roots[phase] for phase in ("forward", "backward") if phase in roots}
 
 
@@ -276,7 +285,8 @@ class TraceTree(_RichView):
         for child in node.children.values():
             where = ""
             if child.sources:
-                where = "  @ " + ", ".join(s for s, _ in child.sources.most_common(2))
+                where = "  @ " + ", ".join(
+                    short_source(s) for s, _ in child.sources.most_common(2))
             label = f"[bold cyan]{escape(child.name)}[/]  {self._figures(child.total)}"
             self._grow(branch.add(label + escape(where)), child)
         rows = sorted(node.ops.values(), key=lambda r: (-r.sim_us, -r.count, r.op))
