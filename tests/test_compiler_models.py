@@ -204,3 +204,30 @@ def test_assert_single_kernel():
     assert "expected one kernel, got 3" in message
     assert "extern_never_fuses" in message and "native_layer_norm" in message
     assert "test_compiler_models.py:" in message  # the user's line that made the split
+
+
+def test_new_batch_size_recompiles_with_dynamic_false():
+    torch.manual_seed(0)
+    model = MLP().to(DEV)
+    torch.compiler.reset()
+    start = len(COMPILED)
+    compiled = torch.compile(model, backend="mtia_lab", dynamic=False)
+    with torch.no_grad():
+        for batch in (4, 6):
+            x = torch.randn(batch, 8, device=DEV)
+            torch.testing.assert_close(compiled(x).cpu(), model(x).cpu())
+    assert [c.plan.kernel_count for c in COMPILED[start:]] == [2, 2]
+
+
+def test_host_tensors_compile_too_without_touching_the_device_clock():
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(4, 8)
+    stream = torch.mtia_sim.current_stream()
+    torch.compiler.reset()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="mtia_lab", dynamic=False)
+        compiled(x)  # compile first
+        before = stream.clock_us
+        out = compiled(x)
+    assert stream.clock_us == before
+    torch.testing.assert_close(out, model(x))

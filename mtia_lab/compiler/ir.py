@@ -216,6 +216,12 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
     owner: dict[str, SchedulerNode] = {}  # multi-output producer -> its node (for getitems)
 
     def add_buffer(name: str, val, producer: str | None) -> None:
+        if not all(isinstance(d, int) for d in val.shape):
+            raise NotImplementedError(
+                f"{name} has symbolic shape {tuple(val.shape)}: the mtia_lab scheduler prices "
+                "buffers in bytes and needs static shapes. Compile with "
+                "torch.compile(model, backend='mtia_lab', dynamic=False)."
+            )
         buffers[name] = Buffer(name, _nbytes(val), tuple(val.shape), val.dtype, producer)
         base_of[name] = name
 

@@ -19,7 +19,8 @@ from ..backend.streams import charge
 from .codegen import Kernel, Program
 from .pricing import combo_cost
 
-# Called as listener(kernel, cost, span) after each kernel, span = (stream, start_us, end_us).
+# Called as listener(kernel, cost, span) after each kernel, span = (stream, start_us, end_us),
+# or None when the graph ran on host tensors.
 LISTENERS: list[Callable] = []
 
 
@@ -34,15 +35,16 @@ def remove_listener(fn: Callable) -> None:
         LISTENERS.remove(fn)
 
 
-def _device_index(args) -> int:
-    """The device whose memory the inputs are (inner tensors keep their DeviceStorage)."""
+def _device_index(args) -> int | None:
+    """The device whose memory the inputs are (inner tensors keep their DeviceStorage);
+    None when no input lives on the device (a graph compiled for CPU tensors)."""
     for value in args:
         if isinstance(value, torch.Tensor) and value.device.type == "cpu":
             entry = device_tensor._LIVE_STORAGES.get(value.untyped_storage().data_ptr())
             storage = entry() if isinstance(entry, weakref.ref) else entry
             if storage is not None:
                 return storage.device_index
-    return RUNTIME.current_index
+    return None
 
 
 class Runner:
@@ -59,7 +61,8 @@ class Runner:
         program = self.program
         env = dict(zip(program.inputs, args, strict=True))
         args.clear()  # boxed calling convention: let inputs die as soon as they are unused
-        state = RUNTIME.device(_device_index(env.values()))
+        index = _device_index(env.values())
+        state = RUNTIME.device(index) if index is not None else None
         plan = program.plan
         combo_of = {i: c for c in plan.combos for i in c}
         for kernel in program.kernels:
@@ -71,7 +74,9 @@ class Runner:
 
     def _charge(self, kernel: Kernel, state, combo) -> None:
         self.launches += 1
-        if combo is None:
+        if state is None:  # host tensors: nothing ran on the device, its clock stays put
+            span = None
+        elif combo is None:
             span = charge(state, kernel.cost.duration_us(state.profile))
         elif kernel.group.index == combo[0]:  # one launch for the whole combo, priced together
             groups = self.program.plan.groups
