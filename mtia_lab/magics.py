@@ -269,8 +269,10 @@ def _kernels_note(kernels: list[dict]) -> str:
 def _error_note(trace, error: BaseException, var: str, hidden: int) -> str:
     failed = [e for e in trace.events if e.reason.startswith("raised")]
     where = f"; the op that raised: #{failed[-1].index} {failed[-1].op}" if failed else ""
-    note = (f"mtia_trace: the code raised {type(error).__name__}; {len(trace.events)} events "
-            f"were recorded up to the failure{where}. The trace is in `{var}`.")
+    n = len(trace.events)
+    note = (f"mtia_trace: the code raised {type(error).__name__}; {n} event"
+            f"{' was' if n == 1 else 's were'} recorded up to the failure{where}. "
+            f"The trace is in `{var}`.")
     if hidden:
         note += (f"\n({hidden} frames inside torch and mtia_lab are left out of the traceback; "
                  "--full-traceback keeps them)")

@@ -99,6 +99,14 @@ def test_graph_view_gives_svg(ip):
     assert shown.data["text/html"].startswith("<img src=\"data:image/svg+xml;base64,")
 
 
+def test_explorer_view_is_a_widget_with_a_static_page(ip):
+    result, out = run(ip, "%mtia_trace --view explorer x.sum();")  # `;` silences the value
+    assert result.success and result.result is None
+    (shown,) = out.outputs
+    assert "application/vnd.jupyter.widget-view+json" in shown.data
+    assert "<table" in shown.data["text/html"] and "sum" in shown.data["text/html"]
+
+
 def test_save_and_chrome_files(ip, tmp_path):
     saved, chrome = tmp_path / "t.json", tmp_path / "t.chrome.json"
     result, _ = run(ip, f"%mtia_trace --view none --save {saved} --chrome {chrome} x * x")
