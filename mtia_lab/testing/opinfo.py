@@ -2,9 +2,9 @@
 
 PyTorch describes every public op in `op_db` (torch.testing._internal.common_methods_invocations):
 an `OpInfo` knows how to call the op and yields `sample_inputs` that cover its overloads, shapes,
-broadcasting and keyword arguments. CPU is the reference. For one op, `check_op` runs each float32
-sample on the CPU, then the same values moved to the device, compares the two results and sorts
-the op into one class:
+broadcasting and keyword arguments. CPU is the reference. For one op, `check_op` runs each
+sample (float32 unless asked) on the CPU, then the same values moved to the device, compares the
+two results and sorts the op into one class:
 
 - "native": every aten op the device ran had a native (or view) kernel;
 - "fallback": right answers, but some aten op went through the CPU fallback;
@@ -13,7 +13,7 @@ the op into one class:
 - "error": the device raised where the CPU did not.
 
 "wrong" and "error" are bugs of the device. Ops whose outputs are random (or uninitialised, like
-`empty`) are compared on dtype and shape only.
+`empty`) are compared on dtype and shape only. What "the same answer" means is compare.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import DEVICE
-from ..backend import MTIATensor, dispatch, fallback_counts, storage_of
+from ..backend import MTIATensor, dispatch, fallback_counts
 from ..backend.schema import facts
+from .compare import check_aliasing, compare, to_cpu, to_device, tolerance_for
 
 CLASSES = ("native", "fallback", "cpu-fails", "wrong", "error")
 VARIANTS = ("op", "method", "inplace", "out")
@@ -84,30 +85,6 @@ class _KindRecorder:
             self.previous.after_op(func, kind, result, price, span)
 
 
-def to_device(value, device: str = DEVICE):
-    """Every tensor in a nested structure moved to `device` with the same values *and layout*:
-    each CPU storage is copied once, and every tensor becomes the same view (size, strides,
-    offset) of the copy. So a slice keeps the rest of its storage (as_strided reads it), and
-    tensors that shared memory on the CPU share it on the device."""
-    copies: dict[int, torch.Tensor] = {}
-
-    def move(t):
-        if not isinstance(t, torch.Tensor):
-            return t
-        if t.layout != torch.strided or t.is_conj() or t.is_neg():
-            return t.to(device)
-        storage = t.untyped_storage()
-        if storage.data_ptr() == 0 or storage.nbytes() % t.element_size():
-            return t.to(device)
-        base = copies.get(storage.data_ptr())
-        if base is None:
-            host_bytes = torch.empty(0, dtype=torch.uint8).set_(storage)
-            base = copies[storage.data_ptr()] = host_bytes.to(device)
-        return base.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
-
-    return pytree.tree_map(move, value)
-
-
 def device_sample(sample, op_name: str = "") -> tuple:
     """(input, args, kwargs) of a CPU sample, for the device: tensors moved (except the ones the
     op wants on the host) and a factory's `device="cpu"` keyword pointed at the device."""
@@ -120,17 +97,19 @@ def device_sample(sample, op_name: str = "") -> tuple:
     return value, args, kwargs
 
 
-def _to_cpu(value):
-    return pytree.tree_map(lambda v: v.cpu() if isinstance(v, torch.Tensor) else v, value)
+def _on_device(inputs) -> bool:
+    """Whether the device run involves the device at all: `torch.arange(3)` does not."""
+    value, args, kwargs = inputs
+    return kwargs.get("device") == DEVICE or any(
+        isinstance(v, MTIATensor) for v in pytree.tree_leaves((value, args, kwargs))
+    )
 
 
-def _plain(value):
-    """Named tuples (torch.return_types.max, max_out) and torch.Size compare as tuples."""
-    if isinstance(value, tuple) and type(value) is not tuple:
-        return tuple(_plain(v) for v in value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
-    return value
+def _names_a_device(sample) -> bool:
+    """Samples like `x.to("cpu")` ask for a device themselves: results need not be on ours."""
+    kwargs = {k: v for k, v in sample.kwargs.items() if k != "device"}
+    leaves = pytree.tree_leaves((sample.args, kwargs))
+    return any(isinstance(v, (torch.device, str)) and "cpu" in str(v) for v in leaves)
 
 
 def _first_line(error: BaseException) -> str:
@@ -144,94 +123,6 @@ def has_variant(op, variant: str) -> bool:
     """Whether the OpInfo has this variant: op, method, inplace or out."""
     return {"op": True, "method": op.method_variant is not None, "out": op.supports_out,
             "inplace": op.inplace_variant is not None}[variant]
-
-
-def _on_device(inputs) -> bool:
-    """Whether the device run involves the device at all: `torch.arange(3)` does not."""
-    value, args, kwargs = inputs
-    return kwargs.get("device") == DEVICE or any(
-        isinstance(v, MTIATensor) for v in pytree.tree_leaves((value, args, kwargs))
-    )
-
-
-def tolerance_for(op, dtype: torch.dtype) -> dict | None:
-    """PyTorch's own tolerance for comparing this op across devices (the toleranceOverride its
-    OpInfo gives TestCommon, where test_compare_cpu lives), if it sets one for `dtype`."""
-    from torch.testing._internal.common_device_type import toleranceOverride
-
-    for info in op.decorators:
-        if getattr(info, "cls_name", None) != "TestCommon" or getattr(info, "device_type", None):
-            continue
-        if getattr(info, "test_name", None) not in (None, "test_compare_cpu"):
-            continue
-        for decorator in getattr(info, "decorators", ()):
-            if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
-                tol = decorator.d[dtype]
-                return {"atol": tol.atol, "rtol": tol.rtol}
-    return None
-
-
-def _names_a_device(sample) -> bool:
-    """Samples like `x.to("cpu")` ask for a device themselves: results need not be on ours."""
-    kwargs = {k: v for k, v in sample.kwargs.items() if k != "device"}
-    leaves = pytree.tree_leaves((sample.args, kwargs))
-    return any(isinstance(v, (torch.device, str)) and "cpu" in str(v) for v in leaves)
-
-
-def compare(expected, actual, *, check_values: bool = True, check_device: bool = True,
-            tolerance: dict | None = None) -> None:
-    """Raise AssertionError if the device result differs from the CPU one: structure, then per
-    tensor device, dtype, shape and (unless random) values, NaN == NaN, within assert_close's
-    default tolerances for the dtype or `tolerance` (atol, rtol)."""
-    exp_leaves, exp_spec = pytree.tree_flatten(_plain(expected))
-    act_leaves, act_spec = pytree.tree_flatten(_plain(actual))
-    if exp_spec != act_spec:
-        raise AssertionError(f"result structure differs: cpu {exp_spec} vs device {act_spec}")
-    for i, (exp, act) in enumerate(zip(exp_leaves, act_leaves, strict=True)):
-        where = f"result {i}" if len(exp_leaves) > 1 else "result"
-        if not isinstance(exp, torch.Tensor):
-            if isinstance(act, torch.Tensor) or (check_values and not _same_scalar(exp, act)):
-                raise AssertionError(f"{where}: cpu {exp!r} vs device {act!r}")
-            continue
-        if not isinstance(act, torch.Tensor):
-            raise AssertionError(f"{where}: cpu gives a tensor, device {type(act).__name__}")
-        if check_device and exp.device.type == "cpu" and act.device.type != DEVICE:
-            raise AssertionError(f"{where}: device op returned a tensor on {act.device}")
-        if exp.dtype != act.dtype or exp.shape != act.shape:
-            raise AssertionError(
-                f"{where}: cpu {exp.dtype}{list(exp.shape)} vs device {act.dtype}{list(act.shape)}"
-            )
-        if check_values:
-            torch.testing.assert_close(act.cpu(), exp, equal_nan=True, check_device=False,
-                                       msg=lambda m, where=where: f"{where}: {m}",
-                                       **(tolerance or {}))
-
-
-def check_aliasing(expected, actual, cpu_inputs, device_inputs) -> None:
-    """A result that is a view of an input on the CPU must be a view of that same input on the
-    device: writes through it must reach the input (a copy would silently break that)."""
-    owners = {}  # CPU storage pointer -> the device storage its tensor was moved to
-    cpu_leaves = pytree.tree_leaves(cpu_inputs)
-    dev_leaves = pytree.tree_leaves(device_inputs)
-    for cpu, dev in zip(cpu_leaves, dev_leaves, strict=False):
-        if isinstance(cpu, torch.Tensor) and isinstance(dev, MTIATensor) and cpu.numel():
-            owners[cpu.untyped_storage().data_ptr()] = storage_of(dev)
-    exp_leaves = pytree.tree_leaves(_plain(expected))
-    act_leaves = pytree.tree_leaves(_plain(actual))
-    for i, (exp, act) in enumerate(zip(exp_leaves, act_leaves, strict=True)):
-        if not isinstance(exp, torch.Tensor) or not exp.numel() or exp.layout != torch.strided:
-            continue
-        owner = owners.get(exp.untyped_storage().data_ptr())
-        if owner is not None and (not isinstance(act, MTIATensor) or storage_of(act) is not owner):
-            raise AssertionError(
-                f"result {i} is a view of an input on the CPU but not on {DEVICE} (a copy)"
-            )
-
-
-def _same_scalar(a, b) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True
-    return a == b
 
 
 @dataclass
@@ -297,7 +188,7 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
     try:
         check_values = not (random or recorder.random)
         check_device = _on_device(dev_inputs) and not _names_a_device(sample)
-        compare(_to_cpu(expected), actual, check_values=check_values, check_device=check_device,
+        compare(to_cpu(expected), actual, check_values=check_values, check_device=check_device,
                 tolerance=tolerance)
         check_aliasing(expected, actual, (sample.input, sample.args, sample.kwargs), dev_inputs)
         if variant == "inplace":
