@@ -80,6 +80,7 @@ VIEWS = [
 # In-place views change a tensor's metadata, never its bytes. Through the fallback they would
 # run on a host copy and be written back element by element, into the wrong places of a strided
 # view; on the device memory they just restride the inner tensor, which the wrapper follows.
+# (`_has_compatible_shallow_copy_type`, which squeeze_ and `.data =` ask, only reads metadata.)
 IN_PLACE_VIEWS = [
     "squeeze_", "unsqueeze_", "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_",
     "detach_", "_has_compatible_shallow_copy_type",
