@@ -365,3 +365,17 @@ def test_explorer_pages_a_100k_event_trace(recorded):
     ex.table.value = 25_010
     assert ex.selected is ex.rows[25_010]
     assert len(trace_table(big, page=3, page_size=50).to_text().splitlines()) == 53
+
+
+def test_long_tables_and_trees_are_cut_with_their_totals():
+    x = rec((3,), 0x100)
+    events = [ev(i, f"aten::op{i}", "native", [x], [rec((3,), 0x1000 + i)], i,
+                 module=f"Net.layer{i}", sim=1.0) for i in range(30)]
+    trace = Trace(events, {})
+    lines = trace_summary(trace, times="sim", max_rows=25).to_text().splitlines()
+    rest = next(line for line in lines if "... 5 more ops" in line)
+    assert rest.split()[4:6] == ["5", "5"]  # events, native
+    assert "5.00 us" in rest
+    text = trace_tree(trace, times="sim").to_text()
+    assert "... 6 more modules  6 events (native 6)  sim 6.00 us" in text
+    assert text.count("layer") == 24

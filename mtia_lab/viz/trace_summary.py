@@ -30,6 +30,7 @@ from .trace_format import (
 
 MAX_ROWS = 40  # ops in the table; the rest summed in one line
 MAX_TREE_OPS = 12  # op lines under one module
+MAX_TREE_CHILDREN = 24  # submodules shown under one module; the rest summed in one line
 SORTS = ("sim", "host", "count", "op")
 Times = bool | str
 
@@ -282,13 +283,20 @@ class TraceTree(_RichView):
     def _grow(self, branch, node: ModuleNode) -> None:
         from rich.markup import escape
 
-        for child in node.children.values():
+        children = list(node.children.values())
+        for child in children[:MAX_TREE_CHILDREN]:
             where = ""
             if child.sources:
                 where = "  @ " + ", ".join(
                     short_source(s) for s, _ in child.sources.most_common(2))
             label = f"[bold cyan]{escape(child.name)}[/]  {self._figures(child.total)}"
             self._grow(branch.add(label + escape(where)), child)
+        if len(children) > MAX_TREE_CHILDREN:
+            rest = OpRow("")
+            for child in children[MAX_TREE_CHILDREN:]:
+                _add(rest, child.total)
+            branch.add(f"[dim]... {len(children) - MAX_TREE_CHILDREN} more modules  "
+                       f"{self._figures(rest)}[/]")
         rows = sorted(node.ops.values(), key=lambda r: (-r.sim_us, -r.count, r.op))
         for row in rows[:self.max_ops]:
             style = "red" if row.kinds["fallback"] else "dim" if row.kinds["view"] else ""
