@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..backend.allocator import format_bytes
-from ..trace.events import OpEvent, TensorRecord
+from ..trace.events import TensorRecord
 
 _IPYKERNEL_CELL = re.compile(r"/ipykernel_\d+/\d+\.py:(\d+)$")
 _IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>:(\d+)$")
@@ -95,13 +95,6 @@ class StorageNames:
         if name is None:
             name = self.names[key] = f"s{len(self.names)}"
         return name
-
-
-def event_line(e: OpEvent) -> str:
-    """One line per event: index, op, kind, phase, module, shapes (used by lists and tests)."""
-    ins = ", ".join(tensor_brief(t) for t in e.inputs)
-    outs = ", ".join(tensor_brief(t) for t in e.outputs)
-    return f"#{e.index} {e.op} [{e.kind}/{e.phase}] {e.module or '-'}: ({ins}) -> ({outs})"
 
 
 # -- rich renderables as text and HTML ------------------------------------------------------
