@@ -3,8 +3,8 @@
 One JupyterLab server (lab_server.py) and one browser per session; `run_notebook(path)` opens
 a notebook and runs all its cells once per session, so several tests can read the same run
 (a cold kernel importing torch is most of the cost). When a test fails, every open page is
-saved as a screenshot in pytest's temporary folder and the path is printed, with the browser's
-console errors and the end of the server's log.
+saved as a screenshot (and its HTML) in pytest's temporary folder and the path is printed, with
+the browser's console errors and the end of the server's log.
 
 Playwright's own browser download does not work here, so the tests use Debian's chromium
 (`make test` installs it when run as root) and skip, saying why, when it is missing.
@@ -116,8 +116,11 @@ def _failure_notes(label: str, tmp_path_factory: pytest.TempPathFactory,
     for notebook in _open_pages:
         path = folder / f"{label}-{notebook.name}.png".replace("/", "_")
         try:
-            notebook.page.screenshot(path=path, full_page=True)
-            notes.append(f"screenshot of {notebook.name}: {path}")
+            # JupyterLab scrolls inside the notebook panel, so the picture shows one window
+            # of the notebook; the saved HTML holds all of it.
+            notebook.page.screenshot(path=path)
+            path.with_suffix(".html").write_text(notebook.page.content())
+            notes.append(f"screenshot of {notebook.name}: {path} (page HTML beside it)")
         except Exception as exc:  # a crashed page must not hide the test's own error
             notes.append(f"no screenshot of {notebook.name}: {exc}")
         if notebook.console_errors:

@@ -8,6 +8,7 @@ Traps this module handles so the tests need not:
   for this notebook reads "<kernel> | Idle" (it says "No Kernel | Initializing", then
   "Connecting", before);
 - a cell has finished only when its prompt shows a number (`[*]:` while queued or running);
+  outputs saved in the file are cleared first, or their numbers would pass for a finished run;
 - a dialog (kernel choice, kernel died) would wait for a click forever: fail at once instead;
 - widget views render after their output arrives, so checks use Playwright's `expect`, which
   retries until the timeout.
@@ -24,13 +25,17 @@ RUN_TIMEOUT_MS = 120_000  # a cold kernel imports torch: seconds when idle, far 
 PANEL = "#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)"
 KERNEL_STATUS = '#jp-main-statusbar [title="Change kernel for {name}"]'
 
-# Wait until every code cell of the panel shows [N]: -> "done"; a dialog -> its text.
-_RUN_STATE = """panel => {
+# Polled after Run All: "done" when every code cell of the panel shows [N]:; the reason to stop
+# when a dialog opened or the run ended early (no cell queued, a traceback shown); else false.
+_RUN_STATE = r"""panel => {
   const dialog = document.querySelector('.jp-Dialog');
-  if (dialog) return 'a dialog is open: ' + dialog.innerText.replace(/\\s+/g, ' ');
-  const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-  const done = prompts.length && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
-  return done ? 'done' : false;
+  if (dialog) return 'a dialog is open: ' + dialog.innerText.replace(/\s+/g, ' ');
+  const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+    .map(p => p.textContent.trim());
+  if (prompts.length && prompts.every(t => /^\[\d+\]:$/.test(t))) return 'done';
+  const stderr = panel.querySelector('[data-mime-type="application/vnd.jupyter.stderr"]');
+  if (stderr && !prompts.includes('[*]:')) return 'a cell failed:\n' + stderr.innerText;
+  return false;
 }"""
 
 
@@ -58,13 +63,19 @@ class NotebookPage:
         expect(status).to_have_text(re.compile(r"\| Idle$"), timeout=RUN_TIMEOUT_MS)
 
     def run_all(self) -> None:
-        """Run > Run All Cells from the menu bar, then wait until every code cell has run."""
-        self.page.get_by_role("menuitem", name="Run", exact=True).click()
-        self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        state = self.panel.evaluate_handle("panel => panel")  # the panel's DOM node
-        result = self.page.wait_for_function(_RUN_STATE, arg=state, timeout=RUN_TIMEOUT_MS)
-        assert result.json_value() == "done", f"Run All Cells in {self.name}: {result.json_value()}"
+        """Edit > Clear Outputs of All Cells (so saved outputs cannot pass for new ones), then
+        Run > Run All Cells; wait until every code cell has run."""
+        self._menu("Edit", "Clear Outputs of All Cells")
+        self._menu("Run", "Run All Cells")
+        panel = self.panel.element_handle()
+        result = self.page.wait_for_function(_RUN_STATE, arg=panel, timeout=RUN_TIMEOUT_MS)
+        state = result.json_value()
+        assert state == "done", f"Run All Cells in {self.name}: {state}"
         self.wait_for_kernel_idle()
+
+    def _menu(self, menu: str, item: str) -> None:
+        self.page.get_by_role("menuitem", name=menu, exact=True).click()
+        self.page.get_by_role("menuitem", name=item, exact=True).click()
 
     def stderr_texts(self) -> list[str]:
         """Tracebacks and warnings shown under cells (both are stderr-like outputs)."""

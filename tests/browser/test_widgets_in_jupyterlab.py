@@ -55,7 +55,8 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_notebook_runs_and_shows_its_views(case: NotebookCase, run_notebook) -> None:
     notebook = run_notebook(case.notebook)
-    assert notebook.stderr_texts() == [], "a cell wrote to stderr (a traceback or a warning)"
+    stderr = notebook.stderr_texts()
+    assert not stderr, "a cell wrote to stderr (a traceback or a warning):\n" + "\n".join(stderr)
     for selector in case.selectors:
         expect(notebook.panel.locator(selector).first).to_be_visible()
     images = notebook.panel.locator(".jp-OutputArea-output img")
