@@ -228,8 +228,12 @@ class TraceMagics(Magics):
         try:
             with strict, tracer:
                 value = run()
-        except Exception as exc:  # shown below, then raised again (KeyboardInterrupt is not
-            error = exc           # caught: it stops at once, as in %time)
+        except Exception as exc:  # shown below, then raised again
+            error = exc
+        except BaseException:  # KeyboardInterrupt: stop at once, keeping what was recorded
+            if tracer.trace is not None:
+                self.shell.user_ns[args.var] = tracer.trace
+            raise
         finally:
             remove_listener(on_kernel)
         trace = tracer.trace
