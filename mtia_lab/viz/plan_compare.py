@@ -1,0 +1,122 @@
+"""Our fusion plan and TorchInductor's for one graph, side by side.
+
+Reads a `Comparison` (compiler/inductor_compare.py): both plans are priced by the same roofline
+model, so kernel counts, bytes moved and simulated time can be compared line by line. Each
+kernel lists its scheduler nodes; a kernel whose node group is the same in both plans is
+marked `=`, so the eye goes to where the two schedulers disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .display import View
+from .fusion_graph import KIND_BORDER, fmt_us
+from .graphviz_render import digraph, dot_to_svg, html_text, quote
+from .trace_format import rich_text
+
+MAX_KERNELS = 40  # kernels listed per side
+MAX_NODES_SHOWN = 8  # node names written out per kernel
+
+
+def _nodes(nodes, limit: int = MAX_NODES_SHOWN) -> str:
+    shown = ", ".join(nodes[:limit]) or "(no node of ours)"
+    return shown + (f", ... {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
+class PlanCompare(View):
+    """A `Comparison` as a table (kernels, bytes, time), both kernel lists, and a picture."""
+
+    def __init__(self, comparison, *, max_kernels: int = MAX_KERNELS, width: int = 100) -> None:
+        if not hasattr(comparison, "ours") or not hasattr(comparison, "inductor"):
+            raise TypeError(
+                f"expected an inductor_compare.Comparison, got {type(comparison).__name__}; get "
+                "one from mtia_lab.compiler.inductor_compare.compare(fn, *args) or "
+                "compare_compiled()")
+        self.name = comparison.name
+        ours = comparison.ours
+        self.ours = [(g.kind, tuple(g.nodes), g.bytes_moved, g.duration_us) for g in ours.groups]
+        self.theirs = [(k.node_type, tuple(k.nodes), k.bytes_moved, k.duration_us)
+                       for k in comparison.inductor.kernels]
+        self.totals = {
+            "mtia_lab": (ours.after.kernels, ours.after.bytes_moved, ours.after.time_us),
+            "Inductor": (comparison.inductor.kernel_count, comparison.inductor.bytes_moved,
+                         comparison.inductor.time_us),
+        }
+        self.max_kernels, self.width = max_kernels, width
+        common = {k[1] for k in self.ours} & {k[1] for k in self.theirs}
+        self.same = common  # node groups both schedulers made into one kernel
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(what, mtia_lab, Inductor): the numbers a test or a reader compares."""
+        (ok, ob, ot), (ik, ib, it) = self.totals["mtia_lab"], self.totals["Inductor"]
+        return [("kernels", str(ok), str(ik)), ("bytes moved", f"{ob:,}", f"{ib:,}"),
+                ("simulated", fmt_us(ot), fmt_us(it))]
+
+    def to_rich(self) -> Any:
+        from rich import box
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        totals = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for column in ("", "mtia_lab", "Inductor"):
+            totals.add_column(column, justify="left" if not column else "right")
+        for row in self.rows():
+            totals.add_row(*row)
+        parts: list[Any] = [Text(f"{self.name}: mtia_lab vs Inductor, both priced by the "
+                                 f"mtia_lab cost model; {len(self.same)} kernels the same"),
+                            totals]
+        for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
+            table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"{side} kernels",
+                          title_justify="left")
+            for column, justify in (("#", "right"), ("", "left"), ("type", "left"),
+                                    ("bytes", "right"), ("sim", "right"), ("nodes", "left")):
+                table.add_column(column, justify=justify, overflow="fold")
+            for i, (kind, nodes, moved, us) in enumerate(kernels[:self.max_kernels]):
+                table.add_row(str(i), "=" if nodes in self.same else "", kind, f"{moved:,}",
+                              fmt_us(us), Text(_nodes(nodes)))
+            if len(kernels) > self.max_kernels:
+                table.add_row("", "", f"... {len(kernels) - self.max_kernels} more", "", "", "")
+            parts.append(table)
+        parts.append(Text("=: the same node group is one kernel in both plans"))
+        return Group(*parts)
+
+    def to_text(self) -> str:
+        return rich_text(self.to_rich(), self.width)
+
+    def to_dot(self) -> str:
+        body = ['node [shape="plaintext"];']
+        for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
+            kernels_shown = kernels[:self.max_kernels]
+            count, moved, us = self.totals[side]
+            body.append(f"subgraph cluster_{side} {{")
+            body.append(f"  label={quote(f'{side}: {count} kernels, {moved:,} B, {fmt_us(us)}')};")
+            body.append('  style="rounded"; color="#555555";')
+            ids = []
+            for i, (kind, nodes, moved_k, us_k) in enumerate(kernels_shown):
+                border = KIND_BORDER.get(kind, "#555555")
+                fill = "#fff4cc" if nodes in self.same else "#ffffff"
+                label = (f'<<table border="1" cellborder="0" cellspacing="0" color="{border}" '
+                         f'bgcolor="{fill}"><tr><td><b>{i}</b> {html_text(kind)}</td></tr>'
+                         f'<tr><td>{html_text(_nodes(nodes, 4))}</td></tr>'
+                         f'<tr><td>{moved_k:,} B, {html_text(fmt_us(us_k))}</td></tr></table>>')
+                ids.append(f"{side}_{i}")
+                body.append(f"  {quote(ids[-1])} [label={label}];")
+            if len(kernels) > len(kernels_shown):
+                ids.append(f"{side}_more")
+                body.append(f"  {quote(ids[-1])} [label="
+                            f"{quote(f'... {len(kernels) - len(kernels_shown)} more')}];")
+            for a, b in zip(ids, ids[1:], strict=False):  # kernels in launch order
+                body.append(f'  {quote(a)} -> {quote(b)} [color="#999999"];')
+            body.append("}")
+        return digraph(body, name=self.name, label="yellow: the same group in both plans",
+                       labelloc="b")
+
+    def to_svg(self) -> str:
+        return dot_to_svg(self.to_dot())
+
+
+def plan_compare(comparison, **kwargs) -> PlanCompare:
+    """The side-by-side view of an inductor_compare.Comparison."""
+    return PlanCompare(comparison, **kwargs)
