@@ -1,10 +1,14 @@
 """Fixtures of the real-browser tests: JupyterLab in headless Debian Chromium, driven by Playwright.
 
-One JupyterLab server (lab_server.py) and one browser per session; `run_notebook(path)` opens
-a notebook and runs all its cells once per session, so several tests can read the same run
-(a cold kernel importing torch is most of the cost). When a test fails, every open page is
-saved as a screenshot (and its HTML) in pytest's temporary folder and the path is printed, with
-the browser's console errors and the end of the server's log.
+One JupyterLab server (lab_server.py) and one browser per test module; `run_notebook(path)`
+opens a notebook and runs all its cells once per module, so several tests can read the same run
+(a cold kernel importing torch is most of the cost). Module scope, not session: the server, its
+kernels and Chromium hold over 1 GB and keep polling, and the rest of the suite runs after these
+tests on a small machine; a second browser test module pays for its own server (about 6 s).
+
+When a test fails, every open page is saved as a screenshot (and its HTML) in pytest's
+temporary folder and the path is printed, with the browser's console errors and the end of the
+server's log.
 
 Playwright's own browser download does not work here, so the tests use Debian's chromium
 (`make test` installs it when run as root) and skip, saying why, when it is missing.
@@ -49,7 +53,7 @@ def chromium() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab_server(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
     server.start()
@@ -57,7 +61,7 @@ def lab_server(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: Path) -> Iterator[Browser]:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
@@ -65,7 +69,7 @@ def browser(chromium: Path) -> Iterator[Browser]:
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def run_notebook(
     lab_server: LabServer, browser: Browser
 ) -> Iterator[Callable[[Path], NotebookPage]]:
