@@ -71,15 +71,16 @@ class DeviceStorage:
 
     def __del__(self) -> None:
         block = self.block
-        if block is not None:
-            self.block = None
+        if block is None:
+            return
+        self.block = None
+        try:
             entry = _LIVE_STORAGES.get(self.host_ptr)
             if entry is not None and entry() in (self, None):  # not a newer storage's entry
                 del _LIVE_STORAGES[self.host_ptr]
-            try:
-                RUNTIME.devices[self.device_index].allocator.free(block)
-            except (IndexError, AttributeError):  # interpreter shutdown or device removed
-                pass
+            RUNTIME.devices[self.device_index].allocator.free(block)
+        except (IndexError, AttributeError, TypeError):
+            pass  # interpreter shutdown (module globals already None) or the device was removed
 
     def __repr__(self) -> str:
         where = f"mtia_sim:{self.device_index}"

@@ -176,6 +176,13 @@ class Trace:
             f"host {self.host_ns() / 1e6:.3f} ms, simulated {self.sim_us():.3f} us>"
         )
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """In a notebook a Trace shows its summary table, with simulated times only so that a
+        saved output stays the same from run to run. The renderers live in mtia_lab.viz."""
+        from ..viz.trace_summary import TraceSummary
+
+        return TraceSummary(self, times="sim")._repr_mimebundle_(include, exclude)
+
     # -- selections --------------------------------------------------------------------------
     def filter(
         self,
