@@ -1,0 +1,262 @@
+"""The guardrail playground: change a guardrail, see the fusion plan change.
+
+Two layers, as everywhere in viz:
+- `Playground`, the model: a scheduler graph (`GraphIR`), the plan at the starting settings
+  (the baseline) and the plan at the current ones. `set(**settings)` re-runs only the scheduler
+  on the stored graph -- no Dynamo, no AOTAutograd, no codegen -- so a change takes
+  milliseconds. A value the config refuses leaves the last good plan in place and keeps the
+  config's error (`.error`) to show. It is a View: its text twin, SVG (the current plan's
+  FusionGraph) and rich form are the static fallback a saved notebook keeps.
+- `PlaygroundWidget` (`playground.widget()`), the live ipywidgets front end: a control per
+  guardrail; every edit calls `Playground.set` and redraws the numbers, the groups, the
+  decisions that flipped (`decisions.flipped`) and, optionally, the picture.
+
+    pg = playground(mlp, x, w1, b1, w2, b2)     # or playground(plan), playground(ir)
+    pg.widget()                                 # live; `pg` alone shows the static view
+    pg.set(max_fusion_size=2); pg.plan.kernel_count
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..compiler import config
+from ..compiler.config import ConfigError
+from ..compiler.decisions import FusionPlan, flipped
+from ..compiler.ir import GraphIR
+from ..compiler.scheduler import schedule
+from .display import View, svg_img_html
+from .fusion_graph import FusionGraph, fmt_us
+from .graphviz_render import DotError, GraphvizNotFound
+
+# The guardrails the playground offers, in the order shown, with how each is edited.
+CONTROLS = {
+    "max_fusion_size": "slider",
+    "max_fusion_unique_io_buffers": "optional",
+    "score_fusion_memory_threshold": "int",
+    "max_fusion_buffer_group_pairwise_attempts": "int",
+    "combo_kernels": "bool",
+    "combo_kernel_max_num_args": "int",
+    "on_chip_memory_budget": "optional",
+}
+MAX_GROUPS_LISTED = 30
+MAX_FLIPS_LISTED = 20
+
+
+def _ir_of(source, args) -> tuple[GraphIR, str, dict]:
+    """(graph, name, starting settings) from a plan, a GraphIR, a CompiledGraph or fn(*args)."""
+    if isinstance(source, GraphIR):
+        return source, "graph", config.snapshot()
+    if isinstance(source, FusionPlan):
+        if source.ir is None:
+            raise ValueError(f"plan {source.name!r} carries no scheduler graph (a plan loaded "
+                             "from to_dict() has none): pass the GraphIR, or compile again")
+        return source.ir, source.name, {**config.snapshot(), **source.settings}
+    plan = getattr(source, "plan", None)
+    if isinstance(plan, FusionPlan):  # a CompiledGraph
+        return _ir_of(plan, ())
+    if callable(source):
+        from ..compiler import trace
+
+        return trace(source, *args), getattr(source, "__name__", "graph"), config.snapshot()
+    raise TypeError(f"playground() takes a FusionPlan, a GraphIR, a CompiledGraph or fn, *args; "
+                    f"got {type(source).__name__}")
+
+
+def parse_setting(name: str, text) -> object:
+    """A control's value as the config expects it ("" or "None" -> None in optional fields)."""
+    if name not in config.SETTINGS:
+        raise ConfigError(config._unknown(name))
+    if not isinstance(text, str):
+        return text
+    text = text.strip()
+    if text.lower() in ("", "none"):
+        return None
+    try:
+        return int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise ConfigError(f"{name}: {text!r} is not a whole number; type an int, or leave it "
+                          "empty for None") from None
+
+
+class Playground(View):
+    """The playground's state: settings, baseline plan, current plan, error, flipped pairs."""
+
+    def __init__(self, source, *args, name: str | None = None) -> None:
+        self.ir, default_name, start = _ir_of(source, args)
+        self.name = name or default_name
+        self.start = {k: start[k] for k in CONTROLS}
+        self.settings = dict(self.start)
+        self.error = ""
+        self.baseline = self._schedule(self.settings)
+        self.plan = self.baseline
+
+    def _schedule(self, settings: dict) -> FusionPlan:
+        with config.patch(**settings):  # checks every value before any is applied
+            return schedule(self.ir, self.name)
+
+    def set(self, **changes) -> FusionPlan:
+        """Re-schedule with `changes` on top of the current settings; returns the current plan.
+
+        An invalid value raises nothing: the plan stays as it was and `.error` says why."""
+        try:
+            wanted = {**self.settings, **{k: parse_setting(k, v) for k, v in changes.items()}}
+            plan = self._schedule(wanted)
+        except ConfigError as exc:
+            self.error = str(exc)
+            return self.plan
+        self.settings, self.plan, self.error = wanted, plan, ""
+        return plan
+
+    def reset(self) -> FusionPlan:
+        """Back to the starting settings (the baseline plan)."""
+        self.settings, self.plan, self.error = dict(self.start), self.baseline, ""
+        return self.plan
+
+    @property
+    def flipped(self) -> list[tuple]:
+        """(baseline decision, current decision) pairs whose answer changed."""
+        return flipped(self.baseline, self.plan)
+
+    def changed_settings(self) -> dict:
+        return {k: v for k, v in self.settings.items() if v != self.start[k]}
+
+    # -- views -------------------------------------------------------------------------------
+    def rows(self) -> list[tuple[str, str, str]]:
+        b, p = self.baseline.after, self.plan.after
+        return [("kernels", str(b.kernels), str(p.kernels)),
+                ("bytes moved", f"{b.bytes_moved:,}", f"{p.bytes_moved:,}"),
+                ("simulated", fmt_us(b.time_us), fmt_us(p.time_us)),
+                ("unfused kernels", str(self.plan.before.kernels), str(self.plan.before.kernels))]
+
+    def to_text(self) -> str:
+        changed = self.changed_settings()
+        lines = [f"guardrail playground {self.name!r}: {len(self.ir.nodes)} scheduler nodes",
+                 "settings: " + (", ".join(f"{k}={v!r} (was {self.start[k]!r})"
+                                           for k, v in changed.items()) or "as started")]
+        if self.error:
+            lines.append(f"error: {self.error}")
+        lines.append(f"{'':<16}{'baseline':>14}{'now':>14}")
+        lines += [f"{a:<16}{b:>14}{c:>14}" for a, b, c in self.rows()]
+        lines.append("kernels now:")
+        for g in self.plan.groups[:MAX_GROUPS_LISTED]:
+            lines.append(f"  {g.index} ({g.kind}, {g.bytes_moved:,} B, {fmt_us(g.duration_us)})"
+                         f": {', '.join(g.nodes)}")
+        if len(self.plan.groups) > MAX_GROUPS_LISTED:
+            lines.append(f"  ... {len(self.plan.groups) - MAX_GROUPS_LISTED} more")
+        flips = self.flipped
+        lines.append(f"decisions that flipped: {len(flips)}")
+        for before, after in flips[:MAX_FLIPS_LISTED]:
+            was = "fused" if before.fused else "refused"
+            now = "fused" if after.fused else "refused"
+            lines.append(f"  [{'+'.join(after.first)}] with [{'+'.join(after.second)}]: "
+                         f"{was} -> {now} ({after.reason})")
+        if len(flips) > MAX_FLIPS_LISTED:
+            lines.append(f"  ... {len(flips) - MAX_FLIPS_LISTED} more")
+        return "\n".join(lines)
+
+    def to_svg(self) -> str:
+        return FusionGraph(self.plan).to_svg()
+
+    def widget(self, show_graph: bool = True) -> PlaygroundWidget:
+        """The live widget over this playground (changes go through `set`)."""
+        return PlaygroundWidget(self, show_graph=show_graph)
+
+
+def _control(name: str, value, kind: str):
+    style = {"description_width": "initial"}
+    layout = widgets.Layout(width="340px")
+    if kind == "slider":
+        return widgets.IntSlider(value=value, min=1, max=max(128, value), description=name,
+                                 style=style, layout=layout, continuous_update=False)
+    if kind == "bool":
+        return widgets.Checkbox(value=value, description=name, style=style, indent=False)
+    if kind == "int":
+        return widgets.IntText(value=value, description=name, style=style, layout=layout)
+    return widgets.Text(value="" if value is None else str(value), description=name,
+                        placeholder="None", style=style, layout=layout, continuous_update=False)
+
+
+def _shown(control, value):
+    """A setting as its control holds it: text fields hold strings ("" for None)."""
+    if isinstance(control.value, str):
+        return "" if value is None else str(value)
+    return value
+
+
+class PlaygroundWidget(widgets.VBox):
+    """ipywidgets front end of a Playground: `controls[name]` per guardrail; `numbers`,
+    `error`, `groups`, `flips`, `picture` are the HTML outputs it redraws after each edit."""
+
+    def __init__(self, playground: Playground, show_graph: bool = True) -> None:
+        self.playground, self.show_graph = playground, show_graph
+        self.controls = {name: _control(name, playground.settings[name], kind)
+                         for name, kind in CONTROLS.items()}
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        self.reset_button = widgets.Button(description="reset")
+        self.reset_button.on_click(lambda _: self.reset())
+        self.error = widgets.HTML()
+        self.numbers = widgets.HTML()
+        self.groups = widgets.HTML()
+        self.flips = widgets.HTML()
+        self.picture = widgets.HTML()
+        column = widgets.VBox([*self.controls.values(), self.reset_button])
+        super().__init__([widgets.HBox([column, widgets.VBox([self.numbers, self.error])]),
+                          self.flips, self.groups, self.picture])
+        self.refresh()
+
+    def _changed(self, change) -> None:
+        # All controls at once: a value the config refused keeps its error until it is fixed,
+        # even while other controls change.
+        self.playground.set(**{name: c.value for name, c in self.controls.items()})
+        self.refresh()
+
+    def set(self, **values) -> None:
+        """Type values into the controls, as a user would (each edit re-schedules)."""
+        for name, value in values.items():
+            if name not in self.controls:
+                raise KeyError(f"no control {name!r}; controls: {', '.join(self.controls)}")
+            self.controls[name].value = _shown(self.controls[name], value)
+
+    def reset(self) -> None:
+        pg = self.playground
+        pg.reset()
+        for name, control in self.controls.items():  # quietly: one refresh at the end
+            control.unobserve(self._changed, names="value")
+            control.value = _shown(control, pg.settings[name])
+            control.observe(self._changed, names="value")
+        self.refresh()
+
+    def refresh(self) -> None:
+        pg = self.playground
+        self.error.value = (f'<pre style="color:#cc2222;white-space:pre-wrap">'
+                            f"{html.escape(pg.error)}</pre>" if pg.error else "")
+        rows = "".join(f"<tr><td>{a}</td><td style='text-align:right'>{b}</td>"
+                       f"<td style='text-align:right'><b>{c}</b></td></tr>"
+                       for a, b, c in pg.rows())
+        self.numbers.value = (f"<table><tr><th></th><th>baseline</th><th>now</th></tr>{rows}"
+                              "</table>")
+        text = pg.to_text().split("kernels now:\n", 1)[1]
+        groups, _, flips = text.partition("decisions that flipped")
+        self.groups.value = f"<b>kernels now</b><pre>{html.escape(groups.rstrip())}</pre>"
+        self.flips.value = (f"<b>decisions that flipped</b><pre>"
+                            f"{html.escape(flips.lstrip(': '))}</pre>")
+        if self.show_graph:
+            try:
+                self.picture.value = svg_img_html(pg.to_svg(), pg.plan.summary())
+            except (GraphvizNotFound, DotError) as exc:
+                self.picture.value = f"<pre>(diagram not drawn: {html.escape(str(exc))})</pre>"
+
+    def _repr_mimebundle_(self, **kwargs) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = self.playground.to_text()  # stable, unlike VBox(children=...)
+        return bundle
+
+
+def playground(source, *args, name: str | None = None) -> Playground:
+    """A Playground over a plan (with its graph), a GraphIR, a CompiledGraph, or fn(*args)."""
+    return Playground(source, *args, name=name)
