@@ -49,7 +49,7 @@ class LabServer:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.root = workdir / "root"
-        self.port = free_port()
+        self.port = 0  # chosen at start()
         self.token = secrets.token_hex(16)
         self.log_path = workdir / "jupyter-lab.log"
         self.proc: subprocess.Popen | None = None
@@ -83,6 +83,14 @@ class LabServer:
             "IPYTHONDIR": str(dirs["ipython"]),
             "PYTHONUNBUFFERED": "1",
         }
+        for _ in range(3):  # another program may take the free port before the server does
+            self.port = free_port()
+            self._launch(dirs, env)
+            if self._wait_until_up():
+                return
+        raise RuntimeError(f"jupyter lab found no free port three times:\n{self.log_tail()}")
+
+    def _launch(self, dirs: dict[str, Path], env: dict[str, str]) -> None:
         command = [
             sys.executable, "-m", "jupyterlab", "--no-browser",
             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
@@ -99,19 +107,21 @@ class LabServer:
             # that stop() can end without touching anything else.
             self.proc = subprocess.Popen(command, cwd=dirs["root"], env=env, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_until_up()
 
-    def _wait_until_up(self) -> None:
+    def _wait_until_up(self) -> bool:
+        """True once the server answers; False if it exited because the port was taken."""
         deadline = time.monotonic() + START_TIMEOUT_S
         status = f"{self.url}/api/status?token={self.token}"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "is already in use" in self.log_tail():
+                    return False
                 raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n"
                                    f"{self.log_tail()}")
             try:
                 with urllib.request.urlopen(status, timeout=2) as response:
                     if response.status == 200:
-                        return
+                        return True
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.25)
