@@ -26,6 +26,7 @@ from mtia_lab.inspect.layout import LayoutError, strided_layout
 from mtia_lab.viz.layout import render_svg, summary_lines
 
 HERE = Path(__file__).parent
+REPO = HERE.parents[1]
 WIDGETS_NOTEBOOK = HERE / "notebooks" / "widgets_and_diagrams.ipynb"
 
 # What a person sees; every selector is looked up inside the notebook's panel.
@@ -47,7 +48,7 @@ class NotebookCase:
 
 CASES = [
     NotebookCase(WIDGETS_NOTEBOOK, (WIDGET_FIELD, LAYOUT_PICTURE, MEMORY_DIAGRAM)),
-    # Tutorials, once written, e.g.:
+    # Tutorials, once written (only the .ipynb is copied to the server's root), e.g.:
     # NotebookCase(REPO / "notebooks" / "02_memory.ipynb", (MEMORY_DIAGRAM,)),
 ]
 
