@@ -38,6 +38,10 @@ from .compiler import register as _register_compiler  # noqa: E402  (needs the d
 
 _register_compiler()  # torch.compile(model, backend="mtia_lab")
 
+from .trace import compiled as _compiled_trace  # noqa: E402
+
+_compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()` (trace/compiled.py)
+
 
 def load_ipython_extension(ipython) -> None:
     """`%load_ext mtia_lab`: registers the `%mtia_trace` / `%%mtia_trace` magics (magics.py)."""

@@ -9,6 +9,7 @@ to keep, filter and summarise.
 Vocabulary:
 - kind: how the device served the op -- "native" (a registry kernel), "fallback" (the CPU
   fallback, see `reason`) or "view" (no data moved; the result aliases its input's storage);
+  "compiled" is one fused kernel of a torch.compile'd region (its aten nodes in `reason`);
 - phase: "forward", or "backward" for ops run by autograd during `.backward()`;
 - call: the top-level torch function the user called (`torch.matmul`, `F.layer_norm`, ...) that
   produced the event; events with one `call_id` are one call. A call that became several aten
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 KINDS = ("native", "fallback", "view")
+COMPILED = "compiled"  # a fused kernel of torch.compile(backend="mtia_lab") (trace/compiled.py)
+ALL_KINDS = (*KINDS, COMPILED)  # views list COMPILED only when a trace has such events
 PHASES = ("forward", "backward")
 
 
@@ -88,7 +91,7 @@ class OpEvent(NamedTuple):
 
     index: int  # position in its trace
     op: str  # aten overload, "aten::add.Tensor"
-    kind: str  # "native" | "fallback" | "view"
+    kind: str  # "native" | "fallback" | "view" | "compiled"
     phase: str  # "forward" | "backward"
     reason: str  # why the fallback served it ("" otherwise); "raised ..." if the op failed
     dispatch: DispatchPath

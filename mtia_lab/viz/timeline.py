@@ -32,7 +32,7 @@ LABEL_W = 120  # lane labels on the left (at least; wider for longer labels)
 LANE_H = 28
 ASCII_W = 60  # characters of the text twin's bars
 MAX_ROWS = 12  # events listed per lane in the text twin
-KIND_FILL = {"native": "#4c9be8", "fallback": "#e76f51"}
+KIND_FILL = {"native": "#4c9be8", "fallback": "#e76f51", "compiled": "#8e5cc2"}
 COPY_FILL = "#2a9d8f"  # copies (host<->device, device<->device) apart from compute
 OTHER_FILL = "#8d99ae"  # a merged bar of several kinds
 OVERLAP_FILL = "#f4a261"
@@ -360,6 +360,8 @@ def render_svg(tl: Timeline, title: str = "simulated timeline") -> str:
     lx = label_w + pad
     legend = (("compute", KIND_FILL["native"]), ("copy", COPY_FILL),
               ("CPU fallback", KIND_FILL["fallback"]), ("streams overlap", OVERLAP_FILL))
+    if any(s.kind == "compiled" for ln in tl.lanes for s in ln.spans):
+        legend += (("compiled kernel", KIND_FILL["compiled"]),)
     for label, fill in legend:
         parts.append(f'<rect x="{lx}" y="{legend_y - 9}" width="10" height="10" fill="{fill}"/>')
         parts.append(_svg_text(lx + 14, legend_y, label, size=10))

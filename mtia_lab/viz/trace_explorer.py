@@ -24,7 +24,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
-from ..trace.events import KINDS, PHASES, OpEvent, Trace
+from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
 from .display import View, svg_img_html, text_html
 from .layout import render_svg
 from .trace_format import (
@@ -198,7 +198,9 @@ class TraceExplorer(widgets.VBox):
         self._call_sizes: Counter | None = None
         ops, modules = _options(trace)
         self.op = widgets.Dropdown(options=[ALL, *ops], description="op")
-        self.kind = widgets.Dropdown(options=[ALL, *KINDS], description="kind")
+        kinds = [*KINDS] + [k for k in ALL_KINDS[len(KINDS):] if any(
+            e.kind == k for e in trace.events)]  # "compiled" only when the trace has some
+        self.kind = widgets.Dropdown(options=[ALL, *kinds], description="kind")
         self.phase = widgets.Dropdown(options=[ALL, *PHASES], description="phase")
         self.module = widgets.Dropdown(options=[ALL, *modules], description="module")
         self.device = widgets.Dropdown(

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace.events import KINDS, Trace
+from ..trace.events import ALL_KINDS, KINDS, Trace
 from .display import View
 from .trace_format import (
     fmt_bytes,
@@ -95,7 +95,7 @@ def sort_rows(rows: list[OpRow], sort: str) -> list[OpRow]:
 def headline(trace: Trace, show_host: bool, show_sim: bool) -> str:
     """'trace "step": 28 events, 9 ops (native 11, view 16, fallback 1), 14 calls ...'."""
     kinds = Counter(e.kind for e in trace.events)
-    parts = ", ".join(f"{k} {kinds[k]}" for k in KINDS if kinds[k])
+    parts = ", ".join(f"{k} {kinds[k]}" for k in ALL_KINDS if kinds[k])
     calls = len({e.call_id for e in trace.events})
     ops = len({e.op for e in trace.events})
     label = trace.metadata.get("label") or ""
@@ -138,6 +138,9 @@ class TraceSummary(_RichView):
         self.show_host, self.show_sim = _check_times(times)
         self.trace, self.max_rows, self.width = trace, max_rows, width
         self.rows = sort_rows(op_rows(trace), sort)
+        # Kind columns: always native/fallback/view; "compiled" when the trace has such events.
+        self.kinds = [*KINDS] + [k for k in ALL_KINDS[len(KINDS):]
+                                 if any(r.kinds[k] for r in self.rows)]
 
     def to_rich(self) -> Any:
         from rich import box
@@ -152,7 +155,7 @@ class TraceSummary(_RichView):
                     "addmm); bwd: run by autograd; bytes: read and written",
             caption_justify="left",
         )
-        columns = ["op", "events", *KINDS, "comp.", "bwd"]
+        columns = ["op", "events", *self.kinds, "comp.", "bwd"]
         columns += ["host"] if self.show_host else []
         columns += ["sim"] if self.show_sim else []
         columns += ["bytes", "alloc"]
@@ -181,7 +184,7 @@ class TraceSummary(_RichView):
         return total
 
     def _cells(self, row: OpRow, name: str) -> list[str]:
-        cells = [name, str(row.count)] + [_n(row.kinds[k]) for k in KINDS]
+        cells = [name, str(row.count)] + [_n(row.kinds[k]) for k in self.kinds]
         cells += [_n(row.composite), _n(row.backward)]
         cells += [fmt_host(row.host_ns)] if self.show_host else []
         cells += [fmt_sim(row.sim_us)] if self.show_sim else []
@@ -307,10 +310,10 @@ class TraceTree(_RichView):
 
     def _figures(self, row: OpRow, kinds: bool = False) -> str:
         if kinds:
-            parts = ["/".join(k for k in KINDS if row.kinds[k])]
+            parts = ["/".join(k for k in ALL_KINDS if row.kinds[k])]
         else:
             parts = [f"{row.count} event{'' if row.count == 1 else 's'}"]
-            served = ", ".join(f"{k} {row.kinds[k]}" for k in KINDS if row.kinds[k])
+            served = ", ".join(f"{k} {row.kinds[k]}" for k in ALL_KINDS if row.kinds[k])
             parts[0] += f" ({served})" if served else ""
         if self.show_host:
             parts.append(f"host {fmt_host(row.host_ns)}")
