@@ -8,19 +8,24 @@ Diagrams go through one pinned renderer (graphviz_render.py), so stored SVG is s
 from __future__ import annotations
 
 from .display import View, svg_img_html
+from .fusion_graph import FusionGraph, fusion_graph
 from .graphviz_render import DotError, GraphvizNotFound, dot_to_svg, find_renderer
 from .layout import LayoutView, layout_view, layout_view_from
 from .layout_widget import LayoutExplorer
 from .memory import MemoryView, memory_view
+from .plan_compare import PlanCompare, plan_compare
+from .playground import Playground, PlaygroundWidget, playground
 from .timeline import TimelineView, timeline_of, timeline_view
 from .trace_explorer import TraceExplorer, TraceTable, trace_explorer, trace_table
 from .trace_graph import TraceGraph, trace_graph
 from .trace_summary import TraceSummary, TraceTree, trace_summary, trace_tree
 
 __all__ = [
-    "DotError", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView", "View",
+    "DotError", "FusionGraph", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView",
+    "View",
     "dot_to_svg", "find_renderer", "layout_view", "layout_view_from", "memory_view",
     "svg_img_html", "TimelineView", "timeline_of", "timeline_view",
     "TraceExplorer", "TraceGraph", "TraceSummary", "TraceTable", "TraceTree", "trace_explorer",
     "trace_graph", "trace_summary", "trace_table", "trace_tree",
+    "PlanCompare", "Playground", "PlaygroundWidget", "fusion_graph", "plan_compare", "playground",
 ]
