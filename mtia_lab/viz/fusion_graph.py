@@ -75,6 +75,13 @@ def reason_of(d: dict) -> str:
     return reason if reason.startswith(d["rule"]) else f"{d['rule']}: {reason}"
 
 
+def side(nodes, limit: int = 6) -> str:
+    """One side of a decision: 'a+b+c', or 'a+b+...+z (40 nodes)' when long."""
+    if len(nodes) <= limit:
+        return "+".join(nodes)
+    return f"{'+'.join(nodes[:2])}+...+{nodes[-1]} ({len(nodes)} nodes)"
+
+
 def headline(data: dict) -> str:
     b, a = data["before"], data["after"]
     return (f"fusion plan {data['name']!r}: {b['kernels']} -> {a['kernels']} kernels, "
@@ -138,8 +145,7 @@ class FusionGraph(View):
         if refused:
             branch = add(tree, f"refused fusions ({len(refused)})")
             for d in refused[:self.max_refusals]:
-                add(branch, f"[{'+'.join(d['first'])}] x [{'+'.join(d['second'])}]: "
-                           f"{reason_of(d)}")
+                add(branch, f"[{side(d['first'])}] x [{side(d['second'])}]: {reason_of(d)}")
             if len(refused) > self.max_refusals:
                 add(branch, f"... {len(refused) - self.max_refusals} more")
         return tree
