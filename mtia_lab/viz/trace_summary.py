@@ -160,9 +160,11 @@ class TraceSummary(_RichView):
         columns += ["sim"] if self.show_sim else []
         columns += ["bytes", "alloc"]
         total = self._total()
+        # Only the op column gives way when the table is too wide (a long name folds onto a
+        # second line): a number cut to "16.79 …" would say something false.
         for name, foot in zip(columns, self._cells(total, "total"), strict=True):
             table.add_column(name, justify="left" if name == "op" else "right", footer=foot,
-                             no_wrap=True)
+                             no_wrap=name != "op", overflow="fold")
         for row in self.rows[:self.max_rows]:
             style = "bold red" if row.kinds["fallback"] else None
             table.add_row(*self._cells(row, op_short(row.op)), style=style)
