@@ -20,7 +20,13 @@ With no trace open the listener returns at once, so it stays installed (`install
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+import sysconfig
 from time import perf_counter_ns
+
+import torch
 
 from .events import DispatchPath, OpEvent, TensorRecord
 
@@ -29,6 +35,27 @@ _state = {"program": None, "call_id": 0, "end_ns": 0}
 _owners: dict[int, tuple] = {}  # id(kernel) -> (CompiledGraph, kernel)
 _buffer_ids: dict[tuple[str, str], int] = {}  # (graph, buffer) -> synthetic storage id
 _records: dict[tuple, TensorRecord] = {}
+
+
+_SKIP = (os.path.dirname(torch.__file__),
+         os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
+         sysconfig.get_paths()["stdlib"], "<frozen")
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_user_file(filename: str) -> bool:
+    return not filename.startswith(_SKIP)
+
+
+def _user_source() -> str:
+    """file:line of the innermost frame outside torch, mtia_lab and the standard library (the
+    recorder's rule; found here once per launch, so the simple walk is fast enough)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if _is_user_file(frame.f_code.co_filename):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 def _owner(kernel):
@@ -71,7 +98,7 @@ def _records_of(graph: str, ir, buffers, device: str) -> tuple[TensorRecord, ...
 
 def on_kernel(kernel, cost, span) -> None:
     """The runner's listener: one "compiled" OpEvent per kernel launch in every open trace."""
-    from .recorder import _RECORDER, _user_source
+    from .recorder import _RECORDER
 
     recorder = _RECORDER
     if not recorder.traces or span is None:  # no trace open, or the graph ran on host tensors
