@@ -34,9 +34,12 @@ __all__ = [
 
 register()
 
+# torch.compile(model, backend="mtia_lab"): Dynamo finds the backend through the
+# `torch_dynamo_backends` entry point (pyproject.toml), so importing mtia_lab need not import
+# torch._dynamo (about a second); if Dynamo is loaded already, registering costs nothing.
 from .compiler import register as _register_compiler  # noqa: E402  (needs the device first)
 
-_register_compiler()  # torch.compile(model, backend="mtia_lab")
+_register_compiler(only_if_dynamo_loaded=True)
 
 from .trace import compiled as _compiled_trace  # noqa: E402
 

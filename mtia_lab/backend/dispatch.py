@@ -19,6 +19,7 @@ import threading
 import torch
 
 from .._compat import DEVICE_NAME
+from .._compat import compile_session as _session
 from . import cost, fallback
 from .registry import KERNELS, Kernel, run_on_device
 from .runtime import RUNTIME, DeviceState
@@ -141,6 +142,8 @@ _HOST_SYNCS = frozenset(
 
 
 def torch_dispatch(cls, func, types, args=(), kwargs=None):
+    if _session._is_compiling_flag:  # torch.compile is tracing (fake tensors): see _traced
+        return _traced(func, args, kwargs)
     registered = KERNELS.get(func)
     plan = _PLANS.get(func)
     if plan is None or plan.registered is not registered:
@@ -219,6 +222,38 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     if observer is not None:
         observer.after_op(func, kind, result, price, span)
     return result
+
+
+def _traced(func, args, kwargs):
+    """An op while torch.compile traces (Dynamo, then AOTAutograd): the inner tensors are fake
+    or functional, so only the results' metadata is computed. Nothing runs on the device: no
+    price, no clock, no allocator block, no fallback count, no observer, no strict-mode error
+    (a compiled graph has no CPU fallback: every op becomes part of a generated kernel, which
+    compiler/runner.py charges when it runs). Random ops still get the device's generator: the
+    graph keeps it as a constant, so compiled code draws from it too."""
+    registered = KERNELS.get(func)
+    plan = _PLANS.get(func)
+    if plan is None or plan.registered is not registered:
+        plan = _PLANS[func] = _OpPlan(func, registered)
+    devices: list = []
+    inner_args = tuple([_unwrap(a, devices) for a in args])
+    kwargs = kwargs or {}
+    inner_kwargs = {k: _unwrap(v, devices) for k, v in kwargs.items()}
+    if "device" in inner_kwargs:
+        inner_kwargs["device"] = _CPU
+    target = _target_device(registered, devices, kwargs)  # still raises on mixed devices
+    index = target if type(target) is int else next((d for d in devices if type(d) is int), 0)
+    if plan.facts.has_generator and inner_kwargs.get("generator") is None:
+        inner_kwargs["generator"] = RUNTIME.device(index).generator
+    kernel = plan.kernel
+    if kernel is None:
+        out = func(*inner_args, **inner_kwargs)
+    else:
+        out = kernel.fn(func, inner_args, inner_kwargs, RUNTIME.device(index))
+    if type(target) is not int:  # the result leaves the device
+        return out
+    # Fake results have no memory: `wrap` gives them a storage without an allocator block.
+    return _rewrap(out, plan.facts, args, kwargs, target)
 
 
 def _rewrap(out, op_facts, args, kwargs, target: int):

@@ -9,6 +9,7 @@ tensors through `__tensor_unflatten__`.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -91,5 +92,11 @@ def mtia_lab_backend(gm, example_inputs):
     return _BACKEND(gm, example_inputs)
 
 
-def register() -> None:
+def register(only_if_dynamo_loaded: bool = False) -> None:
+    """Register the backend with Dynamo now. Not needed after `pip install`: the package's
+    `torch_dynamo_backends` entry point (pyproject.toml) lets Dynamo load `mtia_lab_backend`
+    the first time `backend="mtia_lab"` is asked for. `only_if_dynamo_loaded`: do nothing
+    unless torch._dynamo is imported already (what `import mtia_lab` does: no import cost)."""
+    if only_if_dynamo_loaded and "torch._dynamo" not in sys.modules:
+        return
     _compat.register_dynamo_backend("mtia_lab", mtia_lab_backend)

@@ -77,7 +77,9 @@ class _SubgraphBuilder:
         if node.name in self.env:
             return self.env[node.name]
         base = self.ir.base_of.get(node.name)
-        if base == node.name and node.name not in self.members:
+        # Inputs: buffers from outside, and every graph input (sizes such as `s0` too, when
+        # the shapes are symbolic: the kernel gets them as arguments).
+        if node.op == "placeholder" or (base == node.name and node.name not in self.members):
             if node.name not in self.inputs:
                 self.inputs.append(node.name)
             copy = self.graph.placeholder(node.name)
@@ -101,9 +103,12 @@ class _SubgraphBuilder:
         return src, code.globals
 
 
-def _compile(name: str, src: str, globs: dict):
+def _compile(name: str, src: str, globs: dict, gm: torch.fx.GraphModule):
     namespace = dict(globs)
     namespace.setdefault("torch", torch)
+    # Constants the graph keeps as attributes (`self._opaque_obj0`: the device's generator,
+    # which random ops draw from) are read from the graph module, as its own code would.
+    namespace["self"] = gm
     exec(compile(src, f"<mtia_lab kernel {name}>", "exec"), namespace)
     return namespace[name]
 
@@ -127,7 +132,8 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
     name = f"kernel_{group.index}"
     src, globs = builder.source(name, _docstring(group), outputs)
     inputs = tuple(builder.inputs)
-    return Kernel(name, group, inputs, tuple(group.outputs), src, _compile(name, src, globs))
+    fn = _compile(name, src, globs, ir.gm)
+    return Kernel(name, group, inputs, tuple(group.outputs), src, fn)
 
 
 def generate_outputs(ir: GraphIR, plan: FusionPlan) -> Kernel:
@@ -140,7 +146,7 @@ def generate_outputs(ir: GraphIR, plan: FusionPlan) -> Kernel:
     src = code.src.replace("def forward(self, ", "def graph_outputs(", 1)
     src = src.replace("def forward(self)", "def graph_outputs()", 1)
     group = KernelGroup(-1, (), "view", (), (), KernelCost(), 0.0)
-    fn = _compile("graph_outputs", src, code.globals)
+    fn = _compile("graph_outputs", src, code.globals, ir.gm)
     return Kernel("graph_outputs", group, tuple(builder.inputs), (), src, fn)
 
 

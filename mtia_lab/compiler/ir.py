@@ -9,6 +9,11 @@ Each node knows its kind (what it can fuse with), the buffers it reads and write
 the traffic a fusion can save), its iteration space (numel, and rnumel for reductions: which
 kernels can share one loop nest) and where it came from (aten node names, user source lines).
 A `FusedSchedulerNode` is a group of them that runs as one kernel.
+
+Shapes may be symbolic (Dynamo makes a dimension dynamic when it sees a second size): sizes
+are then read from the shape environment's hints, the sizes of the call that compiled the
+graph, without adding guards -- as Inductor plans with size hints. The plan (fusion, bytes,
+simulated time) is made for those sizes; the generated code runs at any size.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.fx
+
+from .._compat import size_hint
 
 aten = torch.ops.aten
 
@@ -177,8 +184,13 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
+def _numel(t: torch.Tensor) -> int:
+    """Elements of a (possibly symbolic) tensor, at its size hint."""
+    return size_hint(t.numel())
+
+
 def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
+    return _numel(t) * t.element_size()
 
 
 def user_source(node: torch.fx.Node) -> tuple[str, ...]:
@@ -216,13 +228,8 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
     owner: dict[str, SchedulerNode] = {}  # multi-output producer -> its node (for getitems)
 
     def add_buffer(name: str, val, producer: str | None) -> None:
-        if not all(isinstance(d, int) for d in val.shape):
-            raise NotImplementedError(
-                f"{name} has symbolic shape {tuple(val.shape)}: the mtia_lab scheduler prices "
-                "buffers in bytes and needs static shapes. Compile with "
-                "torch.compile(model, backend='mtia_lab', dynamic=False)."
-            )
-        buffers[name] = Buffer(name, _nbytes(val), tuple(val.shape), val.dtype, producer)
+        shape = tuple(size_hint(d) for d in val.shape)  # symbolic sizes: their hints
+        buffers[name] = Buffer(name, _nbytes(val), shape, val.dtype, producer)
         base_of[name] = name
 
     for fx_node in gm.graph.nodes:
@@ -262,10 +269,10 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
             continue
         reads = tuple(dict.fromkeys(base_of[a.name] for a in args if base_of[a.name] in buffers))
         first = outs[0]
-        numel, rnumel = first.numel(), 1
+        numel, rnumel = _numel(first), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
             source_val = _tensors(args[0].meta.get("val"))
-            rnumel = max(1, source_val[0].numel() // max(numel, 1)) if source_val else 1
+            rnumel = max(1, _numel(source_val[0]) // max(numel, 1)) if source_val else 1
         node = SchedulerNode(
             name=fx_node.name, index=len(nodes), kind=kind, target=str(fx_node.target),
             reads=reads, writes=(), numel=numel, rnumel=rnumel,
@@ -276,7 +283,7 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
         if kind in (Kind.POINTWISE, Kind.REDUCTION):
             node.vector_flops = float(numel * rnumel)
         elif kind is Kind.EXTERN:
-            node.vector_flops = float(sum(t.numel() for t in outs))
+            node.vector_flops = float(sum(_numel(t) for t in outs))
         if isinstance(val, torch.Tensor):
             add_buffer(fx_node.name, val, fx_node.name)
             node.writes = (fx_node.name,)
@@ -298,5 +305,5 @@ def _gemm_flops(fx_node: torch.fx.Node) -> float:
     out = fx_node.meta["val"]
     a = fx_node.args[1] if fx_node.target in (aten.addmm.default, aten.baddbmm.default) \
         else fx_node.args[0]
-    k = a.meta["val"].shape[-1]
-    return 2.0 * out.numel() * k
+    k = size_hint(a.meta["val"].shape[-1])
+    return 2.0 * _numel(out) * k
