@@ -19,6 +19,7 @@ from mtia_lab import compiler
 from mtia_lab.compiler import config
 from mtia_lab.compiler.config import ConfigError
 from mtia_lab.viz import FusionGraph, PlanCompare, fusion_graph, plan_compare, playground
+from mtia_lab.viz.fusion_graph import REFUSED
 
 
 def mlp(x, w1, b1, w2, b2):
@@ -126,9 +127,18 @@ def test_dot_clusters_per_kernel_with_cost_and_blocked_edges(ir):
     colours = re.findall(r'(?:fillcolor|color|bgcolor)="(#[0-9a-fA-F]+)"', dot)
     assert colours and all(len(c) == 7 for c in colours)
     refused = [line for line in dot.splitlines() if "refused: " in line]
-    pairs = {(plan.group_of(d.first[0]).index, plan.group_of(d.second[0]).index)
-             for d in plan.refusals()}
-    assert len(refused) == len(pairs)
+
+    def pairs(decisions):
+        return {(plan.group_of(d.first[0]).index, plan.group_of(d.second[0]).index)
+                for d in decisions}
+
+    by_guardrail = [d for d in plan.refusals() if d.rule in config.SETTINGS]
+    assert len(refused) == len(pairs(by_guardrail)) < len(pairs(plan.refusals()))
+    assert all(f'color="{REFUSED}"' in line for line in refused)
+    every = [line for line in FusionGraph(plan, rule_edges=True).to_dot().splitlines()
+             if "refused: " in line]
+    assert len(every) == len(pairs(plan.refusals()))
+    assert any("refused: template_epilogue\"" in line for line in every)  # rule name only
     size_refusal = next(d for d in plan.refusals() if d.rule == "max_fusion_size")
     assert any(size_refusal.reason in line for line in refused)  # guardrail name and numbers
     assert "3 nodes > 2" in size_refusal.reason

@@ -7,8 +7,10 @@ the scheduler, so a plan saved as JSON and loaded back draws the same picture an
   its cost (bytes moved, simulated us); its aten nodes inside. A solid edge is a buffer one
   kernel writes and another reads; it starts at the aten node that writes it and ends at the
   reading kernel's border (the plan says which kernel reads a buffer, not which of its nodes).
-  A red dashed edge is a fusion a rule or guardrail refused, labelled with its reason and
-  numbers ("max_fusion_size: 3 nodes > 2"). Combo kernels (one launch) get an outer cluster.
+  A red dashed edge is a fusion a guardrail refused, labelled with the guardrail and its
+  numbers ("max_fusion_size: 3 nodes > 2"); fusions a rule refused (two templates, an extern)
+  are structural and many, so they are drawn (grey, dotted, the rule's name) only with
+  `rule_edges=True`. Combo kernels (one launch) get an outer cluster.
 - rich (`to_rich`): a tree, kernels -> aten nodes, then the refusals. Its plain rendering is the
   text twin (`text/plain`) tests compare exactly.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.allocator import format_bytes
+from ..compiler.config import SETTINGS
 from .display import View
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
 from .trace_format import rich_text
@@ -33,6 +36,9 @@ KIND_BORDER = {
     "template": "#4c78a8", "reduction": "#e07b00", "pointwise": "#3c8c3c", "extern": "#777777",
 }
 REFUSED = "#cc2222"
+RULE_REFUSED = "#999999"
+# A decision whose `rule` names a config setting was made by a guardrail, not a fusion rule.
+GUARDRAILS = frozenset(SETTINGS)
 
 
 def plan_data(plan) -> dict:
@@ -109,14 +115,14 @@ class FusionGraph(View):
 
     def __init__(self, plan, *, max_kernels: int = MAX_KERNELS,
                  max_nodes: int = MAX_NODES_PER_KERNEL, max_refusals: int = MAX_REFUSALS,
-                 width: int = 100) -> None:
+                 rule_edges: bool = False, width: int = 100) -> None:
         for name, value in (("max_kernels", max_kernels), ("max_nodes", max_nodes),
                             ("max_refusals", max_refusals)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r}: expected an int >= 1")
         self.data = plan_data(plan)
         self.max_kernels, self.max_nodes, self.max_refusals = max_kernels, max_nodes, max_refusals
-        self.width = width
+        self.width, self.rule_edges = width, rule_edges
 
     # -- the tree (terminal and text twin) ------------------------------------------------------
     def to_rich(self) -> Any:
@@ -238,18 +244,22 @@ class FusionGraph(View):
 
     def _refused_edges(self, shown: set[int], anchor: dict[int, str]) -> list[str]:
         home = {n: g["index"] for g in self.data["groups"] for n in g["nodes"]}
-        latest: dict[tuple[int, int], dict] = {}  # one red edge per pair: the latest reason
-        for d in refusals(self.data)[:self.max_refusals]:
+        latest: dict[tuple[int, int], dict] = {}  # one edge per pair: the latest refusal
+        for d in refusals(self.data):
             pair = (home[d["first"][0]], home[d["second"][0]])
-            if pair[0] in shown and pair[1] in shown:
+            wanted = d["rule"] in GUARDRAILS or self.rule_edges
+            if wanted and pair[0] in shown and pair[1] in shown:
                 latest[pair] = d
         lines = []
-        for (a, b), d in latest.items():
+        for (a, b), d in list(latest.items())[:self.max_refusals]:
+            guardrail = d["rule"] in GUARDRAILS
+            colour = REFUSED if guardrail else RULE_REFUSED
+            label = "refused: " + (reason_of(d) if guardrail else d["rule"])
             lines.append(
                 f'{quote(anchor[a])} -> {quote(anchor[b])} [ltail="cluster_k{a}", '
-                f'lhead="cluster_k{b}", style="dashed", color="{REFUSED}", '
-                f'fontcolor="{REFUSED}", constraint="false", dir="none", '
-                f'label={quote("refused: " + reason_of(d))}];')
+                f'lhead="cluster_k{b}", style="{"dashed" if guardrail else "dotted"}", '
+                f'color="{colour}", fontcolor="{colour}", constraint="false", dir="none", '
+                f'label={quote(label)}];')
         return lines
 
     def to_svg(self) -> str:
