@@ -84,10 +84,9 @@ def register_fallthrough(dispatch_key: str) -> torch.library.Library:
 
 
 def dispatch_keys_of(tensor: torch.Tensor) -> list[str]:
-    """The dispatch key set of a tensor, as names (highest priority first)."""
-    text = str(torch._C._dispatch_keys(tensor))
-    inner = text[text.index("(") + 1 : text.rindex(")")]
-    return [key.strip() for key in inner.split(",") if key.strip()]
+    """The dispatch key set of a tensor, as names, highest priority first: the order in which
+    the dispatcher visits them (PyTorch prints a DispatchKeySet the other way round)."""
+    return dispatch_key_names(dispatch_key_bits(tensor))
 
 
 def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
@@ -101,15 +100,18 @@ def dispatch_key_bits(tensor: torch.Tensor) -> int:
 
 
 def dispatch_key_names(bits: int) -> list[str]:
-    """The names in a key set read by `dispatch_key_bits`, lowest priority first (as printed)."""
+    """The names in a key set read by `dispatch_key_bits`, highest priority first.
+
+    PyTorch prints a DispatchKeySet lowest priority first (the backend, e.g. PrivateUse1, leads),
+    so the printed order is reversed here."""
     text = str(torch._C.DispatchKeySet.from_raw_repr(bits))
     inner = text[text.index("(") + 1 : text.rindex(")")]
-    return [key.strip() for key in inner.split(",") if key.strip()]
+    return [key.strip() for key in reversed(inner.split(",")) if key.strip()]
 
 
-def current_autograd_node():
-    """The autograd Node whose backward is running on this thread, or None outside backward."""
-    return torch._C._current_autograd_node()
+# The autograd Node whose backward is running on this thread, or None outside backward (bound
+# directly, not wrapped: the trace recorder asks once per op).
+current_autograd_node = torch._C._current_autograd_node
 
 
 def autograd_sequence_nr(node) -> int:

@@ -89,7 +89,15 @@ BANNED = {
 }
 
 _EXCLUDE = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, AUTOCAST_KEY))
-_ACTIVE = threading.local()  # the rule whose kernel is running, for traces
+
+
+class _ActiveRule(threading.local):
+    """The rule whose kernel is running on this thread, for traces (None: no rule)."""
+
+    rule: tuple[str, str] | None = None  # a class default: reading it never raises
+
+
+_ACTIVE = _ActiveRule()
 _LIBRARIES: list[torch.library.Library] = []
 
 
@@ -111,7 +119,7 @@ def active_rule() -> tuple[str, str] | None:
     Inside `__torch_dispatch__` every key above Python is excluded, so
     `torch.is_autocast_enabled()` reads False there even in an autocast region: a trace asks
     this instead to tell which device ops autocast produced."""
-    return getattr(_ACTIVE, "rule", None)
+    return _ACTIVE.rule
 
 
 def _short_name(op: torch._ops.OpOverload) -> str:
@@ -180,7 +188,7 @@ def _make_kernel(op: torch._ops.OpOverload, policy: str):
         with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
             if not enabled:
                 return op(*args, **kwargs)
-            outer, _ACTIVE.rule = getattr(_ACTIVE, "rule", None), rule
+            outer, _ACTIVE.rule = _ACTIVE.rule, rule
             try:
                 return apply(args, kwargs, low)
             finally:

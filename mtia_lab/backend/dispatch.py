@@ -46,7 +46,10 @@ def _observer():
 
 
 def set_observer(observer) -> object:
-    """Install the object told about every op (the trace recorder); returns the previous one."""
+    """Install the object told about every op (the trace recorder); returns the previous one.
+
+    An observer with `wants_prices = False` gets `price=None` for kernels: the dispatcher then
+    skips building a KernelCost nobody would read (a trace records the simulated span only)."""
     global _OBSERVER
     previous, _OBSERVER = _OBSERVER, observer
     return previous
@@ -197,7 +200,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             duration = price.duration_us(device.profile)
         elif kind == "view":
             duration = None  # views move no data: no device work
-        elif observer is not None:
+        elif observer is not None and getattr(observer, "wants_prices", True):
             price = cost.estimate(func, inner_args, out)
             duration = price.duration_us(device.profile)
         else:  # the same figure, without building a KernelCost nobody will read

@@ -35,14 +35,22 @@ def call_name(func) -> str:
     return f"{module}.{getattr(func, '__qualname__', name)}" if module else name
 
 
-def explain_key(key: str, view: bool, writes: bool, grad: bool, autocast: bool) -> str:
-    """What one dispatch key did with this op (keys are visited highest priority first)."""
+def explain_key(key: str, view: bool, writes: bool, grad: bool, rule, name: str) -> str:
+    """What one dispatch key did with op `name` (keys are visited highest priority first).
+
+    `rule` is the autocast rule that produced the op, (op, policy), or None: inside
+    `__torch_dispatch__` PyTorch reports autocast as off, so the recorder asks amp.py which rule's
+    kernel is running (`amp.active_rule()`) instead."""
     if key == "PythonTLSSnapshot":
         return "PythonTLSSnapshot: snapshot the Python mode stack for the Python key, go on"
     if key.startswith("Autocast"):
-        if autocast:
-            return f"{key}: autocast is on: cast the inputs to the autocast dtype if listed"
-        return f"{key}: autocast is off: fall through"
+        if rule is None:
+            return f"{key}: no autocast rule acted (autocast off, or none for the op): fall through"
+        op, policy = rule
+        if name == "aten::_to_copy" and not op.startswith("_to_copy"):
+            return f"{key}: a cast made by autocast's {policy} rule for aten::{op}, before that op"
+        return f"{key}: autocast's {policy} rule for aten::{op} cast the inputs, then called " \
+            "the op below autocast"
     if key.startswith("Autograd"):
         if grad:
             return f"{key}: an input requires grad: record a backward node (grad_fn), go below"
@@ -60,8 +68,9 @@ def explain_key(key: str, view: bool, writes: bool, grad: bool, autocast: bool) 
     return f"{key}: fall through"
 
 
-def explain(func, kind: str, grad: bool, autocast: bool, bits: tuple[int, ...]) -> DispatchPath:
-    """Build the DispatchPath of one (op, key sets, autograd state): see DispatchPath."""
+def explain(func, kind: str, grad: bool, rule, bits: tuple[int, ...]) -> DispatchPath:
+    """Build the DispatchPath of one (op, key sets, autograd state, autocast rule): see
+    DispatchPath and `explain_key`."""
     op = facts(func)
     kernel = kernel_for(func)
     if kind == "fallback":
@@ -74,11 +83,11 @@ def explain(func, kind: str, grad: bool, autocast: bool, bits: tuple[int, ...]) 
     merged_bits = 0
     for b in bits:
         merged_bits |= b
-    merged = tuple(reversed(_compat.dispatch_key_names(merged_bits)))  # highest priority first
-    arg_keys = tuple(tuple(reversed(_compat.dispatch_key_names(b))) for b in bits)
+    merged = tuple(_compat.dispatch_key_names(merged_bits))  # highest priority first
+    arg_keys = tuple(tuple(_compat.dispatch_key_names(b)) for b in bits)
     steps = []
     for key in merged:
-        steps.append(explain_key(key, op.is_view, bool(op.mutated), grad, autocast))
+        steps.append(explain_key(key, op.is_view, bool(op.mutated), grad, rule, op.name))
         if key == "Python":  # the subclass's __torch_dispatch__ picks the kernel
             steps.append(f"__torch_dispatch__: {chosen}")
     return DispatchPath(arg_keys, merged, tuple(steps), chosen)

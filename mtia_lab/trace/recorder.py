@@ -31,6 +31,7 @@ from torch.overrides import TorchFunctionMode
 
 from .. import _compat
 from ..backend import dispatch
+from ..backend.amp import active_rule
 from ..backend.fallback import reason_for
 from ..backend.runtime import RUNTIME
 from ..backend.schema import facts
@@ -40,7 +41,14 @@ from .paths import call_name, explain
 
 dispatch_key_bits = _compat.dispatch_key_bits
 current_autograd_node = _compat.current_autograd_node
+# In code Dynamo may trace (the mode, module hooks) only the public `is_compiling` is folded to a
+# constant; the observer runs outside Dynamo (below __torch_dispatch__) and reads the flag.
 is_compiling = torch.compiler.is_compiling
+is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # False, unless Dynamo is tracing
+compile_session = _compat.compile_session  # ._is_compiling_flag: see _compat
+is_grad_enabled = torch.is_grad_enabled
+is_inference_mode_enabled = torch.is_inference_mode_enabled
+_new_event = functools.partial(tuple.__new__, OpEvent)  # OpEvent(...) minus its Python __new__
 
 _SKIP_DIRS = (
     os.path.dirname(torch.__file__),
@@ -52,28 +60,32 @@ _BACKWARD_CALLS = frozenset({"Tensor.backward", "torch.autograd.backward", "torc
 _NO_NODE_SEQ = 1 << 63  # AccumulateGrad and other graph roots have sequence number 2**64-1
 
 
-def is_autocast_enabled() -> bool:
-    return torch.is_autocast_enabled(_compat.DEVICE_NAME)
-
-
 @functools.cache
 def _is_user_file(filename: str) -> bool:
     return not filename.startswith(_SKIP_DIRS)
 
 
-def _user_source(depth: int = 2) -> str:
-    """file:line of the first frame outside torch, mtia_lab and the standard library."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        if _is_user_file(frame.f_code.co_filename):
-            return _source_text(frame.f_code.co_filename, frame.f_lineno)
-        frame = frame.f_back
-    return ""
+def _user_source(sources: dict, depth: int = 3) -> str:
+    """file:line of the first frame outside torch, mtia_lab and the standard library.
 
-
-@functools.lru_cache(maxsize=4096)
-def _source_text(filename: str, line: int) -> str:
-    return f"{filename}:{line}"  # cached: one shared string per source line
+    Depth 3 is the caller of the op (above _user_source, before_op and the dispatcher). Frames
+    are fetched by depth, not by `f_back`: each step would turn the short-lived frame it passes
+    through (the dispatcher's) into a Python frame object, which costs more than the look.
+    `sources` caches each instruction's answer: (id(code), f_lasti) -> (code, "file:line" or "")
+    (the code object is kept so that its id is not reused)."""
+    while True:
+        try:
+            frame = sys._getframe(depth)
+        except ValueError:  # the top of the stack: no user frame
+            return ""
+        code = frame.f_code
+        known = sources.get((id(code), frame.f_lasti))
+        if known is None:
+            text = f"{code.co_filename}:{frame.f_lineno}" if _is_user_file(code.co_filename) else ""
+            known = sources[id(code), frame.f_lasti] = (code, text)
+        if known[1]:
+            return known[1]
+        depth += 1
 
 
 @functools.cache
@@ -93,31 +105,29 @@ def _tensors(values, out: list) -> list:
 
 class _CallMode(TorchFunctionMode):
     """Notes the top-level torch function the user called; nested calls do not reach a mode
-    (it is popped while it handles a call), which is exactly the grouping we want."""
+    (it is popped while it handles a call), which is exactly the grouping we want.
+
+    It runs for every torch function, most of which never reach the device (`x.shape`,
+    `x.dim()`), so it only opens a call: the recorder fills in the name and source when, and
+    if, a device op of the call arrives."""
 
     def __init__(self, recorder: _Recorder) -> None:
         super().__init__()
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if is_compiling():  # Dynamo traces this mode: let it see only the call itself
-            return func(*args, **kwargs)
+        if is_dynamo_compiling():  # Dynamo traces this mode: let it see only the call itself
+            return func(*args, **kwargs) if kwargs else func(*args)
         rec = self.recorder
-        name = rec.call_names.get(func)
-        if name is None:
-            name = rec.call_names[func] = call_name(func)
         rec.next_call += 1
-        call = [name, rec.next_call, None]  # source is found lazily, by the first aten op
+        # [what was called (its name, once a device op needs it), call_id, source, grad]
+        call = [func, rec.next_call, None, False]
         outer, rec.call = rec.call, call
         try:
-            out = func(*args, **kwargs)
+            out = func(*args, **kwargs) if kwargs else func(*args)
         finally:
             rec.call = outer
-        # Note which module created the autograd nodes of the results (for backward events).
-        if torch.is_grad_enabled() and (
-            out.grad_fn is not None if type(out) is MTIATensor else isinstance(out, (tuple, list))
-        ):
+        if call[3]:  # an op of this call recorded autograd history: note whose nodes they are
             module = rec.modules[-1] if rec.modules else ""
             rec.claim(out, (module, call[2] or ""))
         return out
@@ -125,6 +135,8 @@ class _CallMode(TorchFunctionMode):
 
 class _Recorder:
     """The one object installed as dispatch observer while traces are open."""
+
+    wants_prices = False  # True while an earlier observer, which may read prices, is chained
 
     def __init__(self) -> None:
         self.traces: list[tuple[Trace, int]] = []  # (trace, perf_counter_ns at its start)
@@ -143,6 +155,7 @@ class _Recorder:
         self.records: dict[tuple, tuple[TensorRecord, int]] = {}
         self.seen: dict[int, tuple] = {}  # id(tensor) -> (weakref, entry), see _input_record
         self.shapes: dict[tuple, tuple] = {}
+        self.sources: dict[tuple, tuple] = {}  # see _user_source
         self.device_names = [f"{_compat.DEVICE_NAME}:{i}" for i in range(64)]
         self.mode: _CallMode | None = None
         self.handles: list = []
@@ -172,6 +185,8 @@ class _Recorder:
             probe = torch.zeros((), requires_grad=True).mul(1.0)
         self.node_floor = _compat.autograd_sequence_nr(probe.grad_fn) + 1
         self.previous = dispatch.set_observer(self)
+        # The recorder reads no KernelCost (see dispatch.set_observer); an observer before it may.
+        self.wants_prices = getattr(self.previous, "wants_prices", self.previous is not None)
         hooks = torch.nn.modules.module
         self.handles = [
             hooks.register_module_forward_pre_hook(self._enter_module),
@@ -227,7 +242,7 @@ class _Recorder:
     def before_op(self, func, kind, args, kwargs, device) -> None:
         if self.previous is not None:
             self.previous.before_op(func, kind, args, kwargs, device)
-        if is_compiling():  # torch.compile tracing with fake tensors: nothing runs
+        if compile_session._is_compiling_flag:  # torch.compile traces: nothing runs
             return
         node = current_autograd_node()
         if node is not None:  # autograd's engine runs this op inside a node's backward
@@ -237,33 +252,48 @@ class _Recorder:
             if self.last_node[0] != seq:
                 self.next_call += 1
                 self.last_node = (seq, self.next_call)
-            call_name, call_id = node.name(), self.last_node[1]
+            call_name, call_id, call = node.name(), self.last_node[1], None
         else:
             call = self.call
             if call is None:  # an op no torch function led to (rare): a call of its own
                 self.next_call += 1
-                call = [facts(func).name, self.next_call, None]
+                call = [facts(func).name, self.next_call, None, False]
+            call_name = call[0]
+            if type(call_name) is not str:  # the first device op of this call names it
+                call_name = call[0] = self.call_names.get(call_name) or self._name(call_name)
             if call[2] is None:
-                call[2] = _user_source()
-            call_name, call_id, source = call
+                call[2] = _user_source(self.sources)
+            call_id, source = call[1], call[2]
             phase = "backward" if call_name in _BACKWARD_CALLS else "forward"
             module = self.modules[-1] if self.modules else ""
-        tensors = _tensors(args, [])
+        # The inputs: each tensor's record and dispatch key bits (see _input_record).
+        inputs, bits, grad = [], [], False
+        seen = self.seen
+        for value in args:
+            if isinstance(value, torch.Tensor):
+                hit = seen.get(id(value))
+                entry = hit[1] if hit is not None and hit[0]() is value else (
+                    self._input_record(value))
+                inputs.append(entry[0])
+                bits.append(entry[1])
+                grad = grad or value.requires_grad
+            elif isinstance(value, (list, tuple)) and value:
+                grad = self._more_inputs(value, inputs, bits) or grad
         if kwargs:
-            _tensors(kwargs.values(), tensors)
-        record, inputs, bits, grad = self._input_record, [], [], False
-        for t in tensors:
-            entry = record(t)
-            inputs.append(entry[0])
-            bits.append(entry[1])
-            grad = grad or t.requires_grad
-        key = (func, kind, grad and torch.is_grad_enabled(), is_autocast_enabled(), tuple(bits))
-        path = self.paths.get(key)
-        if path is None:
-            path = self.paths[key] = explain(func, *key[1:])
+            grad = self._more_inputs(kwargs.values(), inputs, bits) or grad
+        if grad:
+            grad = is_grad_enabled()
+            if grad and call is not None:
+                call[3] = True  # autograd records this op: the call claims the nodes it made
+        # One dispatch path per (op, how it was served, autograd, autocast, key sets). `id`:
+        # an OpOverload hashes in Python, an int in C; the entry holds the op to check it.
+        key = (id(func), kind, grad, active_rule(), *bits)
+        known = self.paths.get(key)
+        if known is None or known[0] is not func:
+            known = self.paths[key] = self._explain(func, key)
         stat = device.allocator._stats["all"].allocated_bytes  # cumulative counters
         self.pending.append((
-            func, kind, phase, path, tuple(inputs), stat, stat.allocated, stat.freed, source,
+            func, kind, phase, known, tuple(inputs), stat, stat.allocated, stat.freed, source,
             module, call_name, call_id, device.index, perf_counter_ns(),
         ))
 
@@ -278,28 +308,56 @@ class _Recorder:
             self.previous.after_op(func, kind, result, price, span)
 
     def _emit(self, facts_, end: int, result, span, failure: str) -> None:
-        (func, kind, phase, path, inputs, stat, allocated, freed, source, module, call_name,
+        (func, kind, phase, known, inputs, stat, allocated, freed, source, module, call_name,
          call_id, device, start) = facts_
-        view = kind == "view"
-        if isinstance(result, torch.Tensor):
-            outputs = (self._output_record(result, view),)
-        elif isinstance(result, (list, tuple)):
-            outputs = tuple([self._output_record(t, view) for t in _tensors(result, [])])
+        _, path, name, fresh = known
+        if type(result) is MTIATensor:  # the common case, one device tensor: _output_record
+            entry = self._record(result, kind, fresh)
+            seen = self.seen
+            if len(seen) > 4096:  # bounded: dead tensors' entries go at once, now and then
+                seen.clear()
+            seen[id(result)] = (weakref.ref(result), entry)  # see _input_record
+            outputs = (entry[0],)
+        elif isinstance(result, (torch.Tensor, list, tuple)):
+            outputs = tuple([
+                self._output_record(t, kind, fresh) for t in _tensors((result,), [])
+            ])
         else:  # a Python number (item(), _local_scalar_dense) or None
             outputs = ()
-        name = self.op_names.get(func) or self.op_names.setdefault(func, facts(func).name)
         reason = failure or (reason_for(name) if kind == "fallback" else "")
         if span is not None:
             stream, sim_start, sim_end = span[0].stream_id, span[1], span[2]
         else:
             stream = sim_start = sim_end = None
+        allocated, freed = stat.allocated - allocated, stat.freed - freed
         for trace, trace_start in self.traces:
-            trace.events.append(OpEvent(
-                len(trace.events), name, kind, phase, reason, path, inputs, outputs,
-                stat.allocated - allocated, stat.freed - freed, stat.current, start - trace_start,
-                end - start, sim_start, sim_end, stream, device, source, module, call_name,
-                call_id,
-            ))
+            events = trace.events
+            events.append(_new_event((
+                len(events), name, kind, phase, reason, path, inputs, outputs, allocated, freed,
+                stat.current, start - trace_start, end - start, sim_start, sim_end, stream,
+                device, source, module, call_name, call_id,
+            )))
+
+    def _name(self, func) -> str:
+        name = self.call_names[func] = call_name(func)
+        return name
+
+    def _more_inputs(self, values, inputs: list, bits: list) -> bool:
+        """Add the tensors among `values` (lists flattened) to inputs and bits; any grad?"""
+        grad = False
+        for t in _tensors(values, []):
+            entry = self._input_record(t)
+            inputs.append(entry[0])
+            bits.append(entry[1])
+            grad = grad or t.requires_grad
+        return grad
+
+    def _explain(self, func, key: tuple) -> tuple:
+        """(op, DispatchPath, op name, fresh?) for a path key: `fresh` ops return new tensors
+        (not views, not an argument they wrote to), so their results are never views."""
+        op = facts(func)
+        fresh = not op.is_view and not any(op.return_aliases)
+        return func, explain(func, key[1], key[2], key[3], key[4:]), op.name, fresh
 
     # -- records -----------------------------------------------------------------------------
     def _input_record(self, t: torch.Tensor) -> tuple[TensorRecord, int]:
@@ -309,12 +367,12 @@ class _Recorder:
         hit = self.seen.get(id(t))
         if hit is not None and hit[0]() is t:
             return hit[1]
-        entry = self._record(t, False)
+        entry = self._record(t, "", False)
         self._remember(t, entry)
         return entry
 
-    def _output_record(self, t: torch.Tensor, view_result: bool) -> TensorRecord:
-        entry = self._record(t, view_result)
+    def _output_record(self, t: torch.Tensor, kind: str, fresh: bool) -> TensorRecord:
+        entry = self._record(t, kind, fresh)
         self._remember(t, entry)
         return entry[0]
 
@@ -324,11 +382,14 @@ class _Recorder:
             seen.clear()
         seen[id(t)] = (weakref.ref(t), entry)
 
-    def _record(self, t: torch.Tensor, view_result: bool) -> tuple[TensorRecord, int]:
-        """(TensorRecord, dispatch key bits) of a tensor; equal records are made once, shared.
+    def _record(self, t: torch.Tensor, kind: str, fresh: bool) -> tuple[TensorRecord, int]:
+        """(TensorRecord, dispatch key bits) of a tensor an op of `kind` returned ("" for an
+        input); equal records are made once, shared.
 
         The key bits are read once per record: they follow from the tensor's kind (device,
-        subclass, inference or not, conjugate/negative views), which the cache key holds."""
+        subclass, inference or not, conjugate/negative views), which the cache key holds. A
+        `fresh` op's result (see _explain) is no view, and an inference tensor exactly when it
+        was made in inference mode: two tensor queries saved."""
         if type(t) is MTIATensor:
             storage = t._storage
             block = storage.block
@@ -343,10 +404,17 @@ class _Recorder:
                 address = 0
             device = -1
             inner = t
-        view_of = address if view_result or t._base is not None else None
+        if kind == "view":
+            view_of = address
+        elif fresh:
+            view_of = None
+        else:  # an input, or an argument the op wrote to (in place, out=): a view if it was one
+            view_of = address if t._base is not None else None
         dtype = inner.dtype
-        flags = t.is_inference() if not dtype.is_complex else (
-            t.is_inference(), t.is_conj(), t.is_neg())
+        if dtype.is_complex:
+            flags = (t.is_inference(), t.is_conj(), t.is_neg())
+        else:
+            flags = is_inference_mode_enabled() if fresh else t.is_inference()
         key = (address, inner.shape, inner.stride(), inner.storage_offset(), dtype, view_of,
                device, flags, type(t))
         entry = self.records.get(key)
