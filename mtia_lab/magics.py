@@ -117,6 +117,8 @@ class TraceMagics(Magics):
         """
         __tracebackhide__ = True  # noqa: F841  (IPython hides this frame in tracebacks)
         args, extra = magic_arguments.parse_argstring(self.mtia_trace, line, partial=True)
+        for name in ("label", "save", "chrome"):  # IPython splits the line keeping quotes
+            setattr(args, name, _unquote(getattr(args, name)))
         statement = " ".join(extra)
         if statement and cell:
             raise UsageError("%%mtia_trace takes the code from the cell: remove "
@@ -256,6 +258,14 @@ class TraceMagics(Magics):
             print(_error_note(trace, error, args.var, hidden))
             raise error
         return value
+
+
+def _unquote(value: str | None) -> str | None:
+    """`--label "one step"` arrives as '"one step"' (IPython's arg_split keeps the quotes: it splits
+    with posix=False): drop one pair of matching quotes around an option's value."""
+    if value and len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
 
 
 def _kernels_note(kernels: list[dict]) -> str:
