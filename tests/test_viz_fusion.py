@@ -19,6 +19,7 @@ from mtia_lab import compiler
 from mtia_lab.compiler import config
 from mtia_lab.compiler.config import ConfigError
 from mtia_lab.viz import FusionGraph, PlanCompare, fusion_graph, plan_compare, playground
+from mtia_lab.viz.display import svg_img_html
 from mtia_lab.viz.fusion_graph import REFUSED
 
 
@@ -294,7 +295,9 @@ def test_playground_static_fallback_and_widget_bundle(ir):
     bundle = pg._repr_mimebundle_()
     assert bundle["text/plain"] == pg.to_text()
     assert bundle["image/svg+xml"] == FusionGraph(pg.plan).to_svg()
-    assert bundle["text/html"].startswith("<img ")
+    assert bundle["text/html"].startswith("<pre>guardrail playground ")  # numbers, then picture
+    assert bundle["text/html"].endswith(svg_img_html(bundle["image/svg+xml"], pg.to_text()
+                                                     .splitlines()[0]))
     w = pg.widget()
     assert w.picture.value.startswith("<img ")
     widget_bundle = w._repr_mimebundle_()

@@ -28,7 +28,7 @@ from ..compiler.config import ConfigError
 from ..compiler.decisions import FusionPlan, flipped
 from ..compiler.ir import GraphIR
 from ..compiler.scheduler import schedule
-from .display import View, svg_img_html
+from .display import View, svg_img_html, text_html
 from .fusion_graph import FusionGraph, fmt_us
 from .graphviz_render import DotError, GraphvizNotFound
 
@@ -160,6 +160,13 @@ class Playground(View):
 
     def to_svg(self) -> str:
         return FusionGraph(self.plan).to_svg()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        """The static fallback: the numbers, groups and flips as text above the picture."""
+        bundle = super()._repr_mimebundle_(include, exclude)
+        if bundle.get("text/html", "").startswith("<img "):
+            bundle["text/html"] = text_html(self.to_text()) + bundle["text/html"]
+        return bundle
 
     def widget(self, show_graph: bool = True) -> PlaygroundWidget:
         """The live widget over this playground (changes go through `set`)."""
