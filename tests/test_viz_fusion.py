@@ -272,6 +272,7 @@ def test_playground_widget_changes_update_state_and_output(ir):
     assert pg.plan.kernel_count == unfused
     assert f"<b>{unfused}</b>" in w.numbers.value
     assert "max_fusion_size: 2 nodes &gt; 1" in w.flips.value
+    assert f"<b>decisions that flipped: {len(pg.flipped)}</b>" in w.flips.value
     w.controls["combo_kernel_max_num_args"].value = 0  # invalid: the config's error is shown
     with pytest.raises(ConfigError) as expected:
         config.patch(combo_kernel_max_num_args=0)

@@ -247,11 +247,13 @@ class PlaygroundWidget(widgets.VBox):
                        for a, b, c in pg.rows())
         self.numbers.value = (f"<table><tr><th></th><th>baseline</th><th>now</th></tr>{rows}"
                               "</table>")
+        # The text twin's sections, under HTML headings.
         text = pg.to_text().split("kernels now:\n", 1)[1]
-        groups, _, flips = text.partition("decisions that flipped")
+        groups, _, flips = text.partition("decisions that flipped: ")
+        count, _, flips = flips.partition("\n")
         self.groups.value = f"<b>kernels now</b><pre>{html.escape(groups.rstrip())}</pre>"
-        self.flips.value = (f"<b>decisions that flipped</b><pre>"
-                            f"{html.escape(flips.lstrip(': '))}</pre>")
+        self.flips.value = (f"<b>decisions that flipped: {count}</b>"
+                            + (f"<pre>{html.escape(flips)}</pre>" if flips else ""))
         if self.show_graph:
             try:
                 self.picture.value = svg_img_html(pg.to_svg(), pg.plan.summary())
