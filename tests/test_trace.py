@@ -148,6 +148,66 @@ def test_dispatch_path_names_each_arguments_keys():
     assert set(add.dispatch.arg_keys[0]) == set(_compat.dispatch_keys_of(frozen))
 
 
+def test_dispatch_keys_are_listed_in_the_dispatchers_priority_order():
+    x = torch.randn(3, device=DEV, requires_grad=True)
+    # Ask the dispatcher itself: peel off the key it would visit first, again and again.
+    keyset, visited = torch._C._dispatch_keys(x), []
+    while keyset.highestPriorityTypeId().name != "Undefined":
+        visited.append(keyset.highestPriorityTypeId().name)
+        keyset = keyset.remove(keyset.highestPriorityTypeId())
+    assert _compat.dispatch_keys_of(x) == visited
+    with mtia_lab.trace() as t:
+        y = x * 2
+    torch.testing.assert_close(y.detach().cpu(), x.detach().cpu() * 2)
+    path = only(t, "aten::mul.Tensor").dispatch
+    assert list(path.merged) == visited == list(path.arg_keys[0])
+    walked = [step.split(":", 1)[0].split(" ")[0] for step in path.steps]
+    assert [k for k in walked if k != "__torch_dispatch__"] == visited
+
+
+def test_dispatch_path_says_when_autocast_cast_the_op():
+    a, b = torch.randn(4, 8), torch.randn(8, 3)
+    x, w = a.to(DEV), b.to(DEV)
+    with mtia_lab.trace() as t:
+        with torch.autocast("mtia_sim", dtype=torch.bfloat16):
+            low = torch.mm(x, w)
+        full = torch.mm(x, w)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = torch.mm(a, b)
+    assert low.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(low.cpu(), expected)
+    torch.testing.assert_close(full.cpu(), a @ b)
+    cast_mm, plain_mm = [e for e in t if e.op == "aten::mm"]
+    autocast_step = next(s for s in cast_mm.dispatch.steps if s.startswith("Autocast"))
+    assert "lower_precision_fp" in autocast_step and "aten::mm" in autocast_step
+    assert cast_mm.dispatch.route.startswith("AutocastPrivateUse1 -> ")
+    assert cast_mm.inputs[0].dtype == "bfloat16"
+    casts = [e for e in t if e.op == "aten::_to_copy" and e.call_id == cast_mm.call_id]
+    assert len(casts) == 2  # x and w were cast for the mm
+    for cast in casts:
+        step = next(s for s in cast.dispatch.steps if s.startswith("Autocast"))
+        assert "cast made by" in step and "aten::mm" in step
+    plain_step = next(s for s in plain_mm.dispatch.steps if s.startswith("Autocast"))
+    assert "fall through" in plain_step and "Autocast" not in plain_mm.dispatch.route
+    assert plain_mm.inputs[0].dtype == "float32"
+
+
+def test_metadata_queries_are_not_recorded_as_device_work():
+    host = torch.randn(2, 3)
+    x = host.to(DEV)
+    with mtia_lab.trace() as t:
+        x.t_()  # in place: dispatch swaps the wrapper's metadata, asking a metadata query first
+        x.unsqueeze_(0)
+    torch.testing.assert_close(x.cpu(), host.t().unsqueeze(0))
+    assert [(e.op, e.kind) for e in t] == [("aten::t_", "view"), ("aten::unsqueeze_", "view")]
+    # the query is still answered, as on the CPU
+    y = torch.randn(3, device=DEV)
+    assert torch._has_compatible_shallow_copy_type(x, y) == (
+        torch._has_compatible_shallow_copy_type(x.cpu(), y.cpu()))
+    assert torch._has_compatible_shallow_copy_type(x, host) == (
+        torch._has_compatible_shallow_copy_type(host.to("meta"), host))
+
+
 def test_memory_time_stream_and_source():
     x = torch.randn(256, device=DEV)
     stream = torch.mtia_sim.Stream()
@@ -442,3 +502,29 @@ def test_format_document_lists_the_fields_the_writer_uses():
         assert listed is not None and json.loads(listed.group(1)) == fields, key
         for name in fields:
             assert f"`{name}`" in doc, f"docs/trace-format.md does not describe {name}"
+
+
+def test_a_compiled_function_compiles_at_most_once_more_for_traces():
+    from mtia_lab.compiler.backend import mtia_lab_backend
+
+    compiles = []
+
+    def counting_backend(gm, example_inputs):
+        compiles.append(gm)
+        return mtia_lab_backend(gm, example_inputs)
+
+    def f(x):
+        return (x * 2).relu() + 1
+
+    compiled = torch.compile(f, backend=counting_backend)
+    host = torch.randn(8)
+    x = host.to(DEV)
+    compiled(x)
+    assert len(compiles) == 1
+    for _ in range(3):  # the trace's mode changes Dynamo's guards: one compile more, then cached
+        with mtia_lab.trace() as t:
+            y = compiled(x)
+        torch.testing.assert_close(y.cpu(), f(host))
+        assert len(t) > 0
+    compiled(x)
+    assert len(compiles) <= 2

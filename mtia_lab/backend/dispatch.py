@@ -190,6 +190,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         duration = price.duration_us(device.profile)
     else:
         kind = kernel.kind
+        if kind == "query":  # a metadata question (kernels.METADATA_QUERIES): no device work
+            return kernel.fn(func, inner_args, inner_kwargs, device)
         if observer is not None:
             observer.before_op(func, kind, args, kwargs, device)
         out = kernel.fn(func, inner_args, inner_kwargs, device)

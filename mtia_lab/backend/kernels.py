@@ -80,11 +80,14 @@ VIEWS = [
 # In-place views change a tensor's metadata, never its bytes. Through the fallback they would
 # run on a host copy and be written back element by element, into the wrong places of a strided
 # view; on the device memory they just restride the inner tensor, which the wrapper follows.
-# (`_has_compatible_shallow_copy_type`, which squeeze_ and `.data =` ask, only reads metadata.)
 IN_PLACE_VIEWS = [
     "squeeze_", "unsqueeze_", "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_",
-    "detach_", "_has_compatible_shallow_copy_type",
+    "detach_",
 ]
+# Metadata questions with no tensor result (`.data =`, and so the in-place views above, ask
+# `_has_compatible_shallow_copy_type`): answered on the inner tensors, which carry the wrapper's
+# metadata. Kind "query": no device work, so dispatch.py neither prices nor traces them.
+METADATA_QUERIES = ["_has_compatible_shallow_copy_type"]
 # out= overloads that PyTorch decomposes (CompositeImplicitAutograd) and whose decomposition
 # forgets `out` for tensor subclasses (it rebinds the C++ reference instead of writing): a
 # PrivateUse1 entry stops the decomposition, so the op reaches the device whole and runs there.
@@ -121,6 +124,8 @@ def register_native_families() -> None:
             register_kernel(packet)(run_on_device)
     for packet in _packets(VIEWS + IN_PLACE_VIEWS):
         register_kernel(packet, kind="view")(run_on_device)
+    for packet in _packets(METADATA_QUERIES):
+        register_kernel(packet, kind="query")(run_on_device)
     _register_copies()
     _register_device_random()
     _keep_whole(WHOLE_OUT_OPS)

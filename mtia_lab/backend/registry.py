@@ -23,7 +23,7 @@ KernelFn = Callable[..., object]
 @dataclass(frozen=True)
 class Kernel:
     fn: KernelFn  # fn(func, args, kwargs, device) -> CPU-level result
-    kind: str  # "native" or "view"
+    kind: str  # "native", "view", or "query" (metadata only, no tensor result: not traced)
     cross_device: bool = False  # copies may mix devices; every other op may not
 
 

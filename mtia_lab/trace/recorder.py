@@ -14,6 +14,11 @@ Three PyTorch hooks feed one recorder, and each answers one question about an op
 Several traces may be open at once (nested, or several devices): one recorder is installed while
 any trace is open and writes each event into every open trace. Whatever observer was installed
 before keeps being told about every op.
+
+torch.compile: while Dynamo traces, the mode and the module hooks step aside, so compiled code
+is the same inside and outside a trace. Dynamo guards on the TorchFunctionMode stack, though, so
+a compiled function or module compiles once more the first time it runs inside a trace (the mode
+is on the stack then); both versions stay cached, and later traces reuse the second.
 """
 
 from __future__ import annotations
