@@ -78,8 +78,8 @@ def _record(graph: str, ir, buffer: str, device: str) -> TensorRecord | None:
     record = _records.get(key)
     if record is None:
         buf = ir.buffers.get(buffer) if ir is not None else None
-        if buf is None:
-            return None
+        if buf is None or not all(isinstance(d, int) for d in (*buf.shape, buf.nbytes)):
+            return None  # unknown, or symbolic (dynamic shapes): no record rather than a guess
         storage = _buffer_ids.setdefault((graph, buffer), -(len(_buffer_ids) + 1))
         strides, step = [], 1
         for size in reversed(buf.shape):  # contiguous, as the kernels write them
