@@ -126,6 +126,13 @@ def autograd_sequence_nr(node) -> int:
 compile_session = torch.compiler
 
 
+# torch.compile holds `compile_session._is_compiling_flag` True for its whole session: Dynamo's
+# fake-tensor tracing and AOTAutograd's, which calls wrapper subclasses' __torch_dispatch__
+# (torch 2.13 convert_frame.compile_inner). The dispatcher reads the attribute itself: one load
+# per op, no call.
+compile_session = torch.compiler
+
+
 # --- torch.compile (used by mtia_lab/compiler; Inductor's own scheduler is reached only from
 # mtia_lab/compiler/inductor_compare.py, which exists to read those internals) ---
 
@@ -146,6 +153,30 @@ def size_hint(value) -> int:
     from torch.fx.experimental.symbolic_shapes import optimization_hint
 
     return optimization_hint(value)
+
+
+def size_hint(value) -> int:
+    """An int for a size that may be symbolic (a SymInt under dynamic shapes): the value seen
+    when Dynamo traced, without adding a guard (meant for estimates, such as memory traffic)."""
+    if isinstance(value, int):
+        return value
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+    return optimization_hint(value)
+
+
+def size_symbol(value):
+    """The sympy symbol a graph input of symbolic size stands for (`s0`), or None."""
+    if isinstance(value, torch.SymInt) and value.node.expr.is_Symbol:
+        return value.node.expr
+    return None
+
+
+def symbolic_size_at(value, values: dict) -> int:
+    """A (possibly symbolic) size as an int when the size symbols take `values`."""
+    if isinstance(value, int):
+        return value
+    return int(value.node.expr.xreplace(values))
 
 
 def aot_autograd_backend(fw_compiler, bw_compiler, decompositions):
