@@ -126,13 +126,6 @@ def autograd_sequence_nr(node) -> int:
 compile_session = torch.compiler
 
 
-# torch.compile holds `compile_session._is_compiling_flag` True for its whole session: Dynamo's
-# fake-tensor tracing and AOTAutograd's, which calls wrapper subclasses' __torch_dispatch__
-# (torch 2.13 convert_frame.compile_inner). The dispatcher reads the attribute itself: one load
-# per op, no call.
-compile_session = torch.compiler
-
-
 # --- torch.compile (used by mtia_lab/compiler; Inductor's own scheduler is reached only from
 # mtia_lab/compiler/inductor_compare.py, which exists to read those internals) ---
 
@@ -143,16 +136,6 @@ def register_dynamo_backend(name: str, compiler_fn) -> None:
 
     if name not in torch._dynamo.list_backends(exclude_tags=()):
         torch._dynamo.register_backend(compiler_fn=compiler_fn, name=name)
-
-
-def size_hint(value) -> int:
-    """An int for a size that may be symbolic (a SymInt under dynamic shapes): the value seen
-    when Dynamo traced, without adding a guard (meant for estimates, such as memory traffic)."""
-    if isinstance(value, int):
-        return value
-    from torch.fx.experimental.symbolic_shapes import optimization_hint
-
-    return optimization_hint(value)
 
 
 def size_hint(value) -> int:

@@ -70,7 +70,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forwar
     plan = schedule(ir, name)
     program = generate(plan, ir)
     COMPILED.append(CompiledGraph(name, gm, plan, program))
-    return Runner(program)
+    return Runner(program, gm)
 
 
 def _forward(gm, example_inputs):

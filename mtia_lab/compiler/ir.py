@@ -12,20 +12,22 @@ A `FusedSchedulerNode` is a group of them that runs as one kernel.
 
 Shapes may be symbolic (Dynamo makes a dimension dynamic when it sees a second size): sizes
 are then read from the shape environment's hints, the sizes of the call that compiled the
-graph, without adding guards -- as Inductor plans with size hints. The plan (fusion, bytes,
-simulated time) is made for those sizes; the generated code runs at any size.
+graph, without adding guards -- as Inductor plans with size hints. The plan (fusion decisions)
+is made at those sizes and the generated code runs at any size; the runner re-prices the plan's
+kernels at each new size it meets (`build_ir(gm, size=sizes_at(...))`).
 """
 
 from __future__ import annotations
 
 import enum
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 import torch.fx
 
-from .._compat import size_hint
+from .._compat import size_hint, symbolic_size_at
 
 aten = torch.ops.aten
 
@@ -184,13 +186,21 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
-def _numel(t: torch.Tensor) -> int:
-    """Elements of a (possibly symbolic) tensor, at its size hint."""
-    return size_hint(t.numel())
+Size = Callable[[object], int]  # an int for an int or a SymInt (size_hint, or sizes_at(...))
 
 
-def _nbytes(t: torch.Tensor) -> int:
-    return _numel(t) * t.element_size()
+def sizes_at(values: dict) -> Size:
+    """Sizes of a symbolic graph when its size symbols take `values` ({sympy symbol: int})."""
+    return lambda value: symbolic_size_at(value, values)
+
+
+def _numel(t: torch.Tensor, size: Size = size_hint) -> int:
+    """Elements of a (possibly symbolic) tensor."""
+    return size(t.numel())
+
+
+def _nbytes(t: torch.Tensor, size: Size = size_hint) -> int:
+    return _numel(t, size) * t.element_size()
 
 
 def user_source(node: torch.fx.Node) -> tuple[str, ...]:
@@ -218,8 +228,10 @@ def _fx_args(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
-def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
-    """One pass over the graph in order: buffers for inputs, nodes for ops, bases for views."""
+def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
+    """One pass over the graph in order: buffers for inputs, nodes for ops, bases for views.
+
+    `size` turns a symbolic size into an int: its hint by default (see the module docstring)."""
     buffers: dict[str, Buffer] = {}
     base_of: dict[str, str] = {}
     nodes: list[SchedulerNode] = []
@@ -228,8 +240,8 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
     owner: dict[str, SchedulerNode] = {}  # multi-output producer -> its node (for getitems)
 
     def add_buffer(name: str, val, producer: str | None) -> None:
-        shape = tuple(size_hint(d) for d in val.shape)  # symbolic sizes: their hints
-        buffers[name] = Buffer(name, _nbytes(val), shape, val.dtype, producer)
+        shape = tuple(size(d) for d in val.shape)
+        buffers[name] = Buffer(name, _nbytes(val, size), shape, val.dtype, producer)
         base_of[name] = name
 
     for fx_node in gm.graph.nodes:
@@ -269,21 +281,21 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
             continue
         reads = tuple(dict.fromkeys(base_of[a.name] for a in args if base_of[a.name] in buffers))
         first = outs[0]
-        numel, rnumel = _numel(first), 1
+        numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
             source_val = _tensors(args[0].meta.get("val"))
-            rnumel = max(1, _numel(source_val[0]) // max(numel, 1)) if source_val else 1
+            rnumel = max(1, _numel(source_val[0], size) // max(numel, 1)) if source_val else 1
         node = SchedulerNode(
             name=fx_node.name, index=len(nodes), kind=kind, target=str(fx_node.target),
             reads=reads, writes=(), numel=numel, rnumel=rnumel,
             low_precision=first.dtype in (torch.bfloat16, torch.float16),
             fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
-        node.gemm_flops = _gemm_flops(fx_node)
+        node.gemm_flops = _gemm_flops(fx_node, size)
         if kind in (Kind.POINTWISE, Kind.REDUCTION):
             node.vector_flops = float(numel * rnumel)
         elif kind is Kind.EXTERN:
-            node.vector_flops = float(sum(_numel(t) for t in outs))
+            node.vector_flops = float(sum(_numel(t, size) for t in outs))
         if isinstance(val, torch.Tensor):
             add_buffer(fx_node.name, val, fx_node.name)
             node.writes = (fx_node.name,)
@@ -298,12 +310,12 @@ def build_ir(gm: torch.fx.GraphModule) -> GraphIR:
     return GraphIR(gm, nodes, buffers, users, base_of, inputs, views)
 
 
-def _gemm_flops(fx_node: torch.fx.Node) -> float:
+def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:
     """2*M*N*K for the matmul templates, from the output shape and the inner dimension."""
     if fx_node.target not in TEMPLATES:
         return 0.0
     out = fx_node.meta["val"]
     a = fx_node.args[1] if fx_node.target in (aten.addmm.default, aten.baddbmm.default) \
         else fx_node.args[0]
-    k = size_hint(a.meta["val"].shape[-1])
-    return 2.0 * _numel(out) * k
+    k = size(a.meta["val"].shape[-1])
+    return 2.0 * _numel(out, size) * k

@@ -4,6 +4,17 @@ Compiled code works on the inner CPU tensors that AOTAutograd unwrapped, so noth
 reaches `__torch_dispatch__`: the runner itself queues each kernel's simulated duration on
 the device's current stream (backend/streams.py `charge`) and tells the listeners
 (`add_listener`) about it -- one event per fused kernel, which is what the trace shows.
+
+A graph with symbolic sizes (dynamic shapes) was planned at the sizes it was compiled for; at
+any other size the runner prices the same kernels again from the graph (once per size, then
+cached), so the clock moves by what this call's tensors cost.
+
+Memory: the graph's outputs are device tensors (`MTIATensor.__tensor_unflatten__` wraps them
+with `tensor.wrap`, which takes a block from the caching allocator, or shares the storage of an
+input they alias). Intermediates between kernels are not allocated on the device: the
+scheduler's model is that a kernel's outputs live in device memory, but tracking their blocks
+per call would cost a malloc and a free per buffer on the hot path, and the plan already
+reports what matters for fusion -- the bytes every kernel reads and writes.
 """
 
 from __future__ import annotations
@@ -13,11 +24,14 @@ from collections.abc import Callable
 
 import torch
 
+from .._compat import size_symbol
 from ..backend import tensor as device_tensor
+from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
 from ..backend.streams import charge
 from .codegen import Kernel, Program
-from .pricing import combo_cost
+from .ir import FusedSchedulerNode, build_ir, sizes_at
+from .pricing import combo_cost, kernel_cost
 
 # Called as listener(kernel, cost, span) after each kernel, span = (stream, start_us, end_us),
 # or None when the graph ran on host tensors.
@@ -50,8 +64,14 @@ def _device_index(args) -> int | None:
 class Runner:
     """Calls a Program's kernels in order; AOTAutograd calls it with a boxed argument list."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, gm: torch.fx.GraphModule | None = None) -> None:
         self.program = program
+        self.gm = gm
+        # Graph inputs that are sizes (`s0` under dynamic shapes): (position, sympy symbol).
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"] if gm else []
+        self._symbols = [(i, symbol) for i, n in enumerate(placeholders)
+                         if (symbol := size_symbol(n.meta.get("val"))) is not None]
+        self._costs: dict[tuple[int, ...], list[KernelCost]] = {}  # sizes -> cost per kernel
         # AOTAutograd passes one list of arguments, which we may clear. An instance attribute,
         # so that the wrappers AOTAutograd puts around us (functools.wraps) copy it.
         self._boxed_call = True
@@ -59,6 +79,7 @@ class Runner:
 
     def __call__(self, args: list):
         program = self.program
+        costs = self.costs_at(tuple(args[i] for i, _ in self._symbols)) if self._symbols else None
         env = dict(zip(program.inputs, args, strict=True))
         args.clear()  # boxed calling convention: let inputs die as soon as they are unused
         index = _device_index(env.values())
@@ -68,22 +89,36 @@ class Runner:
         for kernel in program.kernels:
             outs = kernel.fn(*[env[name] for name in kernel.inputs])
             env.update(zip(kernel.outputs, outs, strict=True))
-            self._charge(kernel, state, combo_of.get(kernel.group.index))
+            self._charge(kernel, state, combo_of.get(kernel.group.index), costs)
         result = program.outputs.fn(*[env[name] for name in program.outputs.inputs])
         return list(result)
 
-    def _charge(self, kernel: Kernel, state, combo) -> None:
+    def costs_at(self, sizes: tuple[int, ...]) -> list[KernelCost]:
+        """The cost of each kernel of the plan when the graph's size inputs are `sizes`."""
+        costs = self._costs.get(sizes)
+        if costs is None:
+            values = {symbol: size for (_, symbol), size in zip(self._symbols, sizes, strict=True)}
+            ir = build_ir(self.gm, sizes_at(values))
+            costs = self._costs[sizes] = [
+                kernel_cost(FusedSchedulerNode([ir.by_name[n] for n in group.nodes]), ir)
+                for group in self.program.plan.groups
+            ]
+        return costs
+
+    def _charge(self, kernel: Kernel, state, combo, costs: list[KernelCost] | None) -> None:
         self.launches += 1
+        index = kernel.group.index
+        cost = kernel.cost if costs is None else costs[index]
         if state is None:  # host tensors: nothing ran on the device, its clock stays put
             span = None
         elif combo is None:
-            span = charge(state, kernel.cost.duration_us(state.profile))
-        elif kernel.group.index == combo[0]:  # one launch for the whole combo, priced together
-            groups = self.program.plan.groups
-            span = charge(state, combo_cost([groups[i].cost for i in combo])
-                          .duration_us(state.profile))
+            span = charge(state, cost.duration_us(state.profile))
+        elif index == combo[0]:  # one launch for the whole combo, priced together
+            members = [(costs[i] if costs is not None else self.program.plan.groups[i].cost)
+                       for i in combo]
+            span = charge(state, combo_cost(members).duration_us(state.profile))
         else:  # the rest of a combo ran inside the first member's launch
             stream, _, end = charge(state, 0.0)
             span = (stream, end, end)
         for listener in LISTENERS:
-            listener(kernel, kernel.cost, span)
+            listener(kernel, cost, span)

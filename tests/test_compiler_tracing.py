@@ -1,0 +1,235 @@
+"""torch.compile on the device, around the scheduler: what tracing costs (nothing), dynamic
+shapes, random ops, output memory, AMP, and finding the backend without importing Dynamo."""
+
+import importlib.metadata
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import mtia_lab
+from mtia_lab.backend import dispatch
+from mtia_lab.backend.allocator import round_size
+from mtia_lab.compiler import COMPILED, mtia_lab_backend
+
+DEV = "mtia_sim"
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 32), nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class CountingObserver:
+    def __init__(self):
+        self.ops = []
+
+    def before_op(self, func, kind, args, kwargs, device_state):
+        self.ops.append(str(func))
+
+    def after_op(self, func, kind, result, price, span):
+        pass
+
+
+def allocations() -> int:
+    return torch.mtia_sim.memory_stats()["allocation.all.allocated"]
+
+
+def test_compiling_costs_the_device_nothing():
+    """The first (compiling) call moves the clock, the allocator and the observer exactly as
+    much as a later call: Dynamo's and AOTAutograd's fake tensors run no device work."""
+    torch.manual_seed(0)
+    model, x = MLP().to(DEV), torch.randn(4, 8, device=DEV)
+    stream = torch.mtia_sim.current_stream()
+    torch.compiler.reset()
+    compiled = torch.compile(model, backend="mtia_lab")
+    observer = CountingObserver()
+    previous = dispatch.set_observer(observer)
+    mtia_lab.reset_fallback_counts()
+    try:
+        figures = []
+        with torch.no_grad():
+            for _ in range(2):
+                clock, allocs, memory = stream.clock_us, allocations(), \
+                    torch.mtia_sim.memory_allocated()
+                out = compiled(x)
+                figures.append((stream.clock_us - clock, allocations() - allocs,
+                                torch.mtia_sim.memory_allocated() - memory))
+                del out
+    finally:
+        dispatch.set_observer(previous)
+    (first_us, first_allocs, first_bytes), second = figures
+    plan = COMPILED[-1].plan
+    assert first_us == pytest.approx(plan.after.time_us)  # only the kernels, no traced ops
+    assert figures[0] == pytest.approx(second)
+    assert first_allocs == 1  # the output, nothing for the fake tensors
+    assert first_bytes == round_size(4 * 4 * 4)
+    assert observer.ops == []  # compiled kernels do not go through dispatch
+    assert mtia_lab.fallback_counts() == {}
+
+
+def test_a_fallback_op_compiles_without_fallback_counts_even_in_strict_mode():
+    """cumprod has no native kernel: eager runs it on the host (a counted fallback); compiled,
+    it is part of a generated kernel, so neither the count nor strict mode applies."""
+    x = torch.randn(5, 6, device=DEV)
+    torch.compiler.reset()
+    mtia_lab.reset_fallback_counts()
+    with mtia_lab.strict():
+        out = torch.compile(lambda t: torch.cumprod(t * 2, 1), backend="mtia_lab")(x)
+    assert mtia_lab.fallback_counts() == {}
+    torch.testing.assert_close(out.cpu(), torch.cumprod(x.cpu() * 2, 1))
+    with mtia_lab.strict(), pytest.raises(mtia_lab.StrictModeError, match="cumprod"):
+        torch.cumprod(x, 1)  # eager strict mode still refuses
+
+
+def test_default_compile_follows_new_batch_sizes_with_one_dynamic_graph():
+    """Dynamo compiles batch 4 static, then goes symbolic at 7: that graph serves 9 too."""
+    torch.manual_seed(0)
+    model = MLP().to(DEV)
+    torch.compiler.reset()
+    start = len(COMPILED)
+    compiled = torch.compile(model, backend="mtia_lab")
+    for batch in (4, 7, 9):
+        x = torch.randn(batch, 8, device=DEV)
+        out = compiled(x)
+        out.sum().backward()
+        grads = [p.grad.cpu() for p in model.parameters()]
+        model.zero_grad(set_to_none=True)
+        expected = model(x)
+        expected.sum().backward()
+        torch.testing.assert_close(out.cpu(), expected.cpu(), rtol=1e-4, atol=1e-5)
+        for got, want in zip(grads, [p.grad.cpu() for p in model.parameters()], strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        model.zero_grad(set_to_none=True)
+    forwards = [c for c in COMPILED[start:] if c.name.startswith("forward")]
+    assert len(forwards) == 2  # static at 4, symbolic from 7 on: no recompile at 9
+
+
+def test_a_dynamic_graph_charges_the_clock_for_the_size_it_runs_at():
+    """Planned at the size it compiled for, priced again at each new size: a call at batch
+    900 costs what the graph compiled statically for 900 costs."""
+    torch.manual_seed(0)
+    model = MLP().to(DEV)
+    stream = torch.mtia_sim.current_stream()
+    with torch.no_grad():
+        torch.compiler.reset()
+        compiled = torch.compile(model, backend="mtia_lab")
+        for batch in (4, 7):  # the second call makes the batch dimension symbolic
+            compiled(torch.randn(batch, 8, device=DEV))
+        big = torch.randn(900, 8, device=DEV)
+        before = stream.clock_us
+        compiled(big)
+        dynamic_us = stream.clock_us - before
+        torch.compiler.reset()
+        start = len(COMPILED)
+        torch.compile(model, backend="mtia_lab", dynamic=False)(big)
+    static_plan = COMPILED[start].plan
+    small_plan_us = COMPILED[start - 1].plan.after.time_us  # the dynamic graph, at batch 7
+    assert dynamic_us == pytest.approx(static_plan.after.time_us)
+    assert dynamic_us > small_plan_us
+
+
+def dropout_fn(x):
+    return F.dropout(x, 0.5, training=True) * 3
+
+
+def test_compiled_dropout_draws_from_the_device_generator():
+    x = torch.ones(64, 16, device=DEV)
+    torch.compiler.reset()
+    compiled = torch.compile(dropout_fn, backend="mtia_lab")
+
+    def run(device_seed, host_seed):
+        torch.mtia_sim.manual_seed(device_seed)
+        torch.default_generator.manual_seed(host_seed)  # the CPU generator only
+        return compiled(x).cpu()
+
+    first = run(1, 10)
+    torch.testing.assert_close(run(1, 11), first, rtol=0, atol=0)  # the host seed is ignored
+    assert not torch.equal(run(2, 10), first)  # the device seed decides
+    assert 0.3 < (first != 0).float().mean() < 0.7
+    state = torch.mtia_sim.get_rng_state()
+    compiled(x)
+    assert not torch.equal(torch.mtia_sim.get_rng_state(), state)  # the draw advanced it
+
+
+def test_compiled_outputs_hold_device_memory_until_freed():
+    torch.manual_seed(0)
+    model, x = MLP().to(DEV), torch.randn(300, 8, device=DEV)
+    with torch.no_grad():
+        torch.compiler.reset()
+        compiled = torch.compile(model, backend="mtia_lab")
+        compiled(x)  # compile first
+        before = torch.mtia_sim.memory_allocated()
+        out = compiled(x)
+        held = torch.mtia_sim.memory_allocated() - before
+        block = mtia_lab.storage_of(out).block
+        assert block is not None and block.op == "compiled"
+        assert held == round_size(out.numel() * out.element_size())
+        del out
+    assert torch.mtia_sim.memory_allocated() == before
+
+
+def test_amp_training_step_compiled_matches_eager_autocast():
+    """A bf16 autocast training step (linear, layer norm, softmax) compiled == eager."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.ln, self.fc2 = nn.Linear(16, 32), nn.LayerNorm(32), nn.Linear(32, 8)
+
+        def forward(self, x):
+            return torch.softmax(self.fc2(F.gelu(self.ln(self.fc1(x)))), dim=-1)
+
+    def step(fn, model, x, target):
+        with torch.autocast(DEV, dtype=torch.bfloat16):
+            out = fn(x)
+            loss = F.mse_loss(out.float(), target)
+        loss.backward()
+        grads = [p.grad.cpu() for p in model.parameters()]
+        model.zero_grad(set_to_none=True)
+        return out, loss, grads
+
+    torch.manual_seed(0)
+    model = Net().to(DEV)
+    x, target = torch.randn(6, 16, device=DEV), torch.rand(6, 8, device=DEV)
+    torch.compiler.reset()
+    start = len(COMPILED)
+    out, loss, grads = step(torch.compile(model, backend="mtia_lab"), model, x, target)
+    eager_out, eager_loss, eager_grads = step(model, model, x, target)
+    assert out.dtype == eager_out.dtype  # softmax runs in float32 under autocast
+    torch.testing.assert_close(out.cpu(), eager_out.cpu(), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(loss.cpu(), eager_loss.cpu(), rtol=2e-2, atol=1e-3)
+    for got, want in zip(grads, eager_grads, strict=True):
+        assert got.dtype == want.dtype == torch.float32  # the parameters' dtype
+        torch.testing.assert_close(got, want, rtol=5e-2, atol=5e-3)
+    forward = COMPILED[start]
+    matmuls = [n for n in forward.gm.graph.nodes if n.target == torch.ops.aten.addmm.default]
+    assert matmuls and all(n.meta["val"].dtype == torch.bfloat16 for n in matmuls)
+    assert any(g.cost.low_precision for g in forward.plan.groups)
+
+
+def test_the_backend_is_an_entry_point_and_import_leaves_dynamo_alone():
+    """pyproject.toml's `torch_dynamo_backends` entry point is how Dynamo finds "mtia_lab";
+    `import mtia_lab` does not import torch._dynamo (about a second)."""
+    entry = importlib.metadata.entry_points(group="torch_dynamo_backends")["mtia_lab"]
+    assert entry.load() is mtia_lab_backend
+    code = (
+        "import sys, torch, mtia_lab\n"
+        "assert 'torch._dynamo' not in sys.modules, 'import mtia_lab imported torch._dynamo'\n"
+        "m = torch.nn.Linear(3, 2).to('mtia_sim')\n"
+        "x = torch.randn(4, 3, device='mtia_sim')\n"
+        "out = torch.compile(m, backend='mtia_lab')(x)\n"
+        "torch.testing.assert_close(out.cpu(), m(x).cpu())\n"
+        "from mtia_lab.compiler import COMPILED\n"
+        "assert len(COMPILED) == 1\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
