@@ -212,21 +212,11 @@ class TraceMagics(Magics):
     def _trace(self, run, args):
         __tracebackhide__ = True  # noqa: F841
         import mtia_lab
-        from mtia_lab.compiler import add_listener, remove_listener
-
-        kernels: list[dict] = []
-
-        def on_kernel(kernel, cost, span) -> None:
-            stream, start, end = span
-            kernels.append({"name": kernel.name, "aten": list(kernel.aten_nodes),
-                            "stream": stream.stream_id, "sim_start_us": start,
-                            "sim_end_us": end})
 
         strict = mtia_lab.strict() if args.strict else contextlib.nullcontext()
         tracer = mtia_lab.trace(args.label or "%mtia_trace")
         error: BaseException | None = None
         value = None
-        add_listener(on_kernel)
         try:
             with strict, tracer:
                 value = run()
@@ -236,11 +226,7 @@ class TraceMagics(Magics):
             if tracer.trace is not None:
                 self.shell.user_ns[args.var] = tracer.trace
             raise
-        finally:
-            remove_listener(on_kernel)
-        trace = tracer.trace
-        if kernels:
-            trace.metadata["compiled_kernels"] = kernels
+        trace = tracer.trace  # compiled regions appear in it as "compiled" kernel events
         self.shell.user_ns[args.var] = trace
         if args.save:
             mtia_lab.trace.io.save_trace(trace, args.save)
@@ -251,8 +237,6 @@ class TraceMagics(Magics):
             from IPython.display import display
 
             display(view)
-        if kernels:
-            print(_kernels_note(kernels))
         if error is not None:
             hidden = 0 if args.full_traceback else _keep_user_frames(error)
             print(_error_note(trace, error, args.var, hidden))
@@ -266,18 +250,6 @@ def _unquote(value: str | None) -> str | None:
     if value and len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[1:-1]
     return value
-
-
-def _kernels_note(kernels: list[dict]) -> str:
-    sim = sum(k["sim_end_us"] - k["sim_start_us"] for k in kernels)
-    lines = [f"compiled code ran {len(kernels)} fused kernel launches (simulated {sim:.2f} us); "
-             "they bypass __torch_dispatch__, so they are not trace events: see "
-             "trace.metadata['compiled_kernels']"]
-    for k in kernels[:8]:
-        lines.append(f"  {k['name']}: {', '.join(k['aten'])}")
-    if len(kernels) > 8:
-        lines.append(f"  ... {len(kernels) - 8} more")
-    return "\n".join(lines)
 
 
 def _error_note(trace, error: BaseException, var: str, hidden: int) -> str:
