@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import sysconfig
 import time
 import weakref
+from sys import _getframe
 from time import perf_counter_ns
 
 import torch
@@ -70,19 +70,14 @@ def _is_user_file(filename: str) -> bool:
     return not filename.startswith(_SKIP_DIRS)
 
 
-def _user_source(sources: dict, depth: int = 3) -> str:
-    """file:line of the first frame outside torch, mtia_lab and the standard library.
+def _user_source(frame, sources: dict) -> str:
+    """file:line of `frame` or, if it is in torch, mtia_lab or the standard library, of the
+    first frame above it that is not. `sources` caches each instruction's answer:
+    (id(code), f_lasti) -> (code, "file:line" or ""), the code kept so that its id stays taken.
 
-    Depth 3 is the caller of the op (above _user_source, before_op and the dispatcher). Frames
-    are fetched by depth, not by `f_back`: each step would turn the short-lived frame it passes
-    through (the dispatcher's) into a Python frame object, which costs more than the look.
-    `sources` caches each instruction's answer: (id(code), f_lasti) -> (code, "file:line" or "")
-    (the code object is kept so that its id is not reused)."""
-    while True:
-        try:
-            frame = sys._getframe(depth)
-        except ValueError:  # the top of the stack: no user frame
-            return ""
+    The walk starts where the user's call entered torch (see _CallMode), not at the dispatcher:
+    stepping through `f_back` makes a Python object of every short-lived frame it passes."""
+    while frame is not None:
         code = frame.f_code
         known = sources.get((id(code), frame.f_lasti))
         if known is None:
@@ -90,7 +85,8 @@ def _user_source(sources: dict, depth: int = 3) -> str:
             known = sources[id(code), frame.f_lasti] = (code, text)
         if known[1]:
             return known[1]
-        depth += 1
+        frame = frame.f_back
+    return ""
 
 
 @functools.cache
@@ -125,8 +121,10 @@ class _CallMode(TorchFunctionMode):
             return func(*args, **kwargs) if kwargs else func(*args)
         rec = self.recorder
         rec.next_call += 1
-        # [what was called (its name, once a device op needs it), call_id, source, grad]
-        call = [func, rec.next_call, None, False]
+        # [what was called, call_id, where it was called, grad, phase]: the first device op of
+        # the call (see _Recorder._open) turns the function into its name, the frame into
+        # "file:line" and fills in the phase
+        call = [func, rec.next_call, _getframe(1), False, ""]
         outer, rec.call = rec.call, call
         try:
             out = func(*args, **kwargs) if kwargs else func(*args)
@@ -134,7 +132,7 @@ class _CallMode(TorchFunctionMode):
             rec.call = outer
         if call[3]:  # an op of this call recorded autograd history: note whose nodes they are
             module = rec.modules[-1] if rec.modules else ""
-            rec.claim(out, (module, call[2] or ""))
+            rec.claim(out, (module, call[2]))  # a device op made call[2] a str
         return out
 
 
@@ -251,25 +249,14 @@ class _Recorder:
             return
         node = current_autograd_node()
         if node is not None:  # autograd's engine runs this op inside a node's backward
-            phase = "backward"
-            seq = _compat.autograd_sequence_nr(node)
-            module, source = self.node_info.get(seq, ("", ""))
-            if self.last_node[0] != seq:
-                self.next_call += 1
-                self.last_node = (seq, self.next_call)
-            call_name, call_id, call = node.name(), self.last_node[1], None
+            call, module = self._backward_call(node)
         else:
             call = self.call
             if call is None:  # an op no torch function led to (rare): a call of its own
                 self.next_call += 1
-                call = [facts(func).name, self.next_call, None, False]
-            call_name = call[0]
-            if type(call_name) is not str:  # the first device op of this call names it
-                call_name = call[0] = self.call_names.get(call_name) or self._name(call_name)
-            if call[2] is None:
-                call[2] = _user_source(self.sources)
-            call_id, source = call[1], call[2]
-            phase = "backward" if call_name in _BACKWARD_CALLS else "forward"
+                call = [func, self.next_call, _getframe(2), False, ""]
+            if not call[4]:  # the call's first device op
+                self._open(call)
             module = self.modules[-1] if self.modules else ""
         # The inputs: each tensor's record and dispatch key bits (see _input_record).
         inputs, bits, grad = [], [], False
@@ -288,7 +275,7 @@ class _Recorder:
             grad = self._more_inputs(kwargs.values(), inputs, bits) or grad
         if grad:
             grad = is_grad_enabled()
-            if grad and call is not None:
+            if grad:
                 call[3] = True  # autograd records this op: the call claims the nodes it made
         # One dispatch path per (op, how it was served, autograd, autocast, key sets). `id`:
         # an OpOverload hashes in Python, an int in C; the entry holds the op to check it.
@@ -298,8 +285,8 @@ class _Recorder:
             known = self.paths[key] = self._explain(func, key)
         stat = device.allocator._stats["all"].allocated_bytes  # cumulative counters
         self.pending.append((
-            func, kind, phase, known, tuple(inputs), stat, stat.allocated, stat.freed, source,
-            module, call_name, call_id, device.index, perf_counter_ns(),
+            func, kind, known, tuple(inputs), stat, stat.allocated, stat.freed, call, module,
+            device.index, perf_counter_ns(),
         ))
 
     def after_op(self, func, kind, result, price, span) -> None:
@@ -313,11 +300,11 @@ class _Recorder:
             self.previous.after_op(func, kind, result, price, span)
 
     def _emit(self, facts_, end: int, result, span, failure: str) -> None:
-        (func, kind, phase, known, inputs, stat, allocated, freed, source, module, call_name,
-         call_id, device, start) = facts_
-        _, path, name, fresh = known
+        func, kind, known, inputs, stat, allocated, freed, call, module, device, start = facts_
+        call_name, call_id, source, _, phase = call
+        _, path, name, is_view, new = known
         if type(result) is MTIATensor:  # the common case, one device tensor: _output_record
-            entry = self._record(result, kind, fresh)
+            entry = self._record(result, is_view, new)
             seen = self.seen
             if len(seen) > 4096:  # bounded: dead tensors' entries go at once, now and then
                 seen.clear()
@@ -325,7 +312,7 @@ class _Recorder:
             outputs = (entry[0],)
         elif isinstance(result, (torch.Tensor, list, tuple)):
             outputs = tuple([
-                self._output_record(t, kind, fresh) for t in _tensors((result,), [])
+                self._output_record(t, is_view, new) for t in _tensors((result,), [])
             ])
         else:  # a Python number (item(), _local_scalar_dense) or None
             outputs = ()
@@ -343,9 +330,26 @@ class _Recorder:
                 device, source, module, call_name, call_id,
             )))
 
-    def _name(self, func) -> str:
-        name = self.call_names[func] = call_name(func)
-        return name
+    def _open(self, call: list) -> None:
+        """Name a call, say where it was called, and in which phase, at its first device op."""
+        what = call[0]
+        if isinstance(what, torch._ops.OpOverload):  # no torch function led to the op
+            name = facts(what).name
+        else:
+            name = self.call_names.get(what) or self.call_names.setdefault(what, call_name(what))
+        call[0] = name
+        call[2] = _user_source(call[2], self.sources)
+        call[4] = "backward" if name in _BACKWARD_CALLS else "forward"
+
+    def _backward_call(self, node) -> tuple[list, str]:
+        """The call of an op autograd's engine runs: the node (one call per node run), and the
+        module and source noted when the forward made the node (see claim)."""
+        seq = _compat.autograd_sequence_nr(node)
+        module, source = self.node_info.get(seq, ("", ""))
+        if self.last_node[0] != seq:
+            self.next_call += 1
+            self.last_node = (seq, self.next_call)
+        return [node.name(), self.last_node[1], source, False, "backward"], module
 
     def _more_inputs(self, values, inputs: list, bits: list) -> bool:
         """Add the tensors among `values` (lists flattened) to inputs and bits; any grad?"""
@@ -358,11 +362,14 @@ class _Recorder:
         return grad
 
     def _explain(self, func, key: tuple) -> tuple:
-        """(op, DispatchPath, op name, fresh?) for a path key: `fresh` ops return new tensors
-        (not views, not an argument they wrote to), so their results are never views."""
+        """(op, DispatchPath, op name, is_view, new) for a path key. What the op's schema says
+        about its results saves reading it off each one (see _record): `new` ops return new
+        tensors (not an argument they wrote to); `is_view` is True for the results of a view
+        kernel, False for new results of an op that is no view, None when only `_base` knows."""
         op = facts(func)
-        fresh = not op.is_view and not any(op.return_aliases)
-        return func, explain(func, key[1], key[2], key[3], key[4:]), op.name, fresh
+        new = not any(op.return_aliases)
+        is_view = True if key[1] == "view" else (False if new and not op.is_view else None)
+        return func, explain(func, key[1], key[2], key[3], key[4:]), op.name, is_view, new
 
     # -- records -----------------------------------------------------------------------------
     def _input_record(self, t: torch.Tensor) -> tuple[TensorRecord, int]:
@@ -372,12 +379,12 @@ class _Recorder:
         hit = self.seen.get(id(t))
         if hit is not None and hit[0]() is t:
             return hit[1]
-        entry = self._record(t, "", False)
+        entry = self._record(t, None, False)
         self._remember(t, entry)
         return entry
 
-    def _output_record(self, t: torch.Tensor, kind: str, fresh: bool) -> TensorRecord:
-        entry = self._record(t, kind, fresh)
+    def _output_record(self, t: torch.Tensor, is_view: bool | None, new: bool) -> TensorRecord:
+        entry = self._record(t, is_view, new)
         self._remember(t, entry)
         return entry[0]
 
@@ -387,14 +394,15 @@ class _Recorder:
             seen.clear()
         seen[id(t)] = (weakref.ref(t), entry)
 
-    def _record(self, t: torch.Tensor, kind: str, fresh: bool) -> tuple[TensorRecord, int]:
-        """(TensorRecord, dispatch key bits) of a tensor an op of `kind` returned ("" for an
-        input); equal records are made once, shared.
+    def _record(self, t: torch.Tensor, is_view: bool | None, new: bool
+                ) -> tuple[TensorRecord, int]:
+        """(TensorRecord, dispatch key bits) of a tensor; equal records are made once, shared.
 
         The key bits are read once per record: they follow from the tensor's kind (device,
-        subclass, inference or not, conjugate/negative views), which the cache key holds. A
-        `fresh` op's result (see _explain) is no view, and an inference tensor exactly when it
-        was made in inference mode: two tensor queries saved."""
+        subclass, inference or not, conjugate/negative views), which the cache key holds.
+        `is_view` None: read it off `t._base`. `new`: t was just made by the dispatcher (see
+        _explain), so it is an inference tensor exactly when inference mode is on (a wrapper
+        made there is, whatever its base): one tensor query saved per result."""
         if type(t) is MTIATensor:
             storage = t._storage
             block = storage.block
@@ -409,17 +417,14 @@ class _Recorder:
                 address = 0
             device = -1
             inner = t
-        if kind == "view":
-            view_of = address
-        elif fresh:
-            view_of = None
-        else:  # an input, or an argument the op wrote to (in place, out=): a view if it was one
-            view_of = address if t._base is not None else None
+        if is_view is None:  # an input, or an argument the op wrote to (in place, out=)
+            is_view = t._base is not None
+        view_of = address if is_view else None
         dtype = inner.dtype
         if dtype.is_complex:
             flags = (t.is_inference(), t.is_conj(), t.is_neg())
         else:
-            flags = is_inference_mode_enabled() if fresh else t.is_inference()
+            flags = is_inference_mode_enabled() if new else t.is_inference()
         key = (address, inner.shape, inner.stride(), inner.storage_offset(), dtype, view_of,
                device, flags, type(t))
         entry = self.records.get(key)
