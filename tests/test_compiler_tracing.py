@@ -13,7 +13,7 @@ import torch.nn.functional as F
 import mtia_lab
 from mtia_lab.backend import dispatch
 from mtia_lab.backend.allocator import round_size
-from mtia_lab.compiler import COMPILED, mtia_lab_backend
+from mtia_lab.compiler import COMPILED, config, mtia_lab_backend
 
 DEV = "mtia_sim"
 
@@ -69,7 +69,7 @@ def test_compiling_costs_the_device_nothing():
     plan = COMPILED[-1].plan
     assert first_us == pytest.approx(plan.after.time_us)  # only the kernels, no traced ops
     assert figures[0] == pytest.approx(second)
-    assert first_allocs == 1  # the output, nothing for the fake tensors
+    assert first_allocs == 2  # gelu's buffer between the kernels, the output: no fakes
     assert first_bytes == round_size(4 * 4 * 4)
     assert observer.ops == []  # compiled kernels do not go through dispatch
     assert mtia_lab.fallback_counts() == {}
@@ -174,6 +174,34 @@ def test_compiled_outputs_hold_device_memory_until_freed():
         assert held == round_size(out.numel() * out.element_size())
         del out
     assert torch.mtia_sim.memory_allocated() == before
+
+
+def test_intermediates_hold_device_memory_from_writer_to_last_reader():
+    """The gelu output between the two matmuls takes a block while the second matmul reads it;
+    unfused, the first matmul's output is another one, alive at the same time."""
+    torch.manual_seed(0)
+    model, x = MLP().to(DEV), torch.randn(300, 8, device=DEV)
+    hidden = round_size(300 * 32 * 4)  # one (300, 32) float buffer
+
+    def peak_of_a_call(**settings):
+        with torch.no_grad(), config.patch(**settings):
+            torch.compiler.reset()
+            compiled = torch.compile(model, backend="mtia_lab")
+            compiled(x)  # compile first
+            torch.mtia_sim.reset_peak_memory_stats()
+            base = torch.mtia_sim.memory_allocated()
+            out = compiled(x)
+            peak = torch.mtia_sim.max_memory_allocated() - base
+            held = torch.mtia_sim.memory_allocated() - base
+            torch.testing.assert_close(out.cpu(), model(x).cpu())
+        return peak, held, COMPILED[-1].plan.kernel_count
+
+    fused_peak, fused_held, fused_kernels = peak_of_a_call()
+    unfused_peak, unfused_held, unfused_kernels = peak_of_a_call(max_fusion_size=1)
+    assert (fused_kernels, unfused_kernels) == (2, 3)
+    assert fused_peak == hidden  # gelu's buffer, while the second matmul runs
+    assert unfused_peak == 2 * hidden  # addmm's and gelu's outputs, while gelu runs
+    assert fused_held == unfused_held == round_size(300 * 4 * 4)  # only the output stays
 
 
 def test_amp_training_step_compiled_matches_eager_autocast():

@@ -9,12 +9,14 @@ A graph with symbolic sizes (dynamic shapes) was planned at the sizes it was com
 any other size the runner prices the same kernels again from the graph (once per size, then
 cached), so the clock moves by what this call's tensors cost.
 
-Memory: the graph's outputs are device tensors (`MTIATensor.__tensor_unflatten__` wraps them
-with `tensor.wrap`, which takes a block from the caching allocator, or shares the storage of an
-input they alias). Intermediates between kernels are not allocated on the device: the
-scheduler's model is that a kernel's outputs live in device memory, but tracking their blocks
-per call would cost a malloc and a free per buffer on the hot path, and the plan already
-reports what matters for fusion -- the bytes every kernel reads and writes.
+Memory, as on a real device: the graph's outputs become device tensors after the call
+(`MTIATensor.__tensor_unflatten__` wraps them with `tensor.wrap`, which takes a block from the
+caching allocator, or shares the storage of an input they alias). Intermediates -- buffers one
+kernel writes and a later one reads -- hold a block of the same allocator from the kernel that
+writes them to the last kernel that reads them, so `memory_allocated` and the peak during a
+compiled call count them; what fusion kept on chip never takes device memory at all. (The
+outputs' blocks are taken as the call returns, after the intermediates went back: a call's peak
+counts its intermediates, not the outputs next to them.)
 """
 
 from __future__ import annotations
@@ -61,6 +63,25 @@ def _device_index(args) -> int | None:
     return None
 
 
+def _lifetimes(program: Program) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """Per kernel: the intermediates it writes, and those it is the last reader of. Graph
+    outputs are not intermediates (they outlive the call as device tensors)."""
+    outputs = set(program.outputs.inputs)
+    last: dict[str, int] = {}
+    held: list[tuple[str, ...]] = []
+    for i, kernel in enumerate(program.kernels):
+        for name in kernel.inputs:
+            if name in last:
+                last[name] = i
+        written = tuple(b for b in kernel.outputs if b not in outputs)
+        held.append(written)
+        last.update((b, i) for b in written)  # unread: freed right after it is written
+    last_read: list[list[str]] = [[] for _ in program.kernels]
+    for name, i in last.items():
+        last_read[i].append(name)
+    return held, [tuple(names) for names in last_read]
+
+
 class Runner:
     """Calls a Program's kernels in order; AOTAutograd calls it with a boxed argument list."""
 
@@ -72,6 +93,7 @@ class Runner:
         self._symbols = [(i, symbol) for i, n in enumerate(placeholders)
                          if (symbol := size_symbol(n.meta.get("val"))) is not None]
         self._costs: dict[tuple[int, ...], list[KernelCost]] = {}  # sizes -> cost per kernel
+        self._held, self._last_read = _lifetimes(program)
         # AOTAutograd passes one list of arguments, which we may clear. An instance attribute,
         # so that the wrappers AOTAutograd puts around us (functools.wraps) copy it.
         self._boxed_call = True
@@ -86,10 +108,23 @@ class Runner:
         state = RUNTIME.device(index) if index is not None else None
         plan = program.plan
         combo_of = {i: c for c in plan.combos for i in c}
-        for kernel in program.kernels:
-            outs = kernel.fn(*[env[name] for name in kernel.inputs])
-            env.update(zip(kernel.outputs, outs, strict=True))
-            self._charge(kernel, state, combo_of.get(kernel.group.index), costs)
+        blocks: dict[str, object] = {}  # intermediate buffer -> its allocator block
+        try:
+            for i, kernel in enumerate(program.kernels):
+                outs = kernel.fn(*[env[name] for name in kernel.inputs])
+                env.update(zip(kernel.outputs, outs, strict=True))
+                if state is not None:
+                    for name in self._held[i]:
+                        blocks[name] = state.allocator.malloc(
+                            env[name].untyped_storage().nbytes(), f"compiled {kernel.name}")
+                self._charge(kernel, state, combo_of.get(kernel.group.index), costs)
+                for name in self._last_read[i]:  # its last reader ran: free it
+                    env.pop(name, None)
+                    if name in blocks:
+                        state.allocator.free(blocks.pop(name))
+        finally:
+            for block in blocks.values():  # a kernel raised
+                state.allocator.free(block)
         result = program.outputs.fn(*[env[name] for name in program.outputs.inputs])
         return list(result)
 
