@@ -213,6 +213,7 @@ class TraceExplorer(widgets.VBox):
         self.table = widgets.Select(options=[], rows=min(page_size, 20),
                                     layout=widgets.Layout(width="100%"))
         self.table.add_class("mtia-trace-rows")
+        self.add_class("mtia-trace-explorer")  # a stable hook for browser tests and CSS
         self.tensor = widgets.Dropdown(options=[], description="tensor")
         self.detail_html = widgets.HTML()
         self.picture = widgets.HTML()

@@ -33,6 +33,9 @@ WIDGETS_NOTEBOOK = HERE / "notebooks" / "widgets_and_diagrams.ipynb"
 WIDGET_FIELD = ".jupyter-widgets.widget-text input"
 LAYOUT_PICTURE = ".widget-html-content img[alt='stride layout']"
 MEMORY_DIAGRAM = ".jp-RenderedHTMLCommon img[alt^='memory snapshot']"
+TRACE_EXPLORER = ".mtia-trace-explorer .mtia-trace-rows select"
+DATAFLOW_DIAGRAM = ".jp-RenderedHTMLCommon img[alt^='dataflow of trace']"
+TOUR_NOTEBOOK = REPO / "notebooks" / "01_tour.ipynb"
 SVG = "{http://www.w3.org/2000/svg}"
 SVG_URL = "data:image/svg+xml;base64,"
 
@@ -48,8 +51,9 @@ class NotebookCase:
 
 CASES = [
     NotebookCase(WIDGETS_NOTEBOOK, (WIDGET_FIELD, LAYOUT_PICTURE, MEMORY_DIAGRAM)),
-    # Tutorials, once written (only the .ipynb is copied to the server's root), e.g.:
-    # NotebookCase(REPO / "notebooks" / "02_memory.ipynb", (MEMORY_DIAGRAM,)),
+    # The tour: the live trace explorer and a Graphviz dataflow diagram (only the .ipynb is
+    # copied to the server's root).
+    NotebookCase(TOUR_NOTEBOOK, (TRACE_EXPLORER, DATAFLOW_DIAGRAM)),
 ]
 
 
