@@ -46,8 +46,8 @@ from .paths import call_name, explain
 
 dispatch_key_bits = _compat.dispatch_key_bits
 current_autograd_node = _compat.current_autograd_node
-# In code Dynamo may trace (the mode, module hooks) only the public `is_compiling` is folded to a
-# constant; the observer runs outside Dynamo (below __torch_dispatch__) and reads the flag.
+# Dynamo folds these two to True in code it traces (the mode, the module hooks); the observer
+# runs below __torch_dispatch__, outside Dynamo, and reads torch.compile's session flag instead.
 is_compiling = torch.compiler.is_compiling
 is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # False, unless Dynamo is tracing
 compile_session = _compat.compile_session  # ._is_compiling_flag: see _compat
