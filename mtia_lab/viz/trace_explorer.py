@@ -121,7 +121,8 @@ def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str
     pages = max(1, -(-len(rows) // page_size))
     matched = f"{len(rows)} events" + (f" of {total}" if total is not None else "")
     first, last = page * page_size, min((page + 1) * page_size, len(rows))
-    return f"{matched}; page {page + 1} of {pages} (events {first}..{max(last - 1, first)})"
+    # Row positions in the filtered list, counted from 1; the # column holds the event indices.
+    return f"{matched}; page {page + 1} of {pages} (rows {first + 1}..{max(last, first + 1)})"
 
 
 def _clip(text: str, limit: int) -> str:
