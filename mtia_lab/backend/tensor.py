@@ -13,6 +13,7 @@ caching allocator: freeing follows tensor lifetime, as on CUDA.
 
 from __future__ import annotations
 
+import copy
 import sys
 import weakref
 
@@ -139,6 +140,26 @@ class MTIATensor(torch.Tensor):
         elif self.requires_grad:
             suffix += ", requires_grad=True"
         return text[:-1] + suffix + ")"
+
+    def __deepcopy__(self, memo):
+        """A copy in a fresh device block. torch.Tensor.__deepcopy__ clones a wrapper subclass
+        but then overwrites the clone's `__dict__` with a deepcopy of ours, `_storage` included:
+        a second DeviceStorage over a copy of our allocator Block (same address), which the
+        allocator would later free as if it were its own. So copy every attribute but those."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise RuntimeError("only tensors created by the user (graph leaves) can be deep-"
+                               "copied; detach() it first, or deepcopy the module before use")
+        with torch.no_grad():
+            new = self.clone()
+        new.requires_grad_(self.requires_grad)
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        rest = {k: v for k, v in self.__dict__.items() if k not in ("_inner", "_storage")}
+        new.__dict__.update(copy.deepcopy(rest, memo))
+        memo[id(self)] = new
+        return new
 
     def __reduce_ex__(self, protocol):
         # torch.save writes the device storage once for all its views; see serialization.py.
