@@ -309,6 +309,7 @@ def test_explorer_filters_sort_and_pages(recorded):
     assert ex.page == 0 and ex.prev.disabled
     ex.next.click()
     assert ex.page == 1 and ex.page_rows == ex.rows[4:8]
+    assert f"page 2 of {ex.pages} (rows 5..8)" in ex.status.value
     assert [value for _, value in ex.table.options] == list(range(4, 4 + len(ex.page_rows)))
     for _ in range(ex.pages + 2):  # past the end: stays on the last page
         ex.next.click()
