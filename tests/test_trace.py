@@ -528,3 +528,19 @@ def test_a_compiled_function_compiles_at_most_once_more_for_traces():
         assert len(t) > 0
     compiled(x)
     assert len(compiles) <= 2
+
+
+def test_argument_keys_match_the_tensors_in_and_out_of_inference_mode():
+    with torch.inference_mode():
+        frozen = torch.randn(2, 3, device=DEV)
+    with mtia_lab.trace() as t:
+        with torch.inference_mode():
+            y = frozen + 1  # made in inference mode: an inference tensor
+            yt = y.t()
+            z = yt * 2
+        w = frozen.t()  # a new wrapper made outside inference mode
+        q = w - 1
+    torch.testing.assert_close(q.cpu(), frozen.cpu().t() - 1)
+    torch.testing.assert_close(z.cpu(), (frozen.cpu() + 1).t() * 2)
+    for op, tensor in (("aten::mul.Tensor", yt), ("aten::sub.Tensor", w)):
+        assert only(t, op).dispatch.arg_keys[0] == tuple(_compat.dispatch_keys_of(tensor))
