@@ -117,3 +117,31 @@ def test_workaround_one_chip_per_process_trains_on_chip_1():
     assert result.returncode == 0, result.stderr
     # Chip 1's address range, not chip 0's: the process drives the second simulated chip.
     assert int(result.stdout.strip(), 16) >= 0x7F00_0000_0000 + (1 << 40)
+
+
+def test_inference_mode_matches_cpu_for_normal_and_inference_tensors():
+    for device in ("cpu", "mtia_sim"):
+        normal = torch.randn(3, 4, device=device, requires_grad=True)
+        with torch.inference_mode():
+            made_inside = torch.randn(3, 4, device=device)
+            results = {
+                "view of normal": normal.t(),
+                "view of normal (detach().view)": normal.detach().view(12),
+                "compute on normal": normal + 1,
+                "view of inference": made_inside.t(),
+                "split of normal": normal.split(2, dim=1)[0],
+            }
+            flags = {name: t.is_inference() for name, t in results.items()}
+        if device == "cpu":
+            expected = flags
+        else:
+            assert flags == expected
+    layer = torch.nn.Linear(4, 2)
+    x = torch.randn(5, 4)
+    on_device = torch.nn.Linear(4, 2).to("mtia_sim")
+    on_device.load_state_dict(layer.state_dict())
+    with torch.inference_mode():
+        y = on_device(x.to("mtia_sim"))
+        expected = layer(x)
+    assert y.is_inference()
+    torch.testing.assert_close(y.cpu(), expected)

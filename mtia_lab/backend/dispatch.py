@@ -138,6 +138,8 @@ _PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
 
 
 _aten = torch.ops.aten
+_PYTHON_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+_inference_mode_enabled = torch.is_inference_mode_enabled
 _COPY = _aten.copy_.default
 _HOST_SYNCS = frozenset(
     {_aten._local_scalar_dense.default, _aten.equal.default, _aten.is_nonzero.default}
@@ -148,6 +150,11 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     if _session._is_compiling_flag:  # torch.compile is tracing (fake tensors): see _traced
         return _traced(func, args, kwargs)
     registered = KERNELS.get(func)
+    if registered is not None and registered.kind == "query":
+        # A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
+        # memory: PyTorch's own answer, from the wrappers, on any mix of devices.
+        with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
+            return func(*args, **(kwargs or {}))
     plan = _PLANS.get(func)
     if plan is None or plan.registered is not registered:
         plan = _PLANS[func] = _OpPlan(func, registered)
@@ -190,8 +197,6 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         duration = price.duration_us(device.profile)
     else:
         kind = kernel.kind
-        if kind == "query":  # a metadata question (kernels.METADATA_QUERIES): no device work
-            return kernel.fn(func, inner_args, inner_kwargs, device)
         if observer is not None:
             observer.before_op(func, kind, args, kwargs, device)
         out = kernel.fn(func, inner_args, inner_kwargs, device)
@@ -220,6 +225,11 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     # 4. wrap the results back onto the device
     if type(target) is not int:  # e.g. _to_copy(device="cpu"): the result lives on the host
         result = out
+    elif kind == "view" and _inference_mode_enabled() and not args[0].is_inference():
+        # Under inference_mode a view of a normal tensor is a normal tensor (it shares its
+        # base's version counter); a wrapper made here would be an inference tensor.
+        with torch.inference_mode(False):
+            result = _rewrap(out, op_facts, args, kwargs, target)
     elif isinstance(out, torch.Tensor) and plan.first_alias is None:
         result = wrap(out, target, plan.name)  # the common case: one fresh or view result
     else:
@@ -237,6 +247,11 @@ def _traced(func, args, kwargs):
     compiler/runner.py charges when it runs). Random ops still get the device's generator: the
     graph keeps it as a constant, so compiled code draws from it too."""
     registered = KERNELS.get(func)
+    if registered is not None and registered.kind == "query":
+        # A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
+        # memory: PyTorch's own answer, from the wrappers, on any mix of devices.
+        with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
+            return func(*args, **(kwargs or {}))
     plan = _PLANS.get(func)
     if plan is None or plan.registered is not registered:
         plan = _PLANS[func] = _OpPlan(func, registered)

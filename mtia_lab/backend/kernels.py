@@ -85,8 +85,8 @@ IN_PLACE_VIEWS = [
     "detach_",
 ]
 # Metadata questions with no tensor result (`.data =`, and so the in-place views above, ask
-# `_has_compatible_shallow_copy_type`): answered on the inner tensors, which carry the wrapper's
-# metadata. Kind "query": no device work, so dispatch.py neither prices nor traces them.
+# `_has_compatible_shallow_copy_type`): dispatch.py lets PyTorch answer them from the wrappers
+# themselves. Kind "query": no device work, so it neither prices nor traces them.
 METADATA_QUERIES = ["_has_compatible_shallow_copy_type"]
 # out= overloads that PyTorch decomposes (CompositeImplicitAutograd) and whose decomposition
 # forgets `out` for tensor subclasses (it rebinds the C++ reference instead of writing): a
