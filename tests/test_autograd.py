@@ -145,3 +145,14 @@ def test_inference_mode_matches_cpu_for_normal_and_inference_tensors():
         expected = layer(x)
     assert y.is_inference()
     torch.testing.assert_close(y.cpu(), expected)
+
+
+def test_module_moves_to_the_device_under_inference_mode():
+    layer = torch.nn.Linear(4, 2)
+    with torch.inference_mode():
+        on_device = torch.nn.Linear(4, 2)
+        on_device.load_state_dict(layer.state_dict())
+        on_device = on_device.to("mtia_sim")
+        assert on_device.weight.device.type == "mtia_sim"
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(on_device(x.to("mtia_sim")).cpu(), layer(x))
