@@ -544,3 +544,16 @@ def test_argument_keys_match_the_tensors_in_and_out_of_inference_mode():
     torch.testing.assert_close(z.cpu(), (frozen.cpu() + 1).t() * 2)
     for op, tensor in (("aten::mul.Tensor", yt), ("aten::sub.Tensor", w)):
         assert only(t, op).dispatch.arg_keys[0] == tuple(_compat.dispatch_keys_of(tensor))
+
+
+def test_factories_and_host_copies_are_explained_as_privateuse1_kernels():
+    with mtia_lab.trace() as t:
+        torch.zeros(3, device="mtia_sim")
+        torch.ones(5).to("mtia_sim")
+    served = {e.op: e.dispatch for e in t.events if "Python" not in e.dispatch.merged}
+    assert set(served) == {"aten::empty.memory_format", "aten::_to_copy"}
+    for path in served.values():
+        assert "__torch_dispatch__" not in path.route
+        assert path.steps[-1].startswith("PrivateUse1 (mtia_sim): registration.py")
+        assert any(step.startswith("BackendSelect") for step in path.steps)
+    assert "host link" in served["aten::_to_copy"].chosen

@@ -79,6 +79,8 @@ class DispatchPath:
             if "fall through" not in step and "not reached" not in step
             and not step.startswith(("__torch_dispatch__", "PythonTLSSnapshot"))
         ]
+        if "Python" not in self.merged:  # a factory or host->device copy: PrivateUse1 served it
+            return " -> ".join([*acted[:-1], self.chosen])
         return " -> ".join([*acted, "MTIATensor.__torch_dispatch__", self.chosen])
 
 

@@ -68,10 +68,47 @@ def explain_key(key: str, view: bool, writes: bool, grad: bool, rule, name: str)
     return f"{key}: fall through"
 
 
+# What registration.py's PrivateUse1 kernels do, for ops that reach that key directly.
+_AT_PRIVATEUSE1 = {
+    "aten::empty.memory_format": "allocate a block of device memory for the new tensor",
+    "aten::empty_strided": "allocate a block of device memory for the new strided tensor",
+    "aten::_to_copy": "copy the host tensor to the device over the host link (strides kept)",
+}
+
+
+def _served_at_privateuse1(op_name: str, kind: str) -> str:
+    if kind == "fallback":
+        return ("no PrivateUse1 kernel -> the boxed fallback (registration.py) computes the op "
+                "on the host and moves the result to the device")
+    what = _AT_PRIVATEUSE1.get(op_name, "run the op")
+    return f"registration.py's PrivateUse1 kernel: {what}"
+
+
 def explain(func, kind: str, grad: bool, rule, bits: tuple[int, ...]) -> DispatchPath:
     """Build the DispatchPath of one (op, key sets, autograd state, autocast rule): see
-    DispatchPath and `explain_key`."""
+    DispatchPath and `explain_key`.
+
+    An op with a device tensor among its arguments meets the Python key and goes to
+    `MTIATensor.__torch_dispatch__`. One without (a factory called with device="mtia_sim", or
+    `cpu_tensor.to("mtia_sim")`) has only host keys, if any: BackendSelect reads its `device=`
+    argument and sends it to the PrivateUse1 kernels of registration.py."""
     op = facts(func)
+    merged_bits = 0
+    for b in bits:
+        merged_bits |= b
+    merged = tuple(_compat.dispatch_key_names(merged_bits))  # highest priority first
+    arg_keys = tuple(tuple(_compat.dispatch_key_names(b)) for b in bits)
+    if "Python" not in merged:
+        chosen = _served_at_privateuse1(op.name, kind)
+        steps = [
+            explain_key(key, op.is_view, bool(op.mutated), grad, rule, op.name)
+            for key in merged
+            if not _is_host_backend(key)
+        ]
+        steps.append("BackendSelect: no device tensor among the arguments; the device= argument "
+                     "names mtia_sim, so the op goes to the PrivateUse1 key")
+        steps.append(f"PrivateUse1 (mtia_sim): {chosen}")
+        return DispatchPath(arg_keys, merged, tuple(steps), chosen)
     kernel = kernel_for(func)
     if kind == "fallback":
         chosen = f"no registry entry -> CPU fallback ({reason_for(op.name)})"
@@ -80,14 +117,16 @@ def explain(func, kind: str, grad: bool, rule, bits: tuple[int, ...]) -> Dispatc
     else:
         fn = getattr(kernel.fn, "__qualname__", repr(kernel.fn)) if kernel else "?"
         chosen = f"registry: {kind} kernel {fn}"
-    merged_bits = 0
-    for b in bits:
-        merged_bits |= b
-    merged = tuple(_compat.dispatch_key_names(merged_bits))  # highest priority first
-    arg_keys = tuple(tuple(_compat.dispatch_key_names(b)) for b in bits)
     steps = []
     for key in merged:
         steps.append(explain_key(key, op.is_view, bool(op.mutated), grad, rule, op.name))
         if key == "Python":  # the subclass's __torch_dispatch__ picks the kernel
             steps.append(f"__torch_dispatch__: {chosen}")
     return DispatchPath(arg_keys, merged, tuple(steps), chosen)
+
+
+def _is_host_backend(key: str) -> bool:
+    """The host tensor's own backend key (CPU and its kin): not where a copy to mtia_sim runs."""
+    return key in ("CPU", "Dense", "BackendSelect") or key.endswith("CPU") and not (
+        key.startswith(("Autograd", "Autocast"))
+    )
