@@ -25,6 +25,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _timing import best_of
+
 import mtia_lab  # noqa: E402,F401
 from mtia_lab.compiler import COMPILED, build_ir, schedule, trace  # noqa: E402
 from mtia_lab.compiler import inductor_compare as ic  # noqa: E402
@@ -55,13 +57,6 @@ def generated(blocks: int, shared_weights: bool = False):
     return fn, (torch.randn(32, 64), ws, bs)
 
 
-def best_of(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def time_inductor(gm) -> tuple[float, float, int]:

@@ -15,6 +15,7 @@ import argparse
 import time
 
 import torch
+from _timing import best_of
 from torch import nn
 
 import mtia_lab
@@ -32,12 +33,7 @@ DEVICE = "mtia_sim:0"
 
 
 def best_s(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_of(fn, rounds)
 
 
 def record(events: int) -> mtia_lab.Trace:

@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import torch
+from _timing import best_of
 
 import mtia_lab  # noqa: F401  (registers mtia_sim)
 from mtia_lab.viz import graphviz_render, layout_view, memory_view
 
 
 def best_ms(fn, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+    return best_of(fn, rounds) * 1e3
 
 
 def bench_layout(rounds: int) -> None:
