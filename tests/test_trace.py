@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
+from models import MLP
 
 import mtia_lab
 from mtia_lab import _compat
@@ -33,15 +33,6 @@ def no_cumsum_kernel():
     saved = {op: KERNELS.pop(op) for op in resolve_overloads("aten::cumsum") if op in KERNELS}
     yield
     KERNELS.update(saved)
-
-
-class MLP(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1, self.act, self.fc2 = nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
 
 
 def only(trace: Trace, op: str) -> OpEvent:

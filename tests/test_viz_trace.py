@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import torch
+from models import MLP
 from rich.console import Console
-from torch import nn
 
 import mtia_lab
 from mtia_lab.backend import KERNELS
@@ -31,15 +31,6 @@ from mtia_lab.viz.trace_graph import FALLBACK_FILL, dataflow
 from mtia_lab.viz.trace_summary import op_rows
 
 DEV = "mtia_sim:0"
-
-
-class MLP(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1, self.act, self.fc2 = nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
 
 
 @pytest.fixture(scope="module")
