@@ -121,3 +121,9 @@ def test_copy_into_expanded_tensor_is_refused_like_cpu():
         torch.zeros(5).expand(3, 5).copy_(torch.ones(3, 5))
     with pytest.raises(RuntimeError, match="more than one element"):
         torch.zeros(5, device="mtia_sim").expand(3, 5).copy_(torch.ones(3, 5))
+
+
+def test_tolist_reads_back_the_values():
+    host = torch.arange(6).reshape(2, 3).t()
+    assert host.to("mtia_sim").tolist() == host.tolist()
+    assert torch.tensor(2.5, device="mtia_sim").tolist() == 2.5

@@ -79,8 +79,11 @@ def _unwrap(value, devices: list):
         devices.append(value._storage.device_index)
         return value._inner
     if isinstance(value, torch.Tensor):
-        if value.dim() != 0 or value.device.type != "cpu":
-            devices.append(value.device)
+        device = value.device
+        if device.type == DEVICE_NAME:  # not a wrapper, but on the device (a fake while compiling)
+            devices.append(device.index or 0)
+        elif value.dim() != 0 or device.type != "cpu":
+            devices.append(device)
         return value
     if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
         return type(value)([_unwrap(item, devices) for item in value])
@@ -151,10 +154,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         return _traced(func, args, kwargs)
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
-        # A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
-        # memory: PyTorch's own answer, from the wrappers, on any mix of devices.
-        with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
-            return func(*args, **(kwargs or {}))
+        return _answer_query(func, args, kwargs)
     plan = _PLANS.get(func)
     if plan is None or plan.registered is not registered:
         plan = _PLANS[func] = _OpPlan(func, registered)
@@ -239,6 +239,13 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     return result
 
 
+def _answer_query(func, args, kwargs):
+    """A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
+    memory: PyTorch's own answer, from the wrappers, on any mix of devices."""
+    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
+        return func(*args, **(kwargs or {}))
+
+
 def _traced(func, args, kwargs):
     """An op while torch.compile traces (Dynamo, then AOTAutograd): the inner tensors are fake
     or functional, so only the results' metadata is computed. Nothing runs on the device: no
@@ -248,10 +255,7 @@ def _traced(func, args, kwargs):
     graph keeps it as a constant, so compiled code draws from it too."""
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
-        # A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
-        # memory: PyTorch's own answer, from the wrappers, on any mix of devices.
-        with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
-            return func(*args, **(kwargs or {}))
+        return _answer_query(func, args, kwargs)
     plan = _PLANS.get(func)
     if plan is None or plan.registered is not registered:
         plan = _PLANS[func] = _OpPlan(func, registered)

@@ -124,6 +124,10 @@ class MTIATensor(torch.Tensor):
         tensor._storage = storage
         return tensor
 
+    def tolist(self) -> list:
+        """As on CUDA: the values, read back to the host (a host sync)."""
+        return self.detach().cpu().tolist()
+
     # torch.compile (AOTAutograd) sees through the wrapper to the inner tensor.
     def __tensor_flatten__(self):
         return ["_inner"], self._storage.device_index
