@@ -261,3 +261,120 @@ def test_the_backend_is_an_entry_point_and_import_leaves_dynamo_alone():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# Tensors the compiled function creates on the device itself (`device=x.device`).
+
+
+def positions(i, w):
+    pos = torch.arange(i.shape[0], device=i.device)
+    return F.embedding(pos, w) + torch.ones(4, device=w.device)
+
+
+def device_kwargs(gm: torch.fx.GraphModule) -> list[str]:
+    return [n.name for n in gm.graph.nodes
+            if isinstance(n.kwargs.get("device"), torch.device)
+            and n.kwargs["device"].type == DEV]
+
+
+def test_factories_on_the_device_inside_a_compiled_function_match_eager():
+    """arange and ones with `device=` inside the function: the compiled graph makes them as
+    host buffers like any intermediate (no device= left, no copies), and the result is a device
+    tensor equal to the CPU reference. Compiling costs the allocator nothing."""
+    torch.manual_seed(0)
+    w, idx = torch.randn(10, 4), torch.tensor([3, 1, 4, 1, 5])
+    wd, idxd = w.to(DEV), idx.to(DEV)
+    torch.compiler.reset()
+    start = len(COMPILED)
+    compiled = torch.compile(positions, backend="mtia_lab", dynamic=False)
+    counts = []
+    for _ in range(2):
+        before = allocations()
+        out = compiled(idxd, wd)
+        counts.append(allocations() - before)
+        assert out.device == torch.device(DEV, 0) and isinstance(out, mtia_lab.MTIATensor)
+        torch.testing.assert_close(out.cpu(), positions(idx, w))
+        del out
+    assert counts[0] == counts[1]  # the traced factories took no device memory
+    (forward,) = COMPILED[start:]
+    assert device_kwargs(forward.gm) == []
+    ops = {n.target for n in forward.gm.graph.nodes}
+    assert torch.ops.aten._to_copy.default not in ops
+
+
+def causal_attention(q, k, v):
+    n = q.shape[-2]
+    mask = torch.ones(n, n, device=q.device).tril()
+    scores = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5
+    return scores.masked_fill(mask == 0, float("-inf")).softmax(-1) @ v
+
+
+def test_causal_mask_made_on_the_device_inside_compiled_attention():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 6, 8) for _ in range(3))
+    torch.compiler.reset()
+    out = torch.compile(causal_attention, backend="mtia_lab")(q.to(DEV), k.to(DEV), v.to(DEV))
+    assert out.device.type == DEV
+    torch.testing.assert_close(out.cpu(), causal_attention(q, k, v), rtol=1e-5, atol=1e-5)
+
+
+def test_training_step_through_a_device_made_causal_mask():
+    """The compiled forward makes its mask on the device; its compiled backward gives the
+    gradients of the input and of a projection that eager CPU gives, on the device."""
+    torch.manual_seed(0)
+    proj = nn.Linear(8, 8)
+    x = torch.randn(2, 6, 8)
+
+    def grads(module, inp, compile_it):
+        inp = inp.detach().requires_grad_()
+
+        def forward(t):
+            return causal_attention(module(t), t, t)
+
+        out = (torch.compile(forward, backend="mtia_lab") if compile_it else forward)(inp)
+        out.square().mean().backward()
+        return [inp.grad] + [p.grad for p in module.parameters()]
+
+    device_proj = nn.Linear(8, 8).to(DEV)
+    device_proj.load_state_dict(proj.state_dict())
+    torch.compiler.reset()
+    start = len(COMPILED)
+    got, want = grads(device_proj, x.to(DEV), True), grads(proj, x, False)
+    for g, r in zip(got, want, strict=True):
+        assert g.device.type == DEV
+        torch.testing.assert_close(g.cpu(), r, rtol=1e-4, atol=1e-5)
+    phases = [c.name.split("_")[0] for c in COMPILED[start:]]
+    assert phases == ["forward", "backward"]
+    assert all(device_kwargs(c.gm) == [] for c in COMPILED[start:])
+
+
+def made_inside(x):
+    """A factory's result returned as is, a host tensor moved with .to(x.device), and an
+    in-place write into a buffer made on the device."""
+    buffer = torch.zeros(x.shape, device=x.device)
+    buffer.add_(x * 2)
+    return torch.arange(4, device=x.device), x + torch.arange(4).to(x.device), buffer
+
+
+def test_factory_outputs_moved_host_tensors_and_in_place_writes_compile():
+    x = torch.randn(3, 4)
+    torch.compiler.reset()
+    outs = torch.compile(made_inside, backend="mtia_lab", dynamic=False)(x.to(DEV))
+    for got, want in zip(outs, made_inside(x), strict=True):
+        assert got.device.type == DEV and isinstance(got, mtia_lab.MTIATensor)
+        torch.testing.assert_close(got.cpu(), want)
+    assert device_kwargs(COMPILED[-1].gm) == []
+
+
+def test_a_random_factory_on_the_device_draws_from_the_device_generator():
+    x = torch.zeros(8, 16, device=DEV)
+
+    def noisy(t):
+        return t + torch.randn(8, 16, device=t.device)
+
+    torch.compiler.reset()
+    compiled = torch.compile(noisy, backend="mtia_lab", dynamic=False)
+    torch.mtia_sim.manual_seed(3)
+    got = compiled(x).cpu()
+    torch.mtia_sim.manual_seed(3)
+    torch.testing.assert_close(got, noisy(x).cpu(), rtol=0, atol=0)  # the eager draw

@@ -260,9 +260,9 @@ def _traced(func, args, kwargs):
     if plan is None or plan.registered is not registered:
         plan = _PLANS[func] = _OpPlan(func, registered)
     devices: list = []
-    inner_args = tuple([_unwrap(a, devices) for a in args])
+    inner_args = tuple([_unwrap_traced(a, devices) for a in args])
     kwargs = kwargs or {}
-    inner_kwargs = {k: _unwrap(v, devices) for k, v in kwargs.items()}
+    inner_kwargs = {k: _unwrap_traced(v, devices) for k, v in kwargs.items()}
     if "device" in inner_kwargs:
         inner_kwargs["device"] = _CPU
     target = _target_device(registered, devices, kwargs)  # still raises on mixed devices
@@ -278,6 +278,22 @@ def _traced(func, args, kwargs):
         return out
     # Fake results have no memory: `wrap` gives them a storage without an allocator block.
     return _rewrap(out, plan.facts, args, kwargs, target)
+
+
+def _unwrap_traced(value, devices: list):
+    """`_unwrap` while tracing, where a plain tensor can be on the device too: a factory called
+    with `device=mtia_sim` under FakeTensorMode makes a plain fake there, not a wrapper. Its
+    "inner" is a host copy with the same metadata, so the op meets host tensors only (the
+    compiler's passes turn the copy into a no-op: compiler/factories.py)."""
+    if type(value) is not MTIATensor and isinstance(value, torch.Tensor):
+        device = value.device
+        if device.type == DEVICE_NAME:
+            devices.append(device.index or 0)
+            return value.to(_CPU)
+        return _unwrap(value, devices)
+    if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
+        return type(value)([_unwrap_traced(item, devices) for item in value])
+    return _unwrap(value, devices)
 
 
 def _rewrap(out, op_facts, args, kwargs, target: int):
@@ -309,7 +325,12 @@ def _written_arg(op_facts, args, kwargs, where, inner_result, target, name):
     if type(original) is MTIATensor:
         _sync_metadata(original, name)
         return original
-    return inner_result if not isinstance(inner_result, torch.Tensor) else original
+    if not isinstance(inner_result, torch.Tensor):
+        return inner_result
+    if (isinstance(original, torch.Tensor) and inner_result is not original
+            and original.device.type == DEVICE_NAME):
+        original.copy_(inner_result)  # tracing: the op wrote the host copy (_unwrap_traced)
+    return original
 
 
 def _sync_metadata(tensor: MTIATensor, name: str) -> None:

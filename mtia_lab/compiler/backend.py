@@ -17,6 +17,7 @@ import torch
 from .. import _compat
 from .codegen import Program, generate
 from .decisions import FusionPlan
+from .factories import host_devices, host_factories
 from .ir import build_ir
 from .runner import Runner
 from .scheduler import schedule
@@ -66,6 +67,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forwar
     """fw/bw compiler for AOTAutograd: schedule the graph, generate its code, run it."""
     _counter[0] += 1
     name = f"{phase}_{_counter[0]}"
+    host_devices(gm)  # the graph runs on host tensors: so do the buffers it creates
     ir = build_ir(gm)
     plan = schedule(ir, name)
     program = generate(plan, ir)
@@ -89,6 +91,7 @@ def mtia_lab_backend(gm, example_inputs):
     global _BACKEND
     if _BACKEND is None:
         _BACKEND = _compat.aot_autograd_backend(_forward, _backward, decompositions())
+    host_factories(gm)  # `torch.ones(n, device=x.device)`: a host buffer, wrapped (factories.py)
     return _BACKEND(gm, example_inputs)
 
 
