@@ -4,7 +4,9 @@ Dynamo captures the Python; AOTAutograd traces it to aten (forward and backward 
 applying PyTorch's core-aten decompositions except the KEEP list; MTIATensor's
 `__tensor_flatten__` lets it see the inner CPU tensors. Each graph then goes through
 build_ir -> schedule -> generate, and the Runner executes it. Outputs come back as device
-tensors through `__tensor_unflatten__`.
+tensors through `__tensor_unflatten__`. Tensors the function itself makes on the device
+(`torch.ones(n, device=x.device)`) are host buffers in the graphs, like every intermediate
+(factories.py).
 """
 
 from __future__ import annotations
