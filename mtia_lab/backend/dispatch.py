@@ -14,7 +14,6 @@ For every aten op that reaches the device (after autograd and autocast have had 
 from __future__ import annotations
 
 import contextlib
-import threading
 
 import torch
 
@@ -29,7 +28,6 @@ from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
 _CPU = torch.device("cpu")
-_state = threading.local()
 
 
 class StrictModeError(NotImplementedError):
@@ -39,10 +37,6 @@ class StrictModeError(NotImplementedError):
 # Process-wide, not per thread: autograd runs the backward ops of device tensors on its own
 # worker thread, and a trace must see those too.
 _OBSERVER = None
-
-
-def _observer():
-    return _OBSERVER
 
 
 def set_observer(observer) -> object:
