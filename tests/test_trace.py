@@ -320,7 +320,7 @@ def test_decorator_form():
 
 def test_an_error_keeps_what_was_recorded_and_uninstalls(no_cumsum_kernel):
     x = torch.randn(3, device=DEV)
-    before = dispatch._observer()
+    before = dispatch._OBSERVER
     with pytest.raises(mtia_lab.StrictModeError):
         with mtia_lab.trace() as t, mtia_lab.strict():
             x + 1
@@ -328,7 +328,7 @@ def test_an_error_keeps_what_was_recorded_and_uninstalls(no_cumsum_kernel):
             x * 2  # never runs
     assert [e.op for e in t] == ["aten::add.Tensor"]
     assert "StrictModeError" in t.metadata["error"] and "aten::cumsum" in t.metadata["error"]
-    assert dispatch._observer() is before
+    assert dispatch._OBSERVER is before
 
 
 def test_summary_counts_and_times():
