@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_scheduler.py            # 1k and 10k nodes, models
     .venv/bin/python benchmarks/bench_scheduler.py --quick    # 1k nodes only, no 10k Inductor
+    .venv/bin/python benchmarks/bench_scheduler.py --ours-only  # 1k and 10k, no Inductor, no models
 
 1. Generated graphs: a transformer-like block (matmul, bias, GELU pieces, a row reduction, a
    broadcast epilogue, residual, every 4th block a layer norm) repeated to ~1k and ~10k aten
@@ -161,11 +162,14 @@ def bench_plans() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1k nodes only")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="time only our scheduler (no Inductor, no model plans)")
     opts = parser.parse_args()
     sizes = [90] if opts.quick else [90, 900]  # ~10 aten nodes per block: ~1k and ~10k
     for shared in (False, True):
-        bench_generated(sizes, inductor_sizes=sizes, shared=shared)
-    bench_plans()
+        bench_generated(sizes, inductor_sizes=[] if opts.ours_only else sizes, shared=shared)
+    if not opts.ours_only:
+        bench_plans()
 
 
 if __name__ == "__main__":

@@ -85,20 +85,10 @@ class Scheduler:
                 if producer is not None:
                     self.consumers[producer].append(node.name)
                     self.producers[node.name].append(producer)
-        # Ancestors and descendants of every node as bitsets (bit i = node with index i): a
-        # quick exact answer when a path between two kernels exists node by node.
-        self.ancestors: dict[str, int] = {}
-        for node in ir.nodes:
-            bits = 0
-            for p in self.producers[node.name]:
-                bits |= self.ancestors[p] | (1 << ir.by_name[p].index)
-            self.ancestors[node.name] = bits
-        self.descendants: dict[str, int] = {}
-        for node in reversed(ir.nodes):
-            bits = 0
-            for c in self.consumers[node.name]:
-                bits |= self.descendants[c] | (1 << ir.by_name[c].index)
-            self.descendants[node.name] = bits
+        # A topological order of the kernels, kept valid as they fuse (see _place): a path
+        # between two kernels can only pass through kernels placed between them.
+        self.pos: dict[FusedSchedulerNode, int] = {g: g.index for g in self.live.values()}
+        self._last_walk: tuple | None = None  # (src, dst, kernels between) of the last check
         self._labels = {n.name: f"{n.name}: {n.target}" for n in ir.nodes}
         self.decisions: list[FusionDecision] = []
         self._seen: set[tuple[frozenset, frozenset]] = set()
@@ -128,45 +118,79 @@ class Scheduler:
 
     # -- cycles ----------------------------------------------------------------------------
 
-    def _reaches(self, src: FusedSchedulerNode, dst: FusedSchedulerNode) -> bool:
-        """Is there a path src -> (other kernels) -> dst? Then fusing them makes a cycle."""
-        limit = dst.nodes[-1].index
-        stack = [self.group_of[c] for n in src.nodes for c in self.consumers[n.name]]
-        visited: set[int] = set()
+    def _edges(self, group: FusedSchedulerNode, way: str) -> set[str]:
+        """Nodes outside `group` that consume from it (way="out") or feed it ("in")."""
+        edges = group.cache.get(way)
+        if edges is None:
+            links = self.consumers if way == "out" else self.producers
+            edges = {m for n in group.nodes for m in links[n.name]} - group.names
+            group.cache[way] = edges
+        return edges
+
+    def _walk(self, start: FusedSchedulerNode, stop: FusedSchedulerNode, way: str):
+        """Kernels reachable from `start` (way="out": downstream, "in": upstream) without
+        crossing `stop`'s position; None if one of them is adjacent to `stop`, i.e. a path
+        start -> x -> stop (or back) exists. Only kernels placed between the two are visited,
+        so the cost depends on how far apart they are, not on the size of the graph."""
+        pos, group_of = self.pos, self.group_of
+        lo, hi = sorted((pos[start], pos[stop]))
+        seen: set[FusedSchedulerNode] = set()
+        stack = [group_of[m] for m in self._edges(start, way)]
         while stack:
             group = stack.pop()
-            if group is src or group is dst or id(group) in visited or group.index > limit:
+            if group is stop or group in seen or not lo < pos[group] < hi:
                 continue
-            visited.add(id(group))
-            for node in group.nodes:
-                for c in self.consumers[node.name]:
-                    if c in dst.names:
-                        return True
-                    stack.append(self.group_of[c])
-        return False
+            seen.add(group)
+            for m in self._edges(group, way):
+                nxt = group_of[m]
+                if nxt is stop:
+                    return None
+                stack.append(nxt)
+        return seen
 
     def will_fusion_create_cycle(self, a: FusedSchedulerNode, b: FusedSchedulerNode) -> bool:
-        """A path a -> x -> b (or back) through a node x outside both: fusing would make the
-        fused kernel wait for x, which waits for it. Node-level paths are found with bitsets;
-        paths that only exist through another fused kernel need the walk (_reaches)."""
-        anc_a, desc_a, mask_a = self._bits(a)
-        anc_b, desc_b, mask_b = self._bits(b)
-        outside = ~(mask_a | mask_b)
-        if (desc_a & anc_b & outside) or (desc_b & anc_a & outside):
-            return True
-        return self._reaches(a, b) or self._reaches(b, a)
+        """A path a -> x -> b (or back) through a kernel x outside both: fusing would make the
+        fused kernel wait for x, which waits for it. `pos` is a topological order, so only
+        the earlier kernel can reach the later one, through kernels placed between them."""
+        first, second = (a, b) if self.pos[a] < self.pos[b] else (b, a)
+        between = self._walk(first, second, "out")
+        self._last_walk = (first, second, between)
+        return between is None
 
-    def _bits(self, group: FusedSchedulerNode) -> tuple[int, int, int]:
-        """(ancestors, descendants, members) of a group as bitsets, computed once per group."""
-        bits = group.cache.get("bits")
-        if bits is None:
-            anc = desc = mask = 0
-            for n in group.nodes:
-                anc |= self.ancestors[n.name]
-                desc |= self.descendants[n.name]
-                mask |= 1 << n.index
-            bits = group.cache["bits"] = (anc, desc, mask)
-        return bits
+    def _reaches_or_feeds(self, src: FusedSchedulerNode, dst: FusedSchedulerNode) -> bool:
+        """Does `dst` depend on `src`, directly or through other kernels?"""
+        if self.pos[src] > self.pos[dst]:
+            return False
+        return not dst.names.isdisjoint(self._edges(src, "out")) or \
+            self._walk(src, dst, "out") is None
+
+    def _place(self, first: FusedSchedulerNode, second: FusedSchedulerNode,
+               fused: FusedSchedulerNode) -> None:
+        """Give `fused` a position and keep `pos` a topological order (Pearce & Kelly's
+        reordering, for a contraction instead of a new edge). Between the two, only kernels
+        downstream of `first` (D) or upstream of `second` (U) are constrained; no kernel is
+        both, since no path first -> x -> second exists. Their positions and the two freed
+        ones are pooled and handed out again: U first, then `fused`, then D, each in its old
+        order. U members only move earlier and D members only later, so every edge to or
+        from a kernel outside the pool still points forward."""
+        last = self._last_walk
+        down = last[2] if last and last[0] is first and last[1] is second else None
+        if down is None:
+            down = self._walk(first, second, "out")
+        up = self._walk(second, first, "in")
+        assert down is not None and up is not None, "fusing would create a cycle"
+        for way in ("out", "in"):  # from the parts: cheaper than from every member
+            edges = self._edges(first, way) | self._edges(second, way)
+            fused.cache[way] = edges - fused.names
+        pos = self.pos
+        ups, downs = sorted(up, key=pos.get), sorted(down, key=pos.get)
+        pool = sorted([pos.pop(first), pos.pop(second)] + [pos[g] for g in ups + downs])
+        for group, slot in zip(ups, pool, strict=False):
+            pos[group] = slot
+        pos[fused] = pool[len(ups)]
+        for group, slot in zip(downs, pool[len(ups) + 2:], strict=True):
+            pos[group] = slot
+        self._last_walk = None
 
     # -- fusion ----------------------------------------------------------------------------
 
@@ -198,15 +222,21 @@ class Scheduler:
                                   "another kernel depends on one and feeds the other")
             self._record(a, b, verdict, score, rnd)
             if verdict.fused:
-                fused = FusedSchedulerNode.fuse(a, b)
-                bits_a, bits_b = self._bits(a), self._bits(b)
-                fused.cache["bits"] = tuple(x | y for x, y in zip(bits_a, bits_b, strict=True))
-                del self.live[id(a)], self.live[id(b)]
-                self.live[id(fused)] = fused
-                for node in fused.nodes:
-                    self.group_of[node.name] = fused
+                self.fuse(a, b)
                 changed = True
         return changed
+
+    def fuse(self, a: FusedSchedulerNode, b: FusedSchedulerNode) -> FusedSchedulerNode:
+        """Replace kernels a and b by one (the caller checked will_fusion_create_cycle)."""
+        fused = FusedSchedulerNode.fuse(a, b)
+        if self.pos[b] < self.pos[a]:
+            a, b = b, a
+        self._place(a, b, fused)
+        del self.live[id(a)], self.live[id(b)]
+        self.live[id(fused)] = fused
+        for node in fused.nodes:
+            self.group_of[node.name] = fused
+        return fused
 
     def ordered_groups(self) -> list[FusedSchedulerNode]:
         """Kernels in an order that respects every dependency (earliest node first)."""
@@ -272,10 +302,6 @@ class Scheduler:
         close()
         return combos
 
-    def _reaches_or_feeds(self, src: FusedSchedulerNode, dst: FusedSchedulerNode) -> bool:
-        direct = any(c in dst.names for n in src.nodes for c in self.consumers[n.name])
-        return direct or self._reaches(src, dst)
-
     def run(self) -> FusionPlan:
         with _gc_paused():
             for rnd in range(MAX_ROUNDS):
@@ -312,4 +338,5 @@ class Scheduler:
 
 def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
     """Fuse the graph's scheduler nodes into kernels under the current config."""
-    return Scheduler(ir, name, profile).run()
+    with _gc_paused():  # building the Scheduler allocates one object or more per node too
+        return Scheduler(ir, name, profile).run()
