@@ -133,7 +133,7 @@ class FusedSchedulerNode:
         anchor = next((n for n in self.nodes if n.kind is self.kind), self.nodes[0])
         self.numel, self.rnumel = anchor.numel, anchor.rnumel
         self.index = self.nodes[0].index
-        self.cache: dict = {}  # the scheduler's per-group memo (dependency bitsets)
+        self.cache: dict = {}  # the scheduler's per-group memo (outside edges, labels)
 
     @classmethod
     def fuse(cls, a: FusedSchedulerNode, b: FusedSchedulerNode) -> FusedSchedulerNode:
