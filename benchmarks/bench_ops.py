@@ -83,19 +83,8 @@ class Bare(torch.Tensor):
         return tree_map(rewrap, out)
 
 
-class Hand(torch.Tensor):
+class Hand(Bare):
     """The bare wrapper without pytree: enough for the ops measured here, not a general device."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-
-    @staticmethod
-    def __new__(cls, inner: torch.Tensor) -> Hand:
-        out = torch.Tensor._make_wrapper_subclass(
-            cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
-            dtype=inner.dtype, device=inner.device,
-        )
-        out._inner = inner
-        return out
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):

@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from models import GeluMLP as MLP
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compiler import (
@@ -47,15 +48,6 @@ def kinds(graph):
 def assert_close_all(a, b):
     for x, y in zip(a, b, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(8, 32), nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
 
 
 class Block(nn.Module):

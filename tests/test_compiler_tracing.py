@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from models import GeluMLP as MLP
 
 import mtia_lab
 from mtia_lab.backend import dispatch
@@ -16,15 +17,6 @@ from mtia_lab.backend.allocator import round_size
 from mtia_lab.compiler import COMPILED, config, mtia_lab_backend
 
 DEV = "mtia_sim"
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(8, 32), nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
 
 
 class CountingObserver:

@@ -134,6 +134,14 @@ class _OpPlan:
 _PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
 
 
+def _plan_of(func, registered: Kernel | None) -> _OpPlan:
+    """The cached plan of `func`, made anew when its registry entry changed."""
+    plan = _PLANS.get(func)
+    if plan is None or plan.registered is not registered:
+        plan = _PLANS[func] = _OpPlan(func, registered)
+    return plan
+
+
 _aten = torch.ops.aten
 _PYTHON_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
 _inference_mode_enabled = torch.is_inference_mode_enabled
@@ -149,9 +157,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
         return _answer_query(func, args, kwargs)
-    plan = _PLANS.get(func)
-    if plan is None or plan.registered is not registered:
-        plan = _PLANS[func] = _OpPlan(func, registered)
+    plan = _plan_of(func, registered)
     op_facts, kernel = plan.facts, plan.kernel
     # 1. unwrap, and find the one device the op runs on
     devices: list = []
@@ -250,9 +256,7 @@ def _traced(func, args, kwargs):
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
         return _answer_query(func, args, kwargs)
-    plan = _PLANS.get(func)
-    if plan is None or plan.registered is not registered:
-        plan = _PLANS[func] = _OpPlan(func, registered)
+    plan = _plan_of(func, registered)
     devices: list = []
     inner_args = tuple([_unwrap_traced(a, devices) for a in args])
     kwargs = kwargs or {}
