@@ -138,6 +138,20 @@ def register_dynamo_backend(name: str, compiler_fn) -> None:
         torch._dynamo.register_backend(compiler_fn=compiler_fn, name=name)
 
 
+def dynamo_skip_package(package: str) -> None:
+    """Dynamo neither traces into nor compiles frames from `package`'s files (as for torch's
+    own files): they run as plain Python, also when called back from C++ (autograd, dispatch)
+    while a compiled function runs its graph-break code. Idempotent. Imports torch._dynamo."""
+    from torch._dynamo import trace_rules
+
+    if package not in _DYNAMO_SKIPPED:
+        _DYNAMO_SKIPPED.add(package)
+        trace_rules.add(package)
+
+
+_DYNAMO_SKIPPED: set[str] = set()
+
+
 def size_hint(value) -> int:
     """An int for a size that may be symbolic (a SymInt under dynamic shapes): the value seen
     when Dynamo traced, without adding a guard (meant for estimates, such as memory traffic)."""

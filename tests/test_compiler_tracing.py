@@ -370,3 +370,78 @@ def test_a_random_factory_on_the_device_draws_from_the_device_generator():
     got = compiled(x).cpu()
     torch.mtia_sim.manual_seed(3)
     torch.testing.assert_close(got, noisy(x).cpu(), rtol=0, atol=0)  # the eager draw
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
+def test_backward_inside_a_compiled_function_matches_cpu(backend):
+    """`loss.backward()` is a graph break: Dynamo runs it eagerly, and must not trace the device's
+    own Python (MTIATensor.__new__, the kernels) that autograd calls back into."""
+    torch.manual_seed(0)
+    cpu_lin, x = nn.Linear(4, 2), torch.randn(3, 4)
+    dev_lin = nn.Linear(4, 2)
+    dev_lin.load_state_dict(cpu_lin.state_dict())
+    dev_lin.to(DEV)
+
+    def step(lin, x):
+        loss = lin(x).sum()
+        loss.backward()
+        return loss
+
+    want = step(cpu_lin, x)
+    torch.compiler.reset()
+    got = torch.compile(step, backend=backend)(dev_lin, x.to(DEV))
+    assert got.device.type == DEV
+    torch.testing.assert_close(got.detach().cpu(), want.detach())
+    for name, param in cpu_lin.named_parameters():
+        dev_grad = dict(dev_lin.named_parameters())[name].grad
+        assert dev_grad is not None and dev_grad.device.type == DEV, name
+        torch.testing.assert_close(dev_grad.cpu(), param.grad, msg=name)
+
+
+STORED = None  # written by a compiled function below
+
+
+def store_doubled(x):
+    """A global store, then `tolist()`: a graph break whose eager code reads the stored device
+    tensor back through the device's own Python (which Dynamo must leave untraced)."""
+    global STORED
+    STORED = x * 2
+    values = STORED.tolist()
+    return STORED + 1, values
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
+def test_a_compiled_function_stores_a_device_tensor_in_a_global(backend):
+    global STORED
+    x = torch.randn(3, 4)
+    STORED = None
+    torch.compiler.reset()
+    got, got_values = torch.compile(store_doubled, backend=backend)(x.to(DEV))
+    stored, STORED = STORED, None
+    want, want_values = store_doubled(x)
+    assert isinstance(stored, mtia_lab.MTIATensor) and got.device.type == DEV
+    torch.testing.assert_close(stored.cpu(), STORED)
+    torch.testing.assert_close(got.cpu(), want)
+    assert got_values == want_values
+
+
+@pytest.mark.parametrize("dynamo_first", [False, True])
+def test_dynamo_skips_the_device_internals_whichever_is_imported_first(dynamo_first):
+    """The skip rule reaches Dynamo both when it is imported after mtia_lab (an import hook)
+    and before it; with any backend, without `import mtia_lab` importing Dynamo itself."""
+    code = (
+        "import sys, torch\n"
+        + ("import torch._dynamo\n" if dynamo_first else "")
+        + "import mtia_lab\n"
+        f"assert ('torch._dynamo' in sys.modules) == {dynamo_first}\n"
+        "x = torch.randn(3, 4, device='mtia_sim', requires_grad=True)\n"
+        "def step(x):\n"
+        "    loss = (x * x).sum()\n"
+        "    loss.backward()\n"  # a graph break: autograd runs the device's Python eagerly
+        "    return loss\n"
+        "torch.compile(step, backend='aot_eager')(x)\n"
+        "torch.testing.assert_close(x.grad.cpu(), 2 * x.detach().cpu())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]

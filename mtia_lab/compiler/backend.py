@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import _compat
+from .._after_import import call_after_import
 from .codegen import Program, generate
 from .decisions import FusionPlan
 from .factories import host_devices, host_factories
@@ -101,7 +102,19 @@ def register(only_if_dynamo_loaded: bool = False) -> None:
     """Register the backend with Dynamo now. Not needed after `pip install`: the package's
     `torch_dynamo_backends` entry point (pyproject.toml) lets Dynamo load `mtia_lab_backend`
     the first time `backend="mtia_lab"` is asked for. `only_if_dynamo_loaded`: do nothing
-    unless torch._dynamo is imported already (what `import mtia_lab` does: no import cost)."""
+    unless torch._dynamo is imported already (what `import mtia_lab` does: no import cost),
+    but still have Dynamo skip the device internals as soon as it is imported, whatever the
+    backend (`skip_device_internals`)."""
     if only_if_dynamo_loaded and "torch._dynamo" not in sys.modules:
+        call_after_import("torch._dynamo", skip_device_internals)
         return
+    skip_device_internals()
     _compat.register_dynamo_backend("mtia_lab", mtia_lab_backend)
+
+
+def skip_device_internals() -> None:
+    """Tell Dynamo not to trace mtia_lab.backend. A graph break (`loss.backward()`, a global
+    store) runs its code eagerly with Dynamo still watching every new Python frame: the device's
+    own kernels, called back from C++, would be traced too, and `MTIATensor.__new__` sets
+    Python attributes on a tensor Dynamo cannot model. They are the device, not the model."""
+    _compat.dynamo_skip_package("mtia_lab.backend")
