@@ -358,6 +358,72 @@ def test_factory_outputs_moved_host_tensors_and_in_place_writes_compile():
     assert device_kwargs(COMPILED[-1].gm) == []
 
 
+def round_trip_plus_one(x, device=DEV):
+    """Through the host and back: the result is made from a host tensor moved to the device."""
+    return x.cpu().to(device) + 1
+
+
+def moved_input(x, h):
+    """A host input moved to the device and returned without touching a device tensor."""
+    return h.to(x.device), h.to(device=x.device, dtype=torch.float64) * 2
+
+
+def buffer_filled_by_copy(x, device=DEV):
+    """A device buffer made inside, filled with `copy_`, then used."""
+    buffer = torch.empty(x.shape[0], device=device)
+    buffer.copy_(x[:, 0])
+    return buffer * 2
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
+def test_a_host_tensor_moved_to_the_device_inside_comes_back_on_the_device(backend):
+    x = torch.randn(3, 4)
+    torch.compiler.reset()
+    got = torch.compile(round_trip_plus_one, backend=backend, dynamic=False)(x.to(DEV))
+    assert got.device == torch.device(DEV, 0) and isinstance(got, mtia_lab.MTIATensor)
+    torch.testing.assert_close(got.cpu(), round_trip_plus_one(x, "cpu"))
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
+def test_a_moved_host_input_is_a_device_copy_not_the_callers_tensor(backend):
+    """As in eager, `.to(device)` copies: writing the result leaves the caller's host tensor."""
+    x, h = torch.randn(3, 4, device=DEV), torch.randn(3, 4)
+    want = [t.cpu() for t in moved_input(x, h)]
+    before = h.clone()
+    torch.compiler.reset()
+    got = torch.compile(moved_input, backend=backend, dynamic=False)(x, h)
+    for g, w in zip(got, want, strict=True):
+        assert g.device == torch.device(DEV, 0) and isinstance(g, mtia_lab.MTIATensor)
+        torch.testing.assert_close(g.cpu(), w)
+    got[0].add_(1)
+    torch.testing.assert_close(h, before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
+def test_a_buffer_made_inside_and_filled_by_copy_matches_cpu(backend):
+    x = torch.randn(3, 2)
+    torch.compiler.reset()
+    got = torch.compile(buffer_filled_by_copy, backend=backend, dynamic=False)(x.to(DEV))
+    assert got.device == torch.device(DEV, 0) and isinstance(got, mtia_lab.MTIATensor)
+    torch.testing.assert_close(got.cpu(), buffer_filled_by_copy(x, "cpu"))
+
+
+def test_a_buffer_filled_from_the_host_by_copy_matches_cpu():
+    """`buffer.copy_(host)` into a device buffer made inside: the copy crosses devices as in
+    eager, and the result stays on the device."""
+
+    def fill(x, h):
+        buffer = torch.empty(h.shape, device=x.device)
+        buffer.copy_(h)
+        return buffer + x
+
+    x, h = torch.randn(3, 4), torch.randn(3, 4)
+    torch.compiler.reset()
+    got = torch.compile(fill, backend="mtia_lab", dynamic=False)(x.to(DEV), h)
+    assert got.device == torch.device(DEV, 0)
+    torch.testing.assert_close(got.cpu(), fill(x, h))
+
+
 def test_a_random_factory_on_the_device_draws_from_the_device_generator():
     x = torch.zeros(8, 16, device=DEV)
 

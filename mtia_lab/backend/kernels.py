@@ -148,9 +148,14 @@ def _keep_whole(overloads: list[str]) -> None:
 
 
 def _same_elements(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    if not (dst.dtype == src.dtype and dst.numel() == src.numel() and dst.numel() > 0):
+        return False
+    try:
+        same_ptr = dst.data_ptr() == src.data_ptr()
+    except RuntimeError:  # fake tensors while torch.compile traces: no memory to compare
+        return False
     return (
-        dst.dtype == src.dtype and dst.numel() == src.numel() and dst.numel() > 0
-        and dst.data_ptr() == src.data_ptr() and dst.is_contiguous() and src.is_contiguous()
+        same_ptr and dst.is_contiguous() and src.is_contiguous()
         and dst.is_conj() == src.is_conj() and dst.is_neg() == src.is_neg()
     )
 
@@ -173,6 +178,12 @@ def _register_copies() -> None:
             # copy onto the very same elements is a no-op, as it is on the CPU.
             return dst
         return dst.copy_(src)
+
+    @register_kernel(aten.copy.default, cross_device=True)
+    def copy(func, args, kwargs, device):
+        # copy_ made functional (AOTAutograd writes `buf.copy_(src)` this way): a new tensor on
+        # self's device with src's values, src possibly on the host, as copy_ allows.
+        return func(*args, **kwargs)
 
     @register_kernel(aten._copy_from.default, cross_device=True)
     def copy_from(func, args, kwargs, device):

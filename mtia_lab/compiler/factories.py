@@ -7,6 +7,8 @@ like every other intermediate. Two graph passes see to that:
   `mtia_sim` memory makes a CPU tensor, which `on_device` wraps as a device tensor. AOTAutograd
   then traces a device tensor whose inner is that CPU tensor, exactly like an input: its aten
   graph gets a CPU factory, and a graph output made by a factory comes back on the device.
+  A host tensor moved there (`x.cpu().to("mtia_sim")`, `h.to(x.device)`) is treated the same
+  way: a host copy, wrapped, so a result computed from it alone comes back on the device too.
 - `host_devices` (each aten graph, the safety net): any `device=mtia_sim` left (a CPU tensor
   moved with `.to(x.device)` inside the function) becomes `device=cpu`, and the CPU -> CPU
   `_to_copy`s this leaves behind (dispatch.py's `_traced` moves plain device tensors to the
@@ -44,19 +46,49 @@ def on_device(host: torch.Tensor, index: int) -> torch.Tensor:
     return device_tensor.wrap(host, index, "compiled factory")
 
 
+def _host_move(node: torch.fx.Node) -> int | None:
+    """The device index a `host_tensor.to(device)` node moves to, or None for any other node."""
+    if node.op != "call_method" or node.target != "to" or not node.args:
+        return None
+    source = node.args[0]
+    value = source.meta.get("example_value") if isinstance(source, torch.fx.Node) else None
+    if not isinstance(value, torch.Tensor) or value.device.type == DEVICE_NAME:
+        return None  # a device tensor's `.to` stays as it is (no copy when nothing changes)
+    if "device" in node.kwargs:
+        return _device_index(node.kwargs["device"])
+    return _device_index(node.args[1]) if len(node.args) > 1 else None
+
+
+def _move_to_host(node: torch.fx.Node) -> None:
+    """`src.to(mtia_sim, ...)` -> `src.to(cpu, ..., copy=True)`: a fresh host tensor, as the
+    device copy was (never the caller's host tensor itself)."""
+    if "device" in node.kwargs:
+        node.update_kwarg("device", _CPU)
+    else:
+        node.update_arg(1, _CPU)
+    if len(node.args) > 4:  # to(device, dtype, non_blocking, copy)
+        node.update_arg(4, True)
+    else:
+        node.update_kwarg("copy", True)
+
+
 def host_factories(gm: torch.fx.GraphModule) -> int:
-    """Make Dynamo's factories with `device=mtia_sim` build on the host, then wrap the result
-    onto the device. Returns how many it rewrote."""
+    """Make Dynamo's factories with `device=mtia_sim` build on the host, and its host -> device
+    moves copy on the host, then wrap the result onto the device. Returns how many it rewrote."""
     graph, count = gm.graph, 0
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is on_device:
+        index = _host_move(node)
+        if index is not None:
+            _move_to_host(node)
+        elif node.op != "call_function" or node.target is on_device:
             continue
-        index = _device_index(node.kwargs.get("device"))
-        if index is None:
-            continue
-        node.update_kwarg("device", _CPU)
-        if node.target in _RANDOM and node.kwargs.get("generator") is None:
-            node.update_kwarg("generator", RUNTIME.device(index).generator)  # as eager draws
+        else:
+            index = _device_index(node.kwargs.get("device"))
+            if index is None:
+                continue
+            node.update_kwarg("device", _CPU)
+            if node.target in _RANDOM and node.kwargs.get("generator") is None:
+                node.update_kwarg("generator", RUNTIME.device(index).generator)  # as eager
         with graph.inserting_after(node):
             wrapped = graph.call_function(on_device, (node, index))
         node.replace_all_uses_with(wrapped, delete_user_cb=lambda user, w=wrapped: user is not w)
