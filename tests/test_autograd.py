@@ -1,10 +1,9 @@
 """Autograd on the device: gradients, higher order, and a training run against CPU."""
 
-import subprocess
-import sys
 import textwrap
 
 import torch
+from fresh_python import run_python
 
 
 def test_gradients_match_cpu():
@@ -93,7 +92,7 @@ def test_known_limit_backward_on_device_1_fails_inside_pytorch():
     """PyTorch 2.13's Python device guard reports one device, so the autograd engine has one
     PrivateUse1 queue and asserts on mtia_sim:1. If this starts passing, PyTorch lifted the
     limit: drop the workaround and this test (see README, known limits)."""
-    result = subprocess.run([sys.executable, "-c", LIMIT_REPRO], capture_output=True, text=True)
+    result = run_python(LIMIT_REPRO)
     assert result.returncode != 0
     assert "device_ready_queues_" in result.stderr
 
@@ -110,10 +109,7 @@ def test_workaround_one_chip_per_process_trains_on_chip_1():
         print(hex(base))
         """
     )
-    env = {"MTIA_SIM_VISIBLE_DEVICES": "1", "PATH": "/usr/bin:/bin"}
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env
-    )
+    result = run_python(script, MTIA_SIM_VISIBLE_DEVICES="1")
     assert result.returncode == 0, result.stderr
     # Chip 1's address range, not chip 0's: the process drives the second simulated chip.
     assert int(result.stdout.strip(), 16) >= 0x7F00_0000_0000 + (1 << 40)

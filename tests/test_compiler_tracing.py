@@ -2,13 +2,12 @@
 shapes, random ops, output memory, AMP, and finding the backend without importing Dynamo."""
 
 import importlib.metadata
-import subprocess
-import sys
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from fresh_python import run_python
 from models import GeluMLP as MLP
 
 import mtia_lab
@@ -250,8 +249,7 @@ def test_the_backend_is_an_entry_point_and_import_leaves_dynamo_alone():
         "from mtia_lab.compiler import COMPILED\n"
         "assert len(COMPILED) == 1\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
+    result = run_python(code)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -508,6 +506,5 @@ def test_dynamo_skips_the_device_internals_whichever_is_imported_first(dynamo_fi
         "torch.compile(step, backend='aot_eager')(x)\n"
         "torch.testing.assert_close(x.grad.cpu(), 2 * x.detach().cpu())\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
+    result = run_python(code)
     assert result.returncode == 0, result.stderr[-2000:]

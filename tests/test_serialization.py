@@ -9,12 +9,11 @@ from __future__ import annotations
 import gc
 import io
 import pickle
-import subprocess
-import sys
 import zipfile
 
 import pytest
 import torch
+from fresh_python import run_python
 
 import mtia_lab
 from mtia_lab.backend.allocator import round_size
@@ -251,8 +250,7 @@ def test_saved_file_loads_on_cpu_in_plain_pytorch(tmp_path):
         "assert all(torch.equal(state[k], expected[k]) for k in expected)\n"
         "print('ok', sorted(state))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300)
+    done = run_python(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok ['bias', 'weight']"
 

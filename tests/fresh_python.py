@@ -1,0 +1,14 @@
+"""Run code in a fresh Python process: for what one process cannot undo (which modules were
+imported, environment variables read at import, PyTorch limits that abort the process)."""
+
+import os
+import subprocess
+import sys
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """`python -c code` with this interpreter and environment (plus `env`), output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        env={**os.environ, **env},
+    )
