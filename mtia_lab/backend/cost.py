@@ -71,13 +71,14 @@ def roofline_us(
     return profile.kernel_launch_us + seconds * 1e6
 
 
-def _nbytes(value) -> int:
+def tensor_bytes(value) -> int:
+    """Bytes of the tensors in `value` (a tensor, or lists/tuples of them); 0 for the rest."""
     if isinstance(value, torch.Tensor):
         return value.nbytes  # numel * element_size
     if isinstance(value, (list, tuple)):
         total = 0
         for item in value:
-            total += _nbytes(item)
+            total += tensor_bytes(item)
         return total
     return 0
 
@@ -113,16 +114,16 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]
     """(gemm_flops, vector_flops, bytes_read, bytes_written, low_precision) of one eager kernel:
     bytes of its tensor inputs and outputs, flops by class (one vector op per output element)."""
     read = 0
-    for arg in inner_args:  # _nbytes(inner_args), unrolled one level: this runs once per op
+    for arg in inner_args:  # tensor_bytes(inner_args), unrolled one level: this runs once per op
         if isinstance(arg, torch.Tensor):
             read += arg.nbytes
         elif isinstance(arg, (list, tuple)):
-            read += _nbytes(arg)
+            read += tensor_bytes(arg)
     if isinstance(out, torch.Tensor):
         written = out.nbytes
         low = out.dtype in _LOW_PRECISION
     else:
-        written, low = _nbytes(out), False
+        written, low = tensor_bytes(out), False
     flops = gemm_flops(func, inner_args) if func in _GEMM_OPERANDS else 0.0
     if flops:
         return flops, 0.0, read, written, low

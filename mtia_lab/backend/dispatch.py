@@ -193,7 +193,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
         kind = "fallback"
         # The op ran on the host: its inputs went up the host link and its results came back.
-        price = cost.transfer(cost._nbytes(inner_args) + cost._nbytes(out))
+        price = cost.transfer(cost.tensor_bytes(inner_args) + cost.tensor_bytes(out))
         duration = price.duration_us(device.profile)
     else:
         kind = kernel.kind
@@ -203,7 +203,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         if kernel.cross_device and not (
             type(target) is int and devices and all(d == target for d in devices)
         ):  # a copy between host and device, or between two devices: it crosses the link
-            price = cost.transfer(cost._nbytes(out) or cost._nbytes(inner_args[1:2]))
+            price = cost.transfer(cost.tensor_bytes(out) or cost.tensor_bytes(inner_args[1:2]))
             duration = price.duration_us(device.profile)
         elif kind == "view":
             duration = None  # views move no data: no device work
