@@ -28,6 +28,7 @@ class FusionDecision:
     round: int = 0  # which fuse_nodes_once pass made it (combo kernels: -1)
     aten_nodes: tuple[str, ...] = ()  # aten ops on both sides, e.g. "mul_3: aten.mul.Tensor"
     source: tuple[str, ...] = ()  # user source lines they came from
+    ours: bool = False  # decided by a rule where we depart from Inductor on purpose
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -80,6 +81,7 @@ class FusionPlan:
     settings: dict = field(default_factory=dict)
     views: tuple[str, ...] = ()  # FX nodes that are views: no kernel
     ir: object = field(default=None, repr=False, compare=False)
+    notes: tuple[str, ...] = ()  # Inductor checks the scheduler leaves out on purpose
 
     @property
     def kernel_count(self) -> int:

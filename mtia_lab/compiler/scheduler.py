@@ -24,14 +24,48 @@ from ..backend.runtime import RUNTIME
 from . import config, pricing
 from .decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from .ir import FusedSchedulerNode, GraphIR, Kind
-from .rules import Pair, Verdict, can_fuse
+from .rules import NOT_MODELLED, Pair, Verdict, can_fuse, factory_into_consumer, \
+    inlined_while_lowering
 
 MAX_ROUNDS = 10
 
 
 def score_fusion_memory(a: FusedSchedulerNode, b: FusedSchedulerNode, ir: GraphIR) -> int:
-    """Bytes of the buffers both kernels touch: traffic a fused kernel moves only once."""
-    return ir.nbytes(_touched(a) & _touched(b))
+    """Bytes of the buffers both kernels touch at the same addresses: traffic a fused kernel
+    moves only once. Two slices of one buffer, or a buffer and its broadcast, do not count
+    (Inductor compares the two kernels' memory dependencies, index and all)."""
+    acc_a, acc_b = _accesses(a), _accesses(b)
+    return sum(ir.buffers[buf].nbytes for buf in _touched(a) & _touched(b)
+               if acc_a[buf] & acc_b[buf])
+
+
+def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
+    """Buffer -> how the group reads or writes it ("full" or the views it reads)."""
+    accesses = group.cache.get("accesses")
+    if accesses is None:
+        accesses = {b: {"full"} for b in group.writes}
+        for node in group.nodes:
+            for buf in node.reads:
+                if buf in group.reads:
+                    accesses.setdefault(buf, set()).update(node.access.get(buf, {"full"}))
+        group.cache["accesses"] = accesses
+    return accesses
+
+
+def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
+                    inline: bool) -> tuple:
+    """Inductor's score_fusion, best first (as a key for ascending sort): lowering's inlining
+    first (it happens before scheduling), then node pairs that are not template fusions
+    (epilogues come after, prologues last), then pairs of the same type (both reductions or
+    neither), then bytes saved, then closeness in graph order."""
+    if b.kind is Kind.TEMPLATE:
+        template_score = 0
+    else:
+        template_score = 1 + int(a.kind is not Kind.TEMPLATE and score > 0)
+    node_type_score = int((a.kind is Kind.REDUCTION) == (b.kind is Kind.REDUCTION)
+                          and score > 0)
+    proximity = max(abs(a.min_order - b.max_order), abs(b.min_order - a.max_order))
+    return (not inline, -template_score, -node_type_score, -score, proximity, a.index)
 
 
 def _touched(group: FusedSchedulerNode) -> set[str]:
@@ -74,6 +108,9 @@ class Scheduler:
         self.name = name
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
+        threshold = config.unroll_reductions_threshold
+        for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
+            node.unrolled = node.kind is Kind.REDUCTION and node.rnumel <= threshold
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
         self.live: dict[int, FusedSchedulerNode] = {id(g): g for g in self.group_of.values()}
@@ -112,9 +149,12 @@ class Scheduler:
                     key = (id(a), id(b))
                     if key not in pairs:
                         score = score_fusion_memory(a, b, self.ir)
-                        pairs[key] = (-score, b.index - a.index, a, b)
-        ranked = sorted(pairs.values(), key=lambda p: (p[0], p[1], p[2].index))
-        return ranked
+                        pair = Pair(a, b, self.ir, self.profile, score)
+                        inline = bool(inlined_while_lowering(pair)
+                                      or factory_into_consumer(pair))
+                        pairs[key] = (fusion_priority(a, b, score, inline), a, b)
+        ranked = sorted(pairs.values(), key=lambda p: p[0])
+        return [(p[0], 0, a, b) for p, a, b in ((r, r[1], r[2]) for r in ranked)]
 
     # -- cycles ----------------------------------------------------------------------------
 
@@ -200,7 +240,7 @@ class Scheduler:
         sources = source_a + tuple(s for s in source_b if s not in source_a)
         self.decisions.append(FusionDecision(
             names_a, names_b, verdict.fused, verdict.name, verdict.reason, score, rnd,
-            labels_a + labels_b, sources,
+            labels_a + labels_b, sources, verdict.ours,
         ))
 
     def fuse_nodes_once(self, rnd: int) -> bool:
@@ -222,13 +262,19 @@ class Scheduler:
                                   "another kernel depends on one and feeds the other")
             self._record(a, b, verdict, score, rnd)
             if verdict.fused:
-                self.fuse(a, b)
+                self.fuse(a, b, verdict.inline)
                 changed = True
         return changed
 
-    def fuse(self, a: FusedSchedulerNode, b: FusedSchedulerNode) -> FusedSchedulerNode:
-        """Replace kernels a and b by one (the caller checked will_fusion_create_cycle)."""
-        fused = FusedSchedulerNode.fuse(a, b)
+    def fuse(self, a: FusedSchedulerNode, b: FusedSchedulerNode,
+             inline: bool = False) -> FusedSchedulerNode:
+        """Replace kernels a and b by one (the caller checked will_fusion_create_cycle).
+        `inline`: the producer is inlined into its consumer (counts as no node of its own)."""
+        if inline:
+            producer, consumer = (a, b) if b.reads & a.writes else (b, a)
+            fused = FusedSchedulerNode.fuse(producer, consumer, inline=True)
+        else:
+            fused = FusedSchedulerNode.fuse(a, b)
         if self.pos[b] < self.pos[a]:
             a, b = b, a
         self._place(a, b, fused)
@@ -263,30 +309,38 @@ class Scheduler:
         return order
 
     def combo_kernels(self, order: list[FusedSchedulerNode]) -> list[tuple[int, ...]]:
-        """Pack runs of independent pointwise/reduction kernels into one launch each."""
+        """Pack runs of independent pointwise/reduction kernels into one launch each.
+
+        Arguments are counted as Inductor's ComboKernel does: each sub-kernel passes its own
+        reads and writes, so the count is a sum over the members, not a union."""
         limit = config.combo_kernel_max_num_args
+        max_nodes = config.combo_kernel_max_num_nodes
         combos: list[tuple[int, ...]] = []
         current: list[int] = []
-        args: set[str] = set()
+        args = [0]
 
         def close() -> None:
             if len(current) > 1:
                 combos.append(tuple(current))
             current.clear()
-            args.clear()
+            args[0] = 0
 
         for i, group in enumerate(order):
             if group.kind in (Kind.TEMPLATE, Kind.EXTERN):
                 close()
                 continue
-            group_args = group.reads | group.outputs(self.ir)
+            group_args = len(group.reads) + len(group.outputs(self.ir))
             if current:
                 member = next((order[j] for j in current if self._reaches_or_feeds(order[j],
                                                                                    group)), None)
-                count = len(args | group_args)
+                count = args[0] + group_args
                 if member is not None:
                     verdict = Verdict(False, "combo_kernels",
                                       f"combo_kernels: depends on {member.nodes[0].name}")
+                elif len(current) + 1 > max_nodes:
+                    verdict = Verdict(False, "combo_kernel_max_num_nodes",
+                                      f"combo_kernel_max_num_nodes: {len(current) + 1} kernels "
+                                      f"> {max_nodes}")
                 elif count > limit:
                     verdict = Verdict(False, "combo_kernel_max_num_args",
                                       f"combo_kernel_max_num_args: {count} args > {limit}")
@@ -298,7 +352,7 @@ class Scheduler:
                 if not verdict.fused:
                     close()
             current.append(i)
-            args |= group_args
+            args[0] += group_args
         close()
         return combos
 
@@ -332,8 +386,10 @@ class Scheduler:
                        for c in combos)
         after = PlanTotals(len(groups) - sum(len(c) - 1 for c in combos),
                            sum(g.bytes_moved for g in groups), time_us)
+        notes = tuple(f"{check}: left out on purpose ({why})"
+                      for check, why in NOT_MODELLED.items())
         return FusionPlan(self.name, groups, self.decisions, before, after, combos,
-                          config.snapshot(), tuple(ir.views), ir)
+                          config.snapshot(), tuple(ir.views), ir, notes)
 
 
 def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
