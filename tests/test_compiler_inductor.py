@@ -36,13 +36,14 @@ def test_inductor_runs_under_our_guardrails():
     assert compare_graph(ir.gm).inductor.kernel_count == 1
     with config.patch(max_fusion_size=1):
         comparison = compare_graph(ir.gm)
-    assert comparison.ours.kernel_count == len(ir.nodes)
-    assert comparison.inductor.kernel_count > 1
+    # sub is inlined into exp while lowering (no guardrail sees it); the rest stay apart
+    assert comparison.ours.kernel_count == len(ir.nodes) - 1
+    assert comparison.inductor.kernel_count == comparison.ours.kernel_count
 
 
-def test_inductor_counts_buffers_not_aten_ops():
+def test_both_count_buffers_not_aten_ops():
     """Inductor inlines pointwise chains while lowering: one scheduler node for six muls, so
-    its max_fusion_size never sees them; ours counts aten nodes."""
+    its max_fusion_size never sees them; ours models that inlining and counts alike."""
 
     def chain(x):
         for _ in range(6):
@@ -52,5 +53,5 @@ def test_inductor_counts_buffers_not_aten_ops():
     ir = trace(chain, torch.randn(4, 8))
     with config.patch(max_fusion_size=3):
         comparison = compare_graph(ir.gm, "chain")
-    assert comparison.ours.kernel_count == 2
+    assert comparison.ours.kernel_count == 1
     assert comparison.inductor.kernel_count == 1

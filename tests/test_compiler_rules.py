@@ -36,15 +36,25 @@ def test_kinds_of_aten_ops():
     assert ir.buffers[ir.by_name["mm"].writes[0]].nbytes == 4 * 8 * 4
 
 
-def test_vertical_pointwise_fuses_a_chain():
+def test_single_use_pointwise_is_inlined_as_inductor_lowers_it():
     def chain(x):
         return (x * 2).relu() + 1
 
     plan = plan_of(chain, x48())
     assert plan.kernel_count == 1
-    assert rules_used(plan) == {"vertical_pointwise"}
+    assert rules_used(plan) == {"inlined_while_lowering"}
     assert plan.after.bytes_moved == 2 * 4 * 8 * 4  # read x once, write the result once
     assert plan.before.bytes_moved == 3 * plan.after.bytes_moved
+
+
+def test_vertical_pointwise_fuses_a_realized_producer():
+    def chain(x):
+        y = x * 2  # a graph output: realized, so the scheduler (not lowering) fuses it
+        return y, y.relu()
+
+    plan = plan_of(chain, x48())
+    assert plan.kernel_count == 1
+    assert rules_used(plan) == {"vertical_pointwise"}
 
 
 def test_vertical_pointwise_refuses_different_spaces():
@@ -55,17 +65,27 @@ def test_vertical_pointwise_refuses_different_spaces():
     plan = plan_of(sliced, x48())
     assert plan.kernel_count == 2
     refusal = plan.refusals()[0]
-    assert refusal.rule == "vertical_pointwise"
-    assert "32 and 16 differ" in refusal.reason
+    assert refusal.rule == "no_shared_data"  # a slice reads other addresses: Inductor's score 0
+    assert "no shared data" in refusal.reason
 
 
 def test_reduction_with_prologue_and_epilogue():
     def norm(x):
-        return (x * x).sum(-1) + 1
+        y = x * x  # returned too: realized, so it is a prologue, not inlined
+        return y, y.sum(-1) + 1
 
     plan = plan_of(norm, x48())
     assert plan.kernel_count == 1
     assert {"reduction_prologue", "reduction_epilogue"} <= rules_used(plan)
+
+
+def test_reduction_over_outer_dims_keeps_its_full_space_consumers_apart():
+    def colnorm(x):
+        return x - x.mean(0)  # the pointwise loops rows-first, the reduction columns-first
+
+    plan = plan_of(colnorm, torch.randn(16, 16))
+    assert plan.kernel_count == 2
+    assert "reduction over outer dims" in plan.refusals()[0].reason
 
 
 def test_softmax_is_one_kernel():
@@ -83,7 +103,9 @@ def test_template_takes_pointwise_epilogue_not_prologue():
 
     plan = plan_of(epilogue, x48(), torch.randn(8, 8))
     assert plan.kernel_count == 1
-    assert rules_used(plan) == {"template_epilogue"}
+    assert "template_epilogue" in rules_used(plan)
+    epilogue_fusion = next(d for d in plan.decisions if d.rule == "template_epilogue")
+    assert epilogue_fusion.ours and "(ours)" in str(epilogue_fusion)  # not Inductor's default
     plan = plan_of(prologue, x48(), torch.randn(8, 8))
     assert plan.kernel_count == 2
     assert plan.refusals()[0].rule == "template_epilogue"
@@ -151,11 +173,11 @@ def test_decisions_name_aten_nodes_and_user_source(fn):
         assert set(decision.nodes) <= {n for g in plan.groups for n in g.nodes}
 
 
-def test_factory_fuses_into_its_consumer_even_an_extern():
+def test_factory_fuses_into_its_consumer_a_scatter():
     def scatter(src, index):
         return torch.zeros(4, 16).scatter_add(1, index, src)
 
     plan = plan_of(scatter, x48(), torch.randint(0, 16, (4, 8)))
     assert plan.kernel_count == 1
-    assert rules_used(plan) == {"factory_into_consumer"}
+    assert rules_used(plan) == {"inlined_while_lowering"}
     assert plan.after.bytes_moved == plan.before.bytes_moved - 2 * 4 * 16 * 4  # no zeros buffer

@@ -74,7 +74,7 @@ SETTINGS = {s.name: s for s in [
     Setting("combo_kernel_max_num_nodes", 8, int, 1,
             doc="Most kernels one combo kernel may pack."),
     Setting("unroll_reductions_threshold", 8, int, 1,
-            doc="Reductions over this many elements or fewer run as pointwise code."),
+            doc="Reductions over fewer elements than this run as pointwise code."),
     Setting("on_chip_memory_budget", None, int, 0, allow_none=True,
             doc="Bytes of intermediates one kernel may keep on chip (None: the chip profile's "
                 "local_memory_per_pe * num_pes)."),

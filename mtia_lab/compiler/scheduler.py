@@ -110,7 +110,7 @@ class Scheduler:
         self.group_of: dict[str, FusedSchedulerNode] = {}
         threshold = config.unroll_reductions_threshold
         for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
-            node.unrolled = node.kind is Kind.REDUCTION and node.rnumel <= threshold
+            node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
         self.live: dict[int, FusedSchedulerNode] = {id(g): g for g in self.group_of.values()}
