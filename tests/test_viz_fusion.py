@@ -29,9 +29,11 @@ def mlp(x, w1, b1, w2, b2):
 
 
 def chain(x):
+    outs = []  # every sin returned: 80 realized nodes (a single-use chain would be inlined)
     for _ in range(80):
         x = torch.sin(x)
-    return x
+        outs.append(x)
+    return tuple(outs)
 
 
 def independent(a, b):
@@ -92,7 +94,7 @@ def _expected_tree(plan) -> str:
 
 
 def test_tree_text_is_the_plan_exactly(ir):
-    plan = _schedule(ir, max_fusion_size=2)  # refusals by a guardrail and by a rule
+    plan = _schedule(ir, max_fusion_size=1)  # refusals by a guardrail and by a rule
     view = FusionGraph(plan, width=200)
     assert view.to_text() == _expected_tree(plan)
     assert any(d.rule == "max_fusion_size" for d in plan.refusals())
@@ -116,7 +118,7 @@ def test_text_twin_in_bundle_rich_and_after_json_round_trip(ir):
 # ---- graphviz -----------------------------------------------------------------------------
 
 def test_dot_clusters_per_kernel_with_cost_and_blocked_edges(ir):
-    plan = _schedule(ir, max_fusion_size=2)
+    plan = _schedule(ir, max_fusion_size=1)
     view = FusionGraph(plan)
     dot = view.to_dot()
     assert "newrank=" in dot and '"true"' in dot.split("newrank=")[1][:8]
@@ -142,7 +144,7 @@ def test_dot_clusters_per_kernel_with_cost_and_blocked_edges(ir):
     assert any("refused: template_epilogue\"" in line for line in every)  # rule name only
     size_refusal = next(d for d in plan.refusals() if d.rule == "max_fusion_size")
     assert any(size_refusal.reason in line for line in refused)  # guardrail name and numbers
-    assert "3 nodes > 2" in size_refusal.reason
+    assert "2 nodes > 1" in size_refusal.reason
 
 
 def test_svg_draws_every_kernel_and_bundle_holds_the_picture(ir):
@@ -237,15 +239,15 @@ def test_playground_reschedules_like_the_scheduler(ir):
     pg = playground(ir)
     assert [g.nodes for g in pg.baseline.groups] == [g.nodes for g in
                                                      compiler.schedule(ir).groups]
-    plan = pg.set(max_fusion_size=2)
-    expected = _schedule(ir, max_fusion_size=2)
+    plan = pg.set(max_fusion_size=1)
+    expected = _schedule(ir, max_fusion_size=1)
     assert [g.nodes for g in plan.groups] == [g.nodes for g in expected.groups]
     assert plan.kernel_count > pg.baseline.kernel_count
     flips = pg.flipped
     assert flips and all(b.fused and not a.fused and a.rule == "max_fusion_size"
                          for b, a in flips)
     text = pg.to_text()
-    assert f"max_fusion_size=2 (was {before['max_fusion_size']})" in text
+    assert f"max_fusion_size=1 (was {before['max_fusion_size']})" in text
     assert f"decisions that flipped: {len(flips)}" in text
     assert config.snapshot() == before  # the playground never changes the global config
 
@@ -267,7 +269,7 @@ def test_playground_keeps_the_last_good_plan_on_invalid_values(ir):
 def test_playground_widget_changes_update_state_and_output(ir):
     pg = playground(ir)
     w = pg.widget(show_graph=False)
-    unfused = pg.plan.before.kernels
+    unfused = _schedule(ir, max_fusion_size=1).kernel_count  # only inlining (lowering) left
     w.controls["max_fusion_size"].value = 1
     assert pg.plan.kernel_count == unfused
     assert f"<b>{unfused}</b>" in w.numbers.value
