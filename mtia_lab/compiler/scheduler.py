@@ -21,11 +21,10 @@ import gc
 import heapq
 
 from ..backend.runtime import RUNTIME
-from . import config, pricing
+from . import config, pricing, rules
 from .decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from .ir import FusedSchedulerNode, GraphIR, Kind
-from .rules import NOT_MODELLED, Pair, Verdict, can_fuse, factory_into_consumer, \
-    inlined_while_lowering
+from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
 
@@ -150,8 +149,8 @@ class Scheduler:
                     if key not in pairs:
                         score = score_fusion_memory(a, b, self.ir)
                         pair = Pair(a, b, self.ir, self.profile, score)
-                        inline = bool(inlined_while_lowering(pair)
-                                      or factory_into_consumer(pair))
+                        inline = bool(rules.inlined_while_lowering(pair)
+                                      or rules.factory_into_consumer(pair))
                         pairs[key] = (fusion_priority(a, b, score, inline), a, b)
         ranked = sorted(pairs.values(), key=lambda p: p[0])
         return [(p[0], 0, a, b) for p, a, b in ((r, r[1], r[2]) for r in ranked)]
