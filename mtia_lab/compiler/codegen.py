@@ -116,8 +116,10 @@ def _compile(name: str, src: str, globs: dict, gm: torch.fx.GraphModule):
 def _docstring(group: KernelGroup) -> str:
     ops = ", ".join(a.split(": ")[1].removeprefix("aten.") for a in group.aten_nodes)
     lines = [f"{group.kind} kernel {group.index}: {ops}.",
-             f"    reads {group.cost.bytes_read:,} B, writes {group.cost.bytes_written:,} B, "
-             f"{group.duration_us:.2f} us simulated."]
+             f"    reads {group.cost.bytes_read:,} B, writes {group.cost.bytes_written:,} B"
+             + (f" (DRAM), {group.cost.sram_bytes:,} B on chip (SRAM)"
+                if group.cost.sram_bytes else "")
+             + f", {group.duration_us:.2f} us simulated."]
     lines += [f"    from {s}" for s in group.source[:4]]
     return "\n".join(lines)
 

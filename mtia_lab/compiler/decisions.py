@@ -116,10 +116,16 @@ class FusionPlan:
         data.pop("ir")
         return data
 
+    @property
+    def sram_bytes(self) -> int:
+        """Bytes the fused kernels keep on chip (SRAM bandwidth) instead of moving to DRAM."""
+        return sum(g.cost.sram_bytes for g in self.groups)
+
     def summary(self) -> str:
         b, a = self.before, self.after
+        on_chip = f" (+{self.sram_bytes:,} on chip)" if self.sram_bytes else ""
         return (f"{self.name}: {b.kernels} -> {a.kernels} kernels, "
-                f"{b.bytes_moved:,} -> {a.bytes_moved:,} bytes moved, "
+                f"{b.bytes_moved:,} -> {a.bytes_moved:,} bytes moved{on_chip}, "
                 f"{b.time_us:.2f} -> {a.time_us:.2f} us simulated")
 
     def __str__(self) -> str:

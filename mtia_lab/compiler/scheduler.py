@@ -368,7 +368,7 @@ class Scheduler:
         ir, profile = self.ir, self.profile
         groups = []
         for i, g in enumerate(order):
-            cost = pricing.kernel_cost(g, ir)
+            cost = pricing.kernel_cost(g, ir, profile)
             groups.append(KernelGroup(
                 i, tuple(n.name for n in g.nodes), g.kind.value, tuple(sorted(g.reads)),
                 tuple(sorted(g.outputs(ir))), cost, cost.duration_us(profile),
