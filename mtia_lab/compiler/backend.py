@@ -89,9 +89,19 @@ def _backward(gm, example_inputs):
 _BACKEND = None
 
 
-def mtia_lab_backend(gm, example_inputs):
-    """The Dynamo backend registered as "mtia_lab"."""
+def mtia_lab_backend(gm, example_inputs, options: dict | None = None):
+    """The Dynamo backend registered as "mtia_lab". `options={"engine": "inductor"}` hands the
+    graph to real TorchInductor for the device instead (mtia_lab/inductor)."""
     global _BACKEND
+    engine = (options or {}).get("engine", "mtia_lab")
+    if engine == "inductor":
+        from ..inductor import compile_graph as inductor_compile
+
+        return inductor_compile(gm, example_inputs, options)
+    if engine != "mtia_lab" or set(options or {}) - {"engine"}:
+        raise ValueError(f"backend='mtia_lab' takes options={{'engine': 'mtia_lab' | "
+                         f"'inductor', ...}} (Inductor config only with 'inductor'), "
+                         f"got {options!r}")
     if _BACKEND is None:
         _BACKEND = _compat.aot_autograd_backend(_forward, _backward, decompositions())
     host_factories(gm)  # `torch.ones(n, device=x.device)`: a host buffer, wrapped (factories.py)
