@@ -79,13 +79,18 @@ def test_reduction_with_prologue_and_epilogue():
     assert {"reduction_prologue", "reduction_epilogue"} <= rules_used(plan)
 
 
-def test_reduction_over_outer_dims_keeps_its_full_space_consumers_apart():
+def test_reduction_over_outer_dims_fuses_only_once_loops_may_be_reordered():
     def colnorm(x):
         return x - x.mean(0)  # the pointwise loops rows-first, the reduction columns-first
 
-    plan = plan_of(colnorm, torch.randn(16, 16))
-    assert plan.kernel_count == 2
-    assert "reduction over outer dims" in plan.refusals()[0].reason
+    ir = trace(colnorm, torch.randn(16, 16))
+    plan = schedule(ir)
+    assert plan.kernel_count == 1
+    refused, fused = plan.decisions[0], plan.decisions[-1]
+    assert not refused.fused and "reduction over outer dims" in refused.reason
+    assert fused.fused and "loop_ordering_after_fusion" in fused.reason
+    with config.patch(loop_ordering_after_fusion=False):
+        assert schedule(ir).kernel_count == 2
 
 
 def test_softmax_is_one_kernel():

@@ -198,28 +198,28 @@ def test_bad_input_says_what_to_pass(ir):
 
 @pytest.fixture(scope="module")
 def comparison(mlp_args):
-    from torch.fx.experimental.proxy_tensor import make_fx
+    from mtia_lab.compiler.inductor_compare import compare
 
-    from mtia_lab.compiler.backend import decompositions
-    from mtia_lab.compiler.inductor_compare import compare_graph
-
-    gm = make_fx(mlp, decomposition_table=decompositions())(*mlp_args)
-    return compare_graph(gm, "mlp")
+    return compare(mlp, *[a.to("mtia_sim") for a in mlp_args])[0]
 
 
-def test_plan_compare_numbers_and_groups(comparison):
+def test_plan_compare_numbers_groups_and_differences(comparison):
     view = plan_compare(comparison)
-    ours, theirs = comparison.ours, comparison.inductor
+    ours, priced = comparison.ours, comparison.priced
     rows = dict((r[0], r[1:]) for r in view.rows())
-    assert rows["kernels"] == (str(ours.kernel_count), str(theirs.kernel_count))
-    assert rows["bytes moved"] == (f"{ours.bytes_moved:,}", f"{theirs.bytes_moved:,}")
-    assert rows["simulated"] == (f"{ours.after.time_us:.2f} us", f"{theirs.time_us:.2f} us")
+    assert rows["kernels"] == (str(ours.kernel_count), str(comparison.inductor.kernel_count))
+    assert rows["bytes moved"] == (f"{ours.bytes_moved:,}", f"{priced.bytes_moved:,}")
+    assert rows["kept on chip"] == (f"{ours.sram_bytes:,}", f"{priced.sram_bytes:,}")
+    assert rows["simulated"] == (f"{ours.after.time_us:.2f} us", f"{priced.time_us:.2f} us")
     text = view.to_text()
-    for group in [g.nodes for g in ours.groups] + [k.nodes for k in theirs.kernels if k.nodes]:
+    for group in [g.nodes for g in ours.groups] + [g for g in comparison.groups if g]:
         assert ", ".join(group) in text
-    same = {tuple(g.nodes) for g in ours.groups} & {k.nodes for k in theirs.kernels}
+    same = {tuple(g.nodes) for g in ours.groups} & set(comparison.groups)
     marked = [line for line in text.splitlines() if re.match(r"^\s*\d+\s+=\s", line)]
     assert len(marked) == 2 * len(same)
+    assert f"differences: {len(comparison.differences)}" in text
+    for difference in comparison.differences:  # each one, with its rule, nothing hidden
+        assert str(difference) in " ".join(text.split())
     svg = ET.fromstring(view.to_svg())
     clusters = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") ==
                 "cluster"]

@@ -75,6 +75,13 @@ SETTINGS = {s.name: s for s in [
             doc="Most kernels one combo kernel may pack."),
     Setting("unroll_reductions_threshold", 8, int, 1,
             doc="Reductions over fewer elements than this run as pointwise code."),
+    Setting("loop_ordering_after_fusion", True, bool,
+            doc="One last round in which a pointwise kernel may take a reduction's loop order "
+                "(Inductor's default in open source)."),
+    Setting("matmul_templates", True, bool,
+            doc="Ours: a matmul is a template that takes its pointwise epilogue (an MTIA-style "
+                "GEMM kernel). False: an ATen call nothing fuses with, as Inductor without "
+                "max-autotune."),
     Setting("on_chip_memory_budget", None, int, 0, allow_none=True,
             doc="Bytes of intermediates one kernel may keep on chip (None: the chip profile's "
                 "local_memory_per_pe * num_pes)."),

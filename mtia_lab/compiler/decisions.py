@@ -139,10 +139,12 @@ class FusionPlan:
 def flipped(before: FusionPlan, after: FusionPlan) -> list[tuple[FusionDecision, FusionDecision]]:
     """Pairs of kernels asked in both plans whose answer changed (for the guardrail playground).
 
-    Pairs are matched by their exact node groups; pairs only one plan asked are left out."""
+    Pairs are matched by their exact node groups (the last answer of each); pairs only one
+    plan asked are left out."""
     asked = {(d.first, d.second): d for d in before.decisions}
-    return [(asked[(d.first, d.second)], d) for d in after.decisions
-            if (d.first, d.second) in asked and asked[(d.first, d.second)].fused != d.fused]
+    now = {(d.first, d.second): d for d in after.decisions}  # a pair asked again: its last
+    return [(asked[key], d) for key, d in now.items()
+            if key in asked and asked[key].fused != d.fused]
 
 
 class FusionSplitError(AssertionError):

@@ -14,6 +14,10 @@ the reason recorded is the one Inductor would give:
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
 
+After its rounds, Inductor makes one more (`loop_ordering_after_fusion`) in which a pointwise
+kernel may take a reduction's loop order: a reduction over outer dims (BatchNorm's statistics)
+then fuses with the pointwise kernels over its whole input. `Pair.reorder` marks that round.
+
 Iteration spaces, as in Inductor's Triton scheduling: a pointwise kernel loops over `numel`
 elements; a reduction over `numel` outputs times `rnumel` reduced elements. Two kernels fuse
 when one loop nest serves both: equal spaces, a pointwise over `numel * rnumel` beside a
@@ -38,11 +42,13 @@ DEPARTURES = {
     "on_chip_memory_budget": "a fused kernel's intermediates must fit the PEs' local memory",
     "computed_once": "every aten op runs in one kernel; Inductor may inline a cheap pointwise "
                      "op into several kernels and compute it in each",
+    "post_grad_pattern": "we schedule the aten graph as traced; Inductor first rewrites some "
+                         "patterns (mm + add into addmm, ...) into other ops",
 }
 # Inductor checks left out on purpose (the plan records this list in its settings).
 NOT_MODELLED = {
-    "loop_ordering_after_fusion": "reads in another order count as shared (we compare "
-                                  "addresses, not index expressions)",
+    "loop_index_inversion_in_fusion": "reads in another order count as shared (we compare "
+                                      "addresses, not index expressions)",
     "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
@@ -75,6 +81,7 @@ class Pair:
     ir: GraphIR
     profile: object  # ChipProfile, for the on-chip budget
     score: int  # score_fusion_memory(a, b): bytes both touch the same way
+    reorder: bool = False  # Inductor's last round: loops may be reordered to fit
 
     @property
     def vertical(self) -> bool:
@@ -145,6 +152,10 @@ def template_epilogue(p: Pair) -> Verdict | None:
     ta, tb = p.a.kind is Kind.TEMPLATE, p.b.kind is Kind.TEMPLATE
     if not (ta or tb):
         return None
+    if not config.matmul_templates:  # Inductor without max-autotune: an aten call
+        what = _first_target(p.a if ta else p.b, Kind.TEMPLATE)
+        return Verdict(False, "extern_never_fuses", f"{what} runs as its ATen kernel "
+                       "(matmul_templates=False, as Inductor without max-autotune)")
     name = "template_epilogue"
     if ta and tb:
         return ours(name, False, "two matmul templates cannot share one kernel")
@@ -252,9 +263,15 @@ def indexed_read(p: Pair) -> Verdict | None:
     return None
 
 
-def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode) -> str | None:
+def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
+                    reorder: bool = False) -> str | None:
     if pw.numel == red.numel * red.rnumel:
-        return f"full space {red.numel}x{red.rnumel}" if red.inner else None
+        if red.inner:
+            return f"full space {red.numel}x{red.rnumel}"
+        if reorder:  # Inductor's reorder round: the pointwise takes the reduction's loop order
+            return (f"full space {red.numel}x{red.rnumel}, its loops reordered to the "
+                    "reduction's (loop_ordering_after_fusion)")
+        return None
     if pw.numel == red.numel:
         return f"reduced space {red.numel}"
     return None
@@ -272,7 +289,7 @@ def reduction_fusion(p: Pair) -> Verdict | None:
         return Verdict(same, name, f"reductions over {_space(p.a)} and {_space(p.b)}"
                        + (" share one loop" if same else " differ"))
     red, pw = (p.a, p.b) if ra else (p.b, p.a)
-    fit = _fits_reduction(pw, red)
+    fit = _fits_reduction(pw, red, p.reorder)
     if not p.vertical:
         name = "horizontal"
     else:
@@ -282,7 +299,7 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                f"{red.numel}")
         if pw.numel == red.numel * red.rnumel:
             why = (f"pointwise over {pw.numel} elements is not in the loop order of a "
-                   "reduction over outer dims")
+                   "reduction over outer dims (until the reorder round)")
         return Verdict(False, name, why)
     return Verdict(True, name, f"pointwise over the reduction's {fit}")
 

@@ -127,7 +127,7 @@ class Scheduler:
         self._last_walk: tuple | None = None  # (src, dst, kernels between) of the last check
         self._labels = {n.name: f"{n.name}: {n.target}" for n in ir.nodes}
         self.decisions: list[FusionDecision] = []
-        self._seen: set[tuple[frozenset, frozenset]] = set()
+        self._seen: set[tuple[frozenset, frozenset, bool]] = set()
 
     # -- candidates ------------------------------------------------------------------------
 
@@ -242,7 +242,9 @@ class Scheduler:
             labels_a + labels_b, sources, verdict.ours,
         ))
 
-    def fuse_nodes_once(self, rnd: int) -> bool:
+    def fuse_nodes_once(self, rnd: int, reorder: bool = False) -> bool:
+        """One round over the candidates, best first. `reorder`: Inductor's last round, in
+        which loops may be reordered to fit (config.loop_ordering_after_fusion)."""
         changed = False
         for _score, _, a, b in self.possible_fusions():
             a, b = self.group_of[a.nodes[0].name], self.group_of[b.nodes[0].name]
@@ -250,12 +252,12 @@ class Scheduler:
                 continue
             if b.index < a.index:
                 a, b = b, a
-            key = (a.names, b.names)
+            key = (a.names, b.names, reorder)
             if key in self._seen:  # asked before with the same two groups: same answer
                 continue
             self._seen.add(key)
             score = score_fusion_memory(a, b, self.ir)
-            verdict = can_fuse(Pair(a, b, self.ir, self.profile, score))
+            verdict = can_fuse(Pair(a, b, self.ir, self.profile, score, reorder))
             if verdict.fused and self.will_fusion_create_cycle(a, b):
                 verdict = Verdict(False, "would_create_cycle",
                                   "another kernel depends on one and feeds the other")
@@ -360,6 +362,8 @@ class Scheduler:
             for rnd in range(MAX_ROUNDS):
                 if not self.fuse_nodes_once(rnd):
                     break
+            if config.loop_ordering_after_fusion:
+                self.fuse_nodes_once(rnd + 1, reorder=True)
             order = self.ordered_groups()
             combos = self.combo_kernels(order) if config.combo_kernels else []
             return self._plan(order, combos)
