@@ -10,9 +10,9 @@ root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))
 sys.path.insert(0, str(root / "tests"))
 
-import mtia_lab  # noqa: E402,F401
 from fidelity_graphs import GRAPHS, INDUCTOR_CONFIG  # noqa: E402
 
+import mtia_lab  # noqa: E402,F401
 from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table  # noqa: E402
 
 if __name__ == "__main__":
