@@ -127,7 +127,8 @@ class Scheduler:
         self._last_walk: tuple | None = None  # (src, dst, kernels between) of the last check
         self._labels = {n.name: f"{n.name}: {n.target}" for n in ir.nodes}
         self.decisions: list[FusionDecision] = []
-        self._seen: set[tuple[frozenset, frozenset, bool]] = set()
+        self._seen: set[tuple[frozenset, frozenset]] = set()
+        self._reorderable: set[tuple[frozenset, frozenset]] = set()  # for the reorder round
 
     # -- candidates ------------------------------------------------------------------------
 
@@ -252,12 +253,15 @@ class Scheduler:
                 continue
             if b.index < a.index:
                 a, b = b, a
-            key = (a.names, b.names, reorder)
-            if key in self._seen:  # asked before with the same two groups: same answer
-                continue
+            key = (a.names, b.names)
+            if key in self._seen and not (reorder and key in self._reorderable):
+                continue  # asked before with the same two groups: same answer
             self._seen.add(key)
+            self._reorderable.discard(key)
             score = score_fusion_memory(a, b, self.ir)
             verdict = can_fuse(Pair(a, b, self.ir, self.profile, score, reorder))
+            if not verdict.fused and "outer dims" in verdict.reason:
+                self._reorderable.add(key)  # the reorder round may answer otherwise
             if verdict.fused and self.will_fusion_create_cycle(a, b):
                 verdict = Verdict(False, "would_create_cycle",
                                   "another kernel depends on one and feeds the other")
