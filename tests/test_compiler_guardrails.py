@@ -146,3 +146,26 @@ def test_flipped_decisions_and_plain_data_for_the_playground():
     data = tight.to_dict()
     assert data["after"]["kernels"] == tight.kernel_count == 2
     assert json.loads(json.dumps(data, default=str))["decisions"][0]["rule"]
+
+
+def test_combo_kernels_count_each_members_arguments():
+    """Inductor's ComboKernel passes each sub-kernel its own reads and writes: a buffer two
+    members read counts twice."""
+    ir = trace(lambda a, b: (a.sin(), a[0].cos() * b), x48(), torch.randn(8))
+    with config.patch(combo_kernels=True, combo_kernel_max_num_args=4):
+        plan = schedule(ir)
+    assert plan.kernel_count == 2
+    assert any("5 args > 4" in r for r in refusal_reasons(plan, "combo_kernel_max_num_args"))
+    with config.patch(combo_kernels=True, combo_kernel_max_num_args=5):
+        assert schedule(ir).kernel_count == 1
+
+
+def test_combo_kernel_max_num_nodes():
+    ir = trace(lambda a, b, c: (a.sin(), b.cos(), c.exp()), x48(), x48(), x48())
+    with config.patch(combo_kernels=True):
+        assert schedule(ir).kernel_count == 1
+    with config.patch(combo_kernels=True, combo_kernel_max_num_nodes=2):
+        plan = schedule(ir)
+    assert plan.kernel_count == 2
+    assert refusal_reasons(plan, "combo_kernel_max_num_nodes") == [
+        "combo_kernel_max_num_nodes: 3 kernels > 2"]

@@ -191,10 +191,11 @@ def _roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
     return found
 
 
-def align(ours: FusionPlan, theirs: FusionPlan) -> list[tuple[str, ...]]:
-    """Each Inductor kernel as the group of OUR aten nodes it computes (graph order). An
-    Inductor node counts for the node of ours it came from; a node of ours split over several
-    kernels (addmm into mm + bias add) belongs to the kernel of its own kind (the extern)."""
+def align(ours: FusionPlan, theirs: FusionPlan) -> tuple[list[tuple[str, ...]], set[str]]:
+    """Each Inductor kernel as the group of OUR aten nodes it computes (graph order), and our
+    nodes no Inductor node remembers (see `_absorbed`). An Inductor node counts for the node of
+    ours it came from; a node of ours split over several kernels (addmm into mm + bias add)
+    belongs to the kernel of its own kind (the extern)."""
     home = {n: g.index for g in ours.groups for n in g.nodes}
     gm = getattr(theirs.ir, "gm", None)
     by_name = {n.name: n for n in gm.graph.nodes} if gm is not None else {}
@@ -207,7 +208,8 @@ def align(ours: FusionPlan, theirs: FusionPlan) -> list[tuple[str, ...]]:
             for root in roots & set(home):
                 ours_of[group.index].add(root)
                 where.setdefault(root, []).append(group.index)
-    for name in _absorbed(ours, where):  # computed inside another node's op by a pattern
+    absorbed = _absorbed(ours, where)  # computed inside another node's op by a pattern
+    for name in absorbed:
         ours_of[where[name][0]].add(name)
     kind = {g.index: g.kind for g in ours.groups}
     for root, kernels in where.items():
@@ -222,7 +224,7 @@ def align(ours: FusionPlan, theirs: FusionPlan) -> list[tuple[str, ...]]:
                 ours_of[k].discard(root)
     order = {n: i for i, n in enumerate(n for g in ours.groups for n in g.nodes)}
     order = {n: node.index for n, node in ours.ir.by_name.items()} if ours.ir else order
-    return [tuple(sorted(names, key=order.get)) for names in ours_of]
+    return [tuple(sorted(names, key=order.get)) for names in ours_of], set(absorbed)
 
 
 @dataclass(frozen=True)
@@ -258,12 +260,12 @@ def _decision_between(plan: FusionPlan, left: set, right: set, fused: bool):
     return found
 
 
-def differences(ours: FusionPlan, theirs: FusionPlan,
-                groups: list[tuple[str, ...]]) -> list[Difference]:
+def differences(ours: FusionPlan, theirs: FusionPlan, groups: list[tuple[str, ...]],
+                absorbed: set[str] = frozenset()) -> list[Difference]:
     """Every Inductor kernel that is not one of ours, with the rules that explain it."""
     mine = {g.nodes for g in ours.groups}
     home = {n: g for g in ours.groups for n in g.nodes}
-    recomputed, merged = _recomputed(ours, theirs), _merged(ours, theirs)
+    recomputed, merged = _recomputed(ours, theirs), _merged(ours, theirs, absorbed)
     out = []
     for group in groups:
         if not group or group in mine:
@@ -334,20 +336,16 @@ def _absorbed(ours: FusionPlan, where: dict[str, list[int]]) -> list[str]:
         kernels = {k for u in users[node.name] for k in where.get(u, [None])}
         if len(kernels) == 1 and None not in kernels:
             where[node.name] = [kernels.pop()]
-            ABSORBED.add(node.name)
             found.append(node.name)
     return found
 
 
-ABSORBED: set[str] = set()  # our nodes placed by _absorbed in the last align (for _merged)
-
-
-def _merged(ours: FusionPlan, theirs: FusionPlan) -> set[str]:
+def _merged(ours: FusionPlan, theirs: FusionPlan, absorbed: set[str]) -> set[str]:
     """Our nodes Inductor's post-grad patterns merged with others into one op (mm + add into
     addmm): no fusion decision of anyone's, a rewrite of the graph."""
     gm = getattr(theirs.ir, "gm", None)
     mine = {n for g in ours.groups for n in g.nodes}
-    out: set[str] = set(ABSORBED & mine)
+    out: set[str] = set(absorbed & mine)
     for node in gm.graph.nodes if gm is not None else ():
         roots = _roots(node, mine)
         if len(roots) > 1:
@@ -423,10 +421,9 @@ def _priced(ours: FusionPlan, groups: list[tuple[str, ...]]) -> Priced:
 
 def compare_plans(ours: FusionPlan, theirs: FusionPlan, name: str | None = None) -> Comparison:
     """Line our plan up with Inductor's plan of the same graph (see the module docstring)."""
-    ABSORBED.clear()
-    groups = align(ours, theirs)
+    groups, absorbed = align(ours, theirs)
     return Comparison(name or ours.name, ours, theirs, groups,
-                      differences(ours, theirs, groups), _priced(ours, groups))
+                      differences(ours, theirs, groups, absorbed), _priced(ours, groups))
 
 
 def compare_compiled(compiled: CompiledGraph | None = None,

@@ -53,7 +53,7 @@ POINTWISE_EXTRA = {
     "clone", "_to_copy", "copy", "copy_", "where", "masked_fill", "full", "full_like",
     "scalar_tensor", "zeros", "ones", "zeros_like", "ones_like", "fill", "lift_fresh_copy",
     "iota", "arange", "rand", "rand_like", "randn", "randn_like", "bernoulli", "uniform",
-    "normal", "randint", "randint_like", "native_dropout",
+    "normal", "randint", "randint_like", "native_dropout", "bernoulli_", "uniform_", "normal_",
 }
 # Ops Inductor lowers to fusible (pointwise) code whose loads go through an index or a window:
 # the output is computed element by element, but the inputs are not read at the output's
@@ -110,6 +110,7 @@ class SchedulerNode:
     scatter: bool = False  # writes through an index (scatter, index_put)
     inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
+    order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
@@ -170,7 +171,8 @@ class FusedSchedulerNode:
         self.indexed = any(n.indexed for n in self.nodes)
         self.scatter = any(n.scatter for n in self.nodes)
         self.index = self.nodes[0].index
-        self.min_order, self.max_order = self.nodes[0].index, self.nodes[-1].index
+        orders = [n.order if n.order >= 0 else n.index for n in self.nodes]
+        self.min_order, self.max_order = min(orders), max(orders)
         # Scheduler nodes as Inductor counts them (max_fusion_size): an op inlined into its
         # consumer while lowering is no node of its own.
         self.size = len(self.nodes) if size is None else size

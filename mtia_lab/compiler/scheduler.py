@@ -86,6 +86,25 @@ def _described(group: FusedSchedulerNode, labels: dict[str, str]) -> tuple:
     return described
 
 
+def _realized_order(ir: GraphIR) -> None:
+    """Number the nodes as Inductor's scheduler nodes are numbered (min_order/max_order, for
+    the long-distance check): a pointwise op with one user, inlined while lowering, takes the
+    number of the node it is inlined into."""
+    users: dict[str, set[str]] = {}
+    for node in ir.nodes:
+        for buf in node.reads:
+            producer = ir.buffers[buf].producer
+            if producer is not None:
+                users.setdefault(producer, set()).add(node.name)
+    order = 0
+    for node in ir.nodes:
+        node.order = order
+        inlined = (node.kind is Kind.POINTWISE and not node.scatter
+                   and len(users.get(node.name, ())) == 1
+                   and not any(ir.buffers[b].is_output for b in node.writes))
+        order += 0 if inlined else 1
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """The scheduler allocates many small objects and no reference cycles: Python's cycle
@@ -110,6 +129,7 @@ class Scheduler:
         threshold = config.unroll_reductions_threshold
         for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
             node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+        _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
         self.live: dict[int, FusedSchedulerNode] = {id(g): g for g in self.group_of.values()}

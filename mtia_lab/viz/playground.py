@@ -40,6 +40,8 @@ CONTROLS = {
     "max_fusion_buffer_group_pairwise_attempts": "int",
     "combo_kernels": "bool",
     "combo_kernel_max_num_args": "int",
+    "combo_kernel_max_num_nodes": "int",
+    "matmul_templates": "bool",
     "on_chip_memory_budget": "optional",
 }
 MAX_GROUPS_LISTED = 30
