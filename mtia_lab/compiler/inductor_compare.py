@@ -274,7 +274,15 @@ def differences(ours: FusionPlan, theirs: FusionPlan, groups: list[tuple[str, ..
         holders = list({home[n].index: home[n] for n in group}.values())
         rules: list[str] = []
         reasons: list[str] = []
+        pattern = [m for m in merged if m & wanted]
+        split_by_pattern = len(holders) > 1 and pattern and _joined_by(pattern, holders)
         for i, a in enumerate(holders):  # split: which decision kept our kernels apart
+            if split_by_pattern:
+                rules.append("post_grad_pattern")
+                reasons.append("Inductor rewrote " + "; ".join(
+                    " + ".join(sorted(m)) for m in pattern) + " into one op (a post-grad "
+                    "pattern) before scheduling")
+                break
             for b in holders[i + 1:]:
                 d = _decision_between(ours, set(a.nodes) & wanted, set(b.nodes) & wanted, False)
                 rules.append(d.rule if d else "never_a_candidate")
@@ -288,10 +296,6 @@ def differences(ours: FusionPlan, theirs: FusionPlan, groups: list[tuple[str, ..
             if d is not None:
                 rules.append(d.rule)
                 reasons.append(str(d))
-        if wanted & merged:  # the rewrite, not our split or join, made the difference
-            rules = [r for r in rules if r in DEPARTURES] + ["post_grad_pattern"]
-            reasons.append(f"Inductor rewrote {', '.join(sorted(wanted & merged))} into one op "
-                           "(a post-grad pattern) before scheduling")
         if wanted & recomputed:
             rules.append("computed_once")
             reasons.append(f"Inductor computes {', '.join(sorted(wanted & recomputed))} in more "
@@ -340,17 +344,38 @@ def _absorbed(ours: FusionPlan, where: dict[str, list[int]]) -> list[str]:
     return found
 
 
-def _merged(ours: FusionPlan, theirs: FusionPlan, absorbed: set[str]) -> set[str]:
-    """Our nodes Inductor's post-grad patterns merged with others into one op (mm + add into
+def _merged(ours: FusionPlan, theirs: FusionPlan, absorbed: set[str]) -> list[set[str]]:
+    """Sets of our nodes that Inductor's post-grad patterns turned into one op (mm + add into
     addmm): no fusion decision of anyone's, a rewrite of the graph."""
     gm = getattr(theirs.ir, "gm", None)
     mine = {n for g in ours.groups for n in g.nodes}
-    out: set[str] = set(absorbed & mine)
+    out: list[set[str]] = []
     for node in gm.graph.nodes if gm is not None else ():
         roots = _roots(node, mine)
         if len(roots) > 1:
-            out |= roots
+            out.append(roots)
+    ir = ours.ir
+    for name in absorbed & mine:  # with the users it was absorbed into
+        users = {n.name for n in ir.nodes for b in n.reads
+                 if ir.buffers[b].producer == name} if ir is not None else set()
+        out.append({name} | users)
     return out
+
+
+def _joined_by(patterns: list[set[str]], holders: list) -> bool:
+    """Do the patterns' node sets connect every one of our kernels `holders` into one?"""
+    parent = list(range(len(holders)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for nodes in patterns:
+        touched = [i for i, h in enumerate(holders) if nodes & set(h.nodes)]
+        for i in touched[1:]:
+            parent[find(i)] = find(touched[0])
+    return len({find(i) for i in range(len(holders))}) == 1
 
 
 @dataclass

@@ -348,10 +348,11 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         op = getattr(fx_node.target, "overloadpacket", None)
         op_name = op.__name__ if op is not None else ""
         through_index = _indexed_args(fx_node, op_name)
+        indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
         for a in args:
             if base_of[a.name] in buffers:
                 access.setdefault(base_of[a.name], set()).add(
-                    "indexed" if a.name in through_index
+                    indexed_how if a.name in through_index
                     else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
@@ -400,6 +401,19 @@ def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
     found: set[str] = set()
     torch.fx.map_arg(fx_node.args[position], lambda a: found.add(a.name))
     return found
+
+
+POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "avg_pool3d"}
+
+
+def _indexed_access(fx_node: torch.fx.Node, op_name: str, val) -> tuple:
+    """How an indexed op reads its data: two reads are the same when the same windows or the
+    same index tensors pick the same elements (Inductor's memory deps are then equal: a max
+    pool and an avg pool over one input share it)."""
+    family = "pool" if op_name in POOLS else op_name
+    rest = tuple(a.name if isinstance(a, torch.fx.Node) else repr(a) for a in fx_node.args[1:])
+    out = _tensors(val)
+    return ("indexed", family, rest, tuple(out[0].shape) if out else ())
 
 
 def _access(val, buffer: Buffer, size: Size = size_hint) -> object:

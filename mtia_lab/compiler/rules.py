@@ -257,7 +257,8 @@ def indexed_read(p: Pair) -> Verdict | None:
     realized producer's loop cannot feed it (Inductor: the memory deps do not match)."""
     producer, consumer = p.producer_consumer()
     if consumer.indexed and (producer.writes & {
-            b for n in consumer.nodes for b, how in n.access.items() if "indexed" in how}):
+            b for n in consumer.nodes for b, how in n.access.items()
+            if any(isinstance(h, tuple) and h[0] == "indexed" for h in how)}):
         return Verdict(False, "indexed_read", f"{consumer.nodes[0].name} reads "
                        f"{producer.nodes[-1].name}'s buffer through an index: not one loop")
     return None
