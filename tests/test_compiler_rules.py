@@ -282,3 +282,10 @@ def test_candidates_follow_inductors_priority():
     assert fusion_priority(sin, sin, 100, False) < fusion_priority(mm, sin, 100, False)
     # lowering's inlining comes before everything
     assert fusion_priority(mm, sin, 0, True) < fusion_priority(sin, sin, 10**6, False)
+
+
+def test_plan_names_the_inductor_checks_it_leaves_out():
+    plan = plan_of(lambda x: x.sum(-1), x48())
+    left_out = {note.split(":")[0] for note in plan.notes}
+    assert {"split_reductions", "mix_order_reduction", "realize_reads_threshold"} <= left_out
+    assert all("left out on purpose" in note for note in plan.notes)

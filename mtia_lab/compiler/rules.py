@@ -52,6 +52,9 @@ NOT_MODELLED = {
     "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
+    "split_reductions": "a large reduction is one kernel, never split in two",
+    "realize_reads_threshold": "an op with several users is computed once (computed_once), "
+                               "never inlined into each of them",
 }
 
 

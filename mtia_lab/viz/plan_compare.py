@@ -49,6 +49,7 @@ class PlanCompare(View):
                          priced.time_us),
         }
         self.differences = [(str(d), d.explained) for d in comparison.differences]
+        self.notes = tuple(getattr(ours, "notes", ()))  # Inductor checks we leave out
         self.identical, self.of = comparison.identical, comparison.inductor_kernels
         self.max_kernels, self.width = max_kernels, width
         self.same = {k[1] for k in self.ours} & {k[1] for k in self.theirs}
@@ -93,6 +94,10 @@ class PlanCompare(View):
         parts.append(Text(f"differences: {len(self.differences)} ({unexplained} unexplained)"))
         for text, _ in self.differences:
             parts.append(Text(f"  {text}"))
+        if self.notes:
+            parts.append(Text("Inductor checks our scheduler leaves out: "
+                              + ", ".join(n.split(":")[0] for n in self.notes)
+                              + " (FusionPlan.notes says why)"))
         return Group(*parts)
 
     def to_text(self) -> str:
