@@ -205,3 +205,32 @@ def boxed(fn):
 def storage_alias(host: torch.UntypedStorage, device: torch.device) -> torch.UntypedStorage:
     """A storage that reports `device` but whose bytes are `host`'s (it does not own them)."""
     return torch._C._construct_storage_from_data_pointer(host.data_ptr(), device, host.nbytes())
+
+
+# --- exceptions in backward (mtia_lab/backend/backward_errors.py) ---
+# The Python device guard of torch 2.13 (torch/csrc/acc/Module.cpp) calls into Python from
+# noexcept methods: a Python exception unwinding through the engine's stream guard aborts.
+
+
+def autograd_engine_class() -> type:
+    """The C++ autograd engine's Python type (subclassable)."""
+    return torch._C._ImperativeEngine
+
+
+def set_autograd_engine(engine_class: type) -> None:
+    """Make `torch.autograd` run backward through an instance of `engine_class` (a subclass
+    of the engine's type); `Variable._execution_engine` is read at each backward call."""
+    from torch.autograd.variable import Variable
+
+    if type(Variable._execution_engine) is not engine_class:
+        Variable._execution_engine = engine_class()
+
+
+def wrap_module_backward_hooks(wrap) -> None:
+    """nn.Module full backward (pre) hooks run as hooks on an autograd Node that
+    torch.utils.hooks.BackwardHook registers in `_apply_on_tensors(fn, args)`: replace that
+    method by `wrap(method)` once."""
+    from torch.utils.hooks import BackwardHook
+
+    if getattr(BackwardHook._apply_on_tensors, "__wrapped__", None) is None:
+        BackwardHook._apply_on_tensors = wrap(BackwardHook._apply_on_tensors)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import types
 
-from . import amp, device_module, dispatch, kernels, rebind, registration, serialization
+from . import amp, device_module, dispatch, kernels, registration, serialization
 from .dispatch import StrictModeError, set_strict, strict
 from .fallback import fallback_counts, reset_fallback_counts
 from .registry import KERNELS, register_kernel, unregister_kernel
@@ -35,10 +35,12 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
+    from . import backward_errors, rebind
     if not KERNELS:
         kernels.register_native_families()
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
     rebind.register()  # set_(tensor): rebind to other memory
+    backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
