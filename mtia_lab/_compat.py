@@ -234,3 +234,11 @@ def wrap_module_backward_hooks(wrap) -> None:
 
     if getattr(BackwardHook._apply_on_tensors, "__wrapped__", None) is None:
         BackwardHook._apply_on_tensors = wrap(BackwardHook._apply_on_tensors)
+
+
+def wrap_storage_new(wrap) -> None:
+    """`torch.UntypedStorage.__new__` (C++ `THPStorage_pynew`, inherited from StorageBase)
+    becomes `wrap(original)` once: it segfaults for a device without a C++ allocator."""
+    current = torch.UntypedStorage.__new__
+    if getattr(current, "__wrapped__", None) is None:
+        torch.UntypedStorage.__new__ = staticmethod(wrap(current))

@@ -35,7 +35,7 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import backward_errors, rebind
+    from . import backward_errors, rebind, storages
     if not KERNELS:
         kernels.register_native_families()
     registration.register_backend(_as_module())
@@ -43,4 +43,5 @@ def register() -> None:
     serialization.register()  # torch.save / torch.load of device tensors
     rebind.register()  # set_(tensor): rebind to other memory
     backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
+    storages.install()  # torch.UntypedStorage(n, device="mtia_sim"): a clear error
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
