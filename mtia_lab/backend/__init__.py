@@ -35,7 +35,7 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import backward_errors, rebind, storages
+    from . import backward_errors, pinned_memory, rebind, storages
     if not KERNELS:
         kernels.register_native_families()
     registration.register_backend(_as_module())
@@ -44,4 +44,5 @@ def register() -> None:
     rebind.register()  # set_(tensor): rebind to other memory
     backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
     storages.install()  # torch.UntypedStorage(n, device="mtia_sim"): a clear error
+    pinned_memory.register()  # t.pin_memory() / is_pinned(), as with CUDA
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
