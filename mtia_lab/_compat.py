@@ -242,3 +242,22 @@ def wrap_storage_new(wrap) -> None:
     current = torch.UntypedStorage.__new__
     if getattr(current, "__wrapped__", None) is None:
         torch.UntypedStorage.__new__ = staticmethod(wrap(current))
+
+
+def torch_function_mode_on_top(mode) -> bool:
+    """Is `mode` the innermost TorchFunctionMode of this thread (so exiting it is right)?"""
+    from torch.overrides import _get_current_function_mode
+
+    return _get_current_function_mode() is mode
+
+
+def remove_global_module_hooks_of(owner) -> None:
+    """Remove every global nn.Module forward (pre-)hook that is a method of `owner`: what
+    `register_module_forward_(pre_)hook` installed even if its handle was lost (an interrupt)."""
+    from torch.nn.modules import module
+
+    for hooks in (module._global_forward_pre_hooks, module._global_forward_hooks):
+        for key, hook in list(hooks.items()):
+            if getattr(hook, "__self__", None) is owner:
+                del hooks[key]
+                module._global_forward_hooks_always_called.pop(key, None)
