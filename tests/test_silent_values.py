@@ -54,6 +54,12 @@ def test_set_aliases_the_source_and_frees_the_old_memory():
     assert torch.mtia_sim.memory_allocated() - before == 512  # only `other`'s block remains
     v.set_()
     assert v.shape == (0,)
+    source = torch.arange(6.0, device=DEVICE)
+    v.set_(source, 1, (2, 2), (2, 1))  # with a geometry: a strided view of `source`
+    want = torch.empty(0).set_(torch.arange(6.0), 1, (2, 2), (2, 1))
+    assert (v.shape, v.stride(), v.storage_offset()) == (want.shape, want.stride(), 1)
+    source.mul_(10)
+    torch.testing.assert_close(v.cpu(), want * 10)
     with pytest.raises(RuntimeError, match="same device"):
         v.set_(torch.zeros(3))
 
