@@ -261,3 +261,21 @@ def remove_global_module_hooks_of(owner) -> None:
             if getattr(hook, "__self__", None) is owner:
                 del hooks[key]
                 module._global_forward_hooks_always_called.pop(key, None)
+
+
+def wrap_saved_tensor_unpack_hooks(wrap) -> None:
+    """`torch.autograd.graph.saved_tensors_hooks` (and its subclasses: checkpointing,
+    save_on_cpu) push `wrap(unpack_hook)` instead of the unpack hook, once."""
+    from torch.autograd.graph import saved_tensors_hooks
+
+    enter = saved_tensors_hooks.__enter__
+    if getattr(enter, "__wrapped__", None) is not None:
+        return
+
+    def __enter__(self) -> None:
+        torch._C._autograd._push_saved_tensors_default_hooks(
+            self.pack_hook, wrap(self.unpack_hook)
+        )
+
+    __enter__.__wrapped__ = enter
+    saved_tensors_hooks.__enter__ = __enter__

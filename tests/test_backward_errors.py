@@ -56,6 +56,29 @@ def oom():
     finally:
         mtia_lab.configure(memory_capacity=2 << 30)
 
+def saved_tensor_unpack():
+    x = torch.randn(4, device=D, requires_grad=True)
+    def unpack(t):
+        raise IndexError("unpack hook")
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        y = (x * x).sum()
+    y.backward()
+
+def checkpoint_recompute_refused():
+    import torch.utils.checkpoint as checkpoint
+    x = torch.randn(8, device=D, requires_grad=True)
+    y = checkpoint.checkpoint(lambda a: (torch.cumsum(a, 0) * a).sum(), x, use_reentrant=False)
+    with mtia_lab.strict(True):  # the recomputation in backward meets cumsum's fallback
+        y.backward()
+
+def post_accumulate_hook():
+    x = torch.randn(4, device=D, requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda p: {}["missing"])
+    (x * 2).sum().backward()
+
+expect(IndexError, saved_tensor_unpack)
+expect(mtia_lab.StrictModeError, checkpoint_recompute_refused)
+expect(KeyError, post_accumulate_hook)
 expect(ZeroDivisionError, tensor_hook)
 expect(TypeError, hook_returns_junk)
 expect(KeyError, lambda: module_hooks(False))
@@ -100,4 +123,4 @@ print("ALIVE")
 def test_exceptions_in_backward_surface_instead_of_aborting():
     result = run_python(CASES)
     assert result.returncode == 0, (result.returncode, result.stdout, result.stderr[-3000:])
-    assert result.stdout.count("OK") == 7 and "ALIVE" in result.stdout, result.stdout
+    assert result.stdout.count("OK") == 10 and "ALIVE" in result.stdout, result.stdout

@@ -41,6 +41,9 @@ def defer(error: BaseException) -> object:
     carries the error's id (PyTorch's messages name the type, or the object)."""
     if len(_KEPT) > 64:  # errors whose backward never returned through run_backward
         _KEPT.clear()
+    match = _FOUND.search(str(error)) if isinstance(error, (RuntimeError, TypeError)) else None
+    if match and int(match.group(1)) in _KEPT:  # PyTorch's refusal of a marker: the original
+        error = _KEPT.pop(int(match.group(1)))
     number = next(_IDS)
     _KEPT[number] = error
     kind = type(f"{_MARK}{number}", (), {"__repr__": lambda self: f"<{_MARK}{number}>"})
@@ -112,6 +115,23 @@ def surfacing_node_hook(hook):
     return run
 
 
+def surfacing_unpack(unpack):
+    """A saved-tensor unpack hook (`saved_tensors_hooks`, non-reentrant checkpointing, whose
+    unpack recomputes the forward) whose exceptions in backward are deferred: PyTorch refuses
+    a non-tensor result in C++, naming its type."""
+
+    def run(packed):
+        try:
+            return unpack(packed)
+        except BaseException as error:
+            if _compat.current_autograd_node() is None:
+                raise
+            return defer(error)
+
+    run.__wrapped__ = unpack
+    return run
+
+
 class _NodeHooks:
     """A Node seen by torch.utils.hooks.BackwardHook: its hooks are registered surfacing."""
 
@@ -138,7 +158,7 @@ def _apply_on_tensors(original):
     return apply
 
 
-def kept_error(error: RuntimeError) -> BaseException | None:
+def kept_error(error: Exception) -> BaseException | None:
     """The deferred exception a RuntimeError from the engine stands for, if any."""
     match = _FOUND.search(str(error))
     if match:
@@ -147,7 +167,7 @@ def kept_error(error: RuntimeError) -> BaseException | None:
     return _KEPT.pop(max(_KEPT)) if _KEPT else None
 
 
-def _reraise(error: RuntimeError):
+def _reraise(error: Exception):
     original = kept_error(error)
     if original is None:
         raise error
@@ -162,7 +182,7 @@ class _Engine(_compat.autograd_engine_class()):
     def run_backward(self, *args, **kwargs):
         try:
             return super().run_backward(*args, **kwargs)
-        except RuntimeError as error:
+        except (RuntimeError, TypeError) as error:  # C++ refusals of our markers are these
             _reraise(error)
 
 
@@ -188,4 +208,5 @@ def install(tensor_class) -> None:
     tensor_class.register_hook = _register_hook
     tensor_class.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
     _compat.wrap_module_backward_hooks(_apply_on_tensors)
+    _compat.wrap_saved_tensor_unpack_hooks(surfacing_unpack)
     _compat.set_autograd_engine(_Engine)
