@@ -19,7 +19,7 @@ import torch
 
 from .._compat import DEVICE_NAME
 from .._compat import compile_session as _session
-from . import cost, fallback
+from . import cost, fallback, host_indices
 from .registry import KERNELS, Kernel, run_on_device
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
@@ -159,6 +159,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         return _answer_query(func, args, kwargs)
     plan = _plan_of(func, registered)
     op_facts, kernel = plan.facts, plan.kernel
+    if func in host_indices.INDEX_OPS:  # `x[cpu_idx]`: CUDA copies host indices to the device
+        args = host_indices.indices_to_device(args)
     # 1. unwrap, and find the one device the op runs on
     devices: list = []
     inner_args = tuple([_unwrap(a, devices) for a in args])
@@ -258,7 +260,10 @@ def _traced(func, args, kwargs):
         return _answer_query(func, args, kwargs)
     plan = _plan_of(func, registered)
     devices: list = []
-    inner_args = tuple([_unwrap_traced(a, devices) for a in args])
+    if func in host_indices.INDEX_OPS:
+        inner_args = host_indices.unwrap_traced(args, _unwrap_traced, devices)
+    else:
+        inner_args = tuple([_unwrap_traced(a, devices) for a in args])
     kwargs = kwargs or {}
     inner_kwargs = {k: _unwrap_traced(v, devices) for k, v in kwargs.items()}
     if "device" in inner_kwargs:

@@ -1,0 +1,75 @@
+"""Behaviour that CUDA has and a user relies on, checked on mtia_sim against the CPU (or against
+what torch.cuda documents where no CUDA device is at hand)."""
+
+import pytest
+import torch
+
+DEVICE = "mtia_sim"
+
+
+# -- host index tensors and masks (CUDA copies them to the device: ATen make_info) ---------------
+def _index_cases():
+    x = torch.arange(24.0).reshape(4, 6)
+    idx = torch.tensor([2, 0, 2])
+    mask = x > 10
+    return x, idx, mask
+
+
+def test_host_indices_and_masks_index_like_cuda():
+    x, idx, mask = _index_cases()
+    d = x.to(DEVICE)
+    torch.testing.assert_close(d[idx].cpu(), x[idx])
+    torch.testing.assert_close(d[mask].cpu(), x[mask])
+    torch.testing.assert_close(d[:, idx].cpu(), x[:, idx])
+    torch.testing.assert_close(d[idx, idx].cpu(), x[idx, idx])
+    assert d[idx].device == d.device
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_host_indices_write_like_cuda(accumulate):
+    x, idx, mask = _index_cases()
+    d = x.to(DEVICE)
+    values = torch.tensor([1.0, 2.0, 3.0])
+    expected = x.clone().index_put_((idx,), values[:, None], accumulate=accumulate)
+    got = d.clone().index_put_((idx,), values[:, None].to(DEVICE), accumulate=accumulate)
+    torch.testing.assert_close(got.cpu(), expected)
+    x[mask] = -1.0
+    d[mask] = -1.0
+    torch.testing.assert_close(d.cpu(), x)
+    x[idx, 1] = torch.tensor(7.0)  # a 0-dim host value rides along, as on CUDA
+    d[idx, 1] = torch.tensor(7.0)
+    torch.testing.assert_close(d.cpu(), x)
+
+
+def test_host_index_backward_matches_cpu():
+    x, idx, _ = _index_cases()
+    leaf_cpu = x.clone().requires_grad_()
+    leaf_dev = x.to(DEVICE).requires_grad_()
+    (leaf_cpu[idx] * 2).sum().backward()
+    (leaf_dev[idx] * 2).sum().backward()
+    torch.testing.assert_close(leaf_dev.grad.cpu(), leaf_cpu.grad)
+
+
+def test_ops_cuda_refuses_host_indices_for_still_refuse():
+    x, idx, mask = _index_cases()
+    d = x.to(DEVICE)
+    with pytest.raises(RuntimeError, match="same device"):
+        d.index_select(1, idx)
+    with pytest.raises(RuntimeError, match="same device"):
+        d.gather(1, idx.expand(4, 3))
+    with pytest.raises(RuntimeError, match="same device"):
+        d[idx] = torch.ones(3, 6)  # a host value that is not a 0-dim scalar: refused on CUDA
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
+def test_host_indices_compiled_match_eager(backend):
+    torch._dynamo.reset()
+    x, idx, mask = _index_cases()
+
+    def fn(a, i, m):
+        b = a * 2
+        b[m] = 0.0
+        return b[i] + 1
+
+    compiled = torch.compile(fn, backend=backend)
+    torch.testing.assert_close(compiled(x.to(DEVICE), idx, mask).cpu(), fn(x, idx, mask))
