@@ -73,3 +73,42 @@ def test_host_indices_compiled_match_eager(backend):
 
     compiled = torch.compile(fn, backend=backend)
     torch.testing.assert_close(compiled(x.to(DEVICE), idx, mask).cpu(), fn(x, idx, mask))
+
+
+# -- torch.compile of what runs eagerly ------------------------------------------------------------
+class _ScaledAttention(torch.nn.Module):
+    """The pattern of Mistral's attention: a Python constant made a tensor, moved to x.device."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        scale = torch.tensor(8.0).to(x.device)
+        scores = self.proj(x) @ x.transpose(-1, -2) / torch.sqrt(scale)
+        floor = torch.tensor(torch.finfo(x.dtype).min).to(x.device, x.dtype)
+        return torch.maximum(scores, floor).softmax(-1) @ x
+
+
+def _eval_batchnorm():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    with torch.no_grad():  # running statistics that are not the defaults
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    return model.eval(), torch.randn(2, 3, 8, 8)
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager", "eager"])
+@pytest.mark.parametrize(
+    "make", [_eval_batchnorm, lambda: (_ScaledAttention(), torch.randn(2, 5, 8))],
+    ids=["batchnorm_eval", "constant_to_device"],
+)
+def test_compile_runs_what_runs_eagerly(backend, make):
+    torch._dynamo.reset()
+    model, x = make()
+    with torch.no_grad():
+        expected = model(x)
+        got = torch.compile(model.to(DEVICE), backend=backend)(x.to(DEVICE))
+    assert got.device.type == DEVICE
+    torch.testing.assert_close(got.cpu(), expected)

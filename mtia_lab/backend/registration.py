@@ -122,6 +122,7 @@ def register_backend(device_module) -> None:
     _compat.check_torch_version()
     if _compat.privateuse1_name() != DEVICE_NAME:
         _compat.setup_python_backend(DEVICE_NAME, device_module)
+    _compat.keep_device_tensors_out_of_fake_constants()  # `torch.tensor(c).to(x.device)` compiles
     lib = torch.library.Library("aten", "IMPL")
     aten = torch.ops.aten
     lib.impl("empty.memory_format", _observed(
