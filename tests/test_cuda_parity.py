@@ -112,3 +112,59 @@ def test_compile_runs_what_runs_eagerly(backend, make):
         got = torch.compile(model.to(DEVICE), backend=backend)(x.to(DEVICE))
     assert got.device.type == DEVICE
     torch.testing.assert_close(got.cpu(), expected)
+
+
+# -- out of memory: torch.OutOfMemoryError with the device summary, before the host allocates ------
+HUGE = 1 << 42  # elements: more than the simulated device and more than any host
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: torch.empty(HUGE, device=DEVICE),
+        lambda x: torch.zeros(HUGE, device=DEVICE),
+        lambda x: torch.randn(HUGE, device=DEVICE),
+        lambda x: torch.full((HUGE,), 1.0, device=DEVICE),
+        lambda x: torch.empty_strided((HUGE,), (1,), device=DEVICE),
+        lambda x: torch.ones(2, HUGE, device=DEVICE),
+        lambda x: x.repeat(HUGE),
+        lambda x: x.new_empty(HUGE),
+        lambda x: x.new_zeros((HUGE, 2)),
+        lambda x: x.new_full((HUGE,), 2.0),
+        lambda x: x.expand(HUGE, 4).contiguous(),  # size known only once the host computes
+        lambda x: torch.outer(x.new_ones(1 << 21), x.new_ones(1 << 21)),  # a native kernel
+        lambda x: torch.tensor([0], device=DEVICE).bincount(minlength=HUGE),  # the CPU fallback
+        lambda x: torch.randperm(HUGE, device=DEVICE),  # a factory without a device kernel
+    ],
+)
+def test_allocations_too_large_raise_device_oom(make):
+    x = torch.ones(4, device=DEVICE)
+    before = torch.mtia_sim.memory_stats()["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError, match="mtia_sim:0 out of memory"):
+        make(x)
+    assert torch.mtia_sim.memory_stats()["num_ooms"] == before + 1
+    torch.testing.assert_close(x.cpu(), torch.ones(4))  # the inputs are intact
+
+
+def test_capacity_is_checked_before_the_host_allocates():
+    import mtia_lab
+
+    mtia_lab.configure(memory_capacity=8 << 20)
+    try:
+        with pytest.raises(torch.OutOfMemoryError, match="8.00 MiB in total"):
+            torch.zeros(16 << 20, dtype=torch.uint8, device=DEVICE)
+        with pytest.raises(torch.OutOfMemoryError, match="aten::_to_copy"):
+            torch.zeros(16 << 20, dtype=torch.uint8).to(DEVICE)
+    finally:
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+
+
+def test_a_device_larger_than_the_host_reports_the_host_limit():
+    import mtia_lab
+
+    mtia_lab.configure(memory_capacity=1 << 62)
+    try:
+        with pytest.raises(torch.OutOfMemoryError, match="host cannot back"):
+            torch.empty(1 << 58, dtype=torch.uint8, device=DEVICE)
+    finally:
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)

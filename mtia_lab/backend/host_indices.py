@@ -34,7 +34,7 @@ def _host_indices(args) -> bool:
     )
 
 
-def indices_to_device(args: tuple) -> tuple:
+def indices_to_device(func, args: tuple, kwargs: dict) -> tuple:
     """`args` of an indexing op with its host index tensors copied to `args[0]`'s device."""
     if not _host_indices(args) or args[0].device.type != DEVICE_NAME:
         return args
