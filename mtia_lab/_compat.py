@@ -226,3 +226,10 @@ def keep_device_tensors_out_of_fake_constants() -> None:
 
     may_turn_const._mtia_lab = True
     FakeTensorMode.may_turn_const = may_turn_const
+
+
+def generate_storage_methods(name: str) -> None:
+    """`storage.is_<name>` and `storage.<name>()` (PyTorch's generated PrivateUse1 methods; the
+    Python-backend setup generates those of tensors and modules only). Idempotent."""
+    if not hasattr(torch.storage._StorageBase, f"is_{name}"):
+        _backend_registration._generate_storage_methods_for_privateuse1_backend(name)

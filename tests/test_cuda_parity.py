@@ -168,3 +168,78 @@ def test_a_device_larger_than_the_host_reports_the_host_limit():
             torch.empty(1 << 58, dtype=torch.uint8, device=DEVICE)
     finally:
         mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+
+
+# -- resize_, storages, DLPack, skip_data -----------------------------------------------------
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 3, 4, 6), (1, 2, 2, 2)])
+@pytest.mark.parametrize("memory_format", [torch.channels_last, torch.contiguous_format])
+def test_resize_honours_memory_format(shape, memory_format):
+    cpu = torch.arange(120.0).reshape(2, 3, 4, 5)
+    dev = cpu.to(DEVICE)
+    cpu.resize_(*shape, memory_format=memory_format)
+    dev.resize_(*shape, memory_format=memory_format)
+    assert dev.shape == cpu.shape and dev.stride() == cpu.stride()
+    kept = min(cpu.numel(), 120)  # the bytes that were there stay (beyond them: uninitialised)
+    torch.testing.assert_close(dev.cpu().as_strided((kept,), (1,)), cpu.as_strided((kept,), (1,)))
+    template = torch.empty(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    for kwargs in ({}, {"memory_format": torch.channels_last}):
+        cpu_as, dev_as = torch.ones(3), torch.ones(3, device=DEVICE)
+        cpu_as.resize_as_(template, **kwargs)
+        dev_as.resize_as_(template.to(DEVICE), **kwargs)
+        assert dev_as.stride() == cpu_as.stride()
+
+
+def test_storage_methods_are_generated_and_copy_to_the_device():
+    x = torch.arange(4.0, device=DEVICE)
+    assert x.untyped_storage().is_mtia_sim and not torch.UntypedStorage(4).is_mtia_sim
+    host = torch.arange(6.0).untyped_storage()
+    for device, index in ((None, 0), (1, 1), ("mtia_sim:1", 1)):
+        storage = host.mtia_sim(device)
+        assert storage.device == torch.device(DEVICE, index) and storage.is_mtia_sim
+        assert storage.mtia_sim(index) is storage  # already there: no copy, as storage.cuda()
+        with torch.mtia_sim.device(index):
+            bound = torch.empty(0, device=DEVICE).set_(storage)
+        torch.testing.assert_close(bound.cpu(), torch.arange(6.0))
+        torch.testing.assert_close(torch.empty(0).set_(storage.cpu()), torch.arange(6.0))
+    typed = torch.arange(3.0).storage().mtia_sim()
+    assert typed.is_mtia_sim and typed.dtype == torch.float32
+    with pytest.raises(RuntimeError, match="does not exist"):
+        host.mtia_sim(7)
+
+
+@pytest.mark.parametrize(
+    "export",
+    [
+        lambda x: torch.from_dlpack(x),
+        lambda x: torch.utils.dlpack.to_dlpack(x),
+        lambda x: torch.to_dlpack(x),
+        lambda x: x.__dlpack__(),
+    ],
+)
+def test_dlpack_export_is_refused_clearly(export):
+    x = torch.arange(4.0, device=DEVICE)
+    with pytest.raises(BufferError, match=r"cannot be exchanged through DLPack.*x\.cpu\(\)"):
+        export(x)
+    # the way round it names works, and host tensors still go through DLPack
+    back = torch.from_dlpack(x.cpu()).to(DEVICE)
+    torch.testing.assert_close(back.cpu(), torch.arange(4.0))
+    assert torch.from_dlpack(torch.utils.dlpack.to_dlpack(torch.arange(3))).tolist() == [0, 1, 2]
+
+
+def test_skip_data_saves_device_tensors_as_cuda_does(tmp_path):
+    """PyTorch refuses skip_data only for backends without storages (xla, mtia, storage-less
+    PrivateUse1); CUDA tensors are saved without their bytes. Device tensors here have storages
+    and the CUDA file format, so they behave as CUDA's: same file as the CPU tensor's, no bytes."""
+    cpu = torch.randn(1000)
+    files = {}
+    for name, tensor in (("cpu", cpu), ("dev", cpu.to(DEVICE))):
+        files[name] = tmp_path / f"{name}.pt"
+        with torch.serialization.skip_data():
+            torch.save({"w": tensor, "view": tensor[10:20]}, files[name])
+    assert files["dev"].stat().st_size == files["cpu"].stat().st_size
+    with torch.serialization.skip_data():
+        loaded = torch.load(files["dev"], weights_only=True)
+    assert loaded["w"].device == torch.device(DEVICE, 0) and loaded["w"].shape == (1000,)
+    assert loaded["view"].untyped_storage().nbytes() == loaded["w"].untyped_storage().nbytes()
+    plain = torch.load(files["dev"], map_location="cpu", weights_only=True)
+    assert plain["w"].shape == (1000,) and plain["view"].storage_offset() == 10

@@ -35,9 +35,14 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
+    from . import dlpack, resize, storages  # CUDA parity pieces (issue 9)
+
     if not KERNELS:
         kernels.register_native_families()
+    resize.register()  # resize_ / resize_as_ keep memory_format (not the fallback)
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
+    storages.register()  # storage.is_mtia_sim, storage.mtia_sim()
+    dlpack.register()  # DLPack export of device tensors: a clear refusal
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)

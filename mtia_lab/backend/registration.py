@@ -89,6 +89,7 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     """An op reached PrivateUse1 with no kernel: a factory we did not write. Compute it on the
     host with the same arguments, then move the result to the requested device."""
     name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
+    _refuse_foreign_tensors(name, args, kwargs)
     if RUNTIME.strict:
         from .dispatch import StrictModeError, _strict_message
 
@@ -103,6 +104,19 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     if isinstance(out, torch.Tensor):
         return wrap(out.clone() if out._base is not None else out, index, name)
     return out
+
+
+def _refuse_foreign_tensors(name: str, args, kwargs) -> None:
+    """A plain tensor that says mtia_sim but is no device tensor of ours (made by DLPack's
+    from_dlpack or torch.from_blob from a foreign pointer) has no memory we know: say so."""
+    for value in (*args, *kwargs.values()):
+        if type(value) is torch.Tensor and value.device.type == DEVICE_NAME:
+            raise RuntimeError(
+                f"{name}: this tensor reports {value.device} but is not a device tensor made by "
+                "mtia_lab (it was built from a raw pointer, e.g. by DLPack's from_dlpack or "
+                "torch.from_blob), so it has no device memory behind it. Make device tensors "
+                f"with torch factories or `.to('{DEVICE_NAME}')`."
+            )
 
 
 def _observed(fn, op, kind: str):
