@@ -30,12 +30,13 @@ def _as_module() -> types.ModuleType:
         for name in device_module.__all__ + ["_is_in_bad_fork", "_lazy_init", "DeviceProperties"]:
             setattr(module, name, getattr(device_module, name))
         sys.modules["torch.mtia_sim"] = module
+        sys.modules["torch.mtia_sim.memory"] = device_module.memory
     return module
 
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import dlpack, resize, storages  # CUDA parity pieces (issue 9)
+    from . import accelerator, dlpack, resize, storages  # CUDA parity pieces (issue 9)
 
     if not KERNELS:
         kernels.register_native_families()
@@ -45,4 +46,5 @@ def register() -> None:
     serialization.register()  # torch.save / torch.load of device tensors
     storages.register()  # storage.is_mtia_sim, storage.mtia_sim()
     dlpack.register()  # DLPack export of device tensors: a clear refusal
+    accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
