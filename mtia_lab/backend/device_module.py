@@ -304,6 +304,8 @@ def mem_get_info(device=None) -> tuple[int, int]:
 
 
 def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    if isinstance(fraction, bool) or not isinstance(fraction, (float, int)):
+        raise TypeError(f"fraction must be a float in (0, 1], got {fraction!r}")
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     state = RUNTIME.device(_index(device))

@@ -378,6 +378,7 @@ def _strict_message(name: str) -> str:
 @contextlib.contextmanager
 def strict(enabled: bool = True):
     """Within the block, an op without a native kernel raises StrictModeError."""
+    _check_strict(enabled)
     previous = RUNTIME.strict
     RUNTIME.strict = enabled
     try:
@@ -387,7 +388,13 @@ def strict(enabled: bool = True):
 
 
 def set_strict(enabled: bool) -> None:
+    _check_strict(enabled)
     RUNTIME.strict = enabled
+
+
+def _check_strict(enabled) -> None:
+    if not isinstance(enabled, bool):  # set_strict("no") must not turn strict mode on
+        raise TypeError(f"strict mode is True or False, got {enabled!r}")
 
 
 MTIATensor.__torch_dispatch__ = classmethod(torch_dispatch)

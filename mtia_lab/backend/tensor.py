@@ -201,7 +201,9 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
 def storage_of(tensor: torch.Tensor) -> DeviceStorage:
     """The DeviceStorage behind a device tensor (views share it)."""
     if not isinstance(tensor, MTIATensor):
-        raise TypeError(f"expected a tensor on {DEVICE_NAME}, got one on {tensor.device}")
+        where = (f"one on {tensor.device}" if isinstance(tensor, torch.Tensor)
+                 else f"{tensor!r} ({type(tensor).__name__})")
+        raise TypeError(f"storage_of expects a tensor on {DEVICE_NAME}, got {where}")
     return tensor._storage
 
 
