@@ -173,7 +173,21 @@ class MTIATensor(torch.Tensor):
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
-    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies)."""
+    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies). The
+    device index comes from the file: one that does not exist is refused before anything is
+    made for it (device_of would make a torch.device for every index up to it)."""
+    count = len(RUNTIME.devices)
+    if isinstance(device_index, bool) or not isinstance(device_index, int) or not (
+        0 <= device_index < count
+    ):
+        raise RuntimeError(
+            f"torch.load: the file puts a tensor on {DEVICE_NAME}:{device_index!r}, but this "
+            f"process has {count} {DEVICE_NAME} device(s) (valid indices 0..{count - 1}). Load "
+            f"with map_location='cpu', or ask for more devices with "
+            "mtia_lab.configure(device_count=N)."
+        )
+    if not isinstance(host, torch.Tensor) or not isinstance(requires_grad, bool):
+        raise RuntimeError("torch.load: a device tensor in the file is malformed")
     return host.to(device_of(device_index)).requires_grad_(requires_grad)
 
 
