@@ -205,15 +205,15 @@ def _is(value, kind: str) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == _STR:
         return isinstance(value, str)
-    if kind == "ints":
-        return isinstance(value, list) and all(_is(v, _INT) for v in value)
+    if kind == "ints":  # lists from JSON; tuples from trace_to_json used in memory
+        return isinstance(value, (list, tuple)) and all(_is(v, _INT) for v in value)
     if kind == "strs":
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     raise AssertionError(kind)
 
 
 def _row(row, types: dict, what: str, at: int) -> list:
-    if not isinstance(row, list) or len(row) != len(types):
+    if not isinstance(row, (list, tuple)) or len(row) != len(types):
         raise ValueError(f"{what} {at} is not a list of {len(types)} values")
     for value, (name, kind) in zip(row, types.items(), strict=True):
         if not _is(value, kind):
@@ -247,10 +247,10 @@ def _build(data: dict) -> Trace:
         ))
     paths = []
     for at, row in enumerate(_list(data, "dispatch")):
-        if not isinstance(row, list) or len(row) != 4:
+        if not isinstance(row, (list, tuple)) or len(row) != 4:
             raise ValueError(f"dispatch path {at} is not a list of 4 values")
         arg_keys, merged, steps, chosen = row
-        if not (isinstance(arg_keys, list) and all(_is(keys, "strs") for keys in arg_keys)
+        if not (isinstance(arg_keys, (list, tuple)) and all(_is(keys, "strs") for keys in arg_keys)
                 and _is(merged, "strs") and _is(steps, "strs") and isinstance(chosen, str)):
             raise TypeError(f"dispatch path {at} must hold lists of strings and a string")
         paths.append(DispatchPath(tuple(tuple(keys) for keys in arg_keys), tuple(merged),
