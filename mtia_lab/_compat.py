@@ -205,3 +205,16 @@ def boxed(fn):
 def storage_alias(host: torch.UntypedStorage, device: torch.device) -> torch.UntypedStorage:
     """A storage that reports `device` but whose bytes are `host`'s (it does not own them)."""
     return torch._C._construct_storage_from_data_pointer(host.data_ptr(), device, host.nbytes())
+
+
+def enable_foreach_for(tensor_type: type) -> None:
+    """Let torch.optim (its foreach and fused defaults) and torch.nn.utils (clip_grad_norm_)
+    take their multi-tensor paths on tensors of `tensor_type`: they check `type(p)` against
+    these lists besides the device type. PyTorch adds DTensor the same way
+    (torch/distributed/tensor/__init__.py). Idempotent."""
+    from torch.optim import optimizer
+    from torch.utils import _foreach_utils
+
+    for supported in (optimizer._foreach_supported_types, _foreach_utils._foreach_supported_types):
+        if tensor_type not in supported:
+            supported.append(tensor_type)
