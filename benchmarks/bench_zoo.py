@@ -1,6 +1,7 @@
 """Eager forward of the model zoo on the device, next to CPU eager and the bare-wrapper floor.
 
-For each zoo model (mtia_lab/testing/zoo.py), in eval mode under no_grad, one forward as:
+For each zoo model (mtia_lab/testing/zoo.py, at its "bench" size unless --size test), in eval
+mode under no_grad, one forward as:
 
 - cpu:  plain CPU eager (the work itself);
 - bare: the same model with every parameter and buffer a `Bare` wrapper (bench_ops.py): the
@@ -17,7 +18,7 @@ Each figure is the best of --rounds interleaved rounds (the kinds in a shuffled 
 The exit status is non-zero only if something fails (a model raises, or the device's logits
 differ from the CPU's); a missed target is printed, not failed.
 
-    python benchmarks/bench_zoo.py [--models resnet gpt2] [--rounds 15] [--threads 1]
+    python benchmarks/bench_zoo.py [--models resnet gpt2] [--size bench] [--rounds 15]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from rich.table import Table
 
 import mtia_lab
 from mtia_lab.testing import to_device
-from mtia_lab.testing.zoo import NAMES, build, logits, zoo_model
+from mtia_lab.testing.zoo import NAMES, SIZES, build, logits, zoo_model
 
 TARGETS = {"cnn": 2.0, "transformer": 4.0}  # mtia / cpu
 
@@ -71,8 +72,8 @@ def _training_fallbacks(name: str) -> dict[str, int]:
     return mtia_lab.fallback_counts()
 
 
-def measure(name: str, rounds: int) -> dict:
-    model, batch = build(name)
+def measure(name: str, rounds: int, size: str) -> dict:
+    model, batch = build(name, size=size)
     model.eval()
     device_model, device_batch = copy.deepcopy(model).to("mtia_sim"), to_device(batch)
     bare_model, bare_batch = _bare(model), _bare_batch(batch)
@@ -99,15 +100,15 @@ def measure(name: str, rounds: int) -> dict:
                 call()
                 best[kind] = min(best[kind], time.perf_counter() - start)
     return {
-        "name": name, "family": zoo_model(name).family, **{k: v * 1e3 for k, v in best.items()},
+        "name": name, "family": zoo_model(name, size).family, **{k: v * 1e3 for k, v in best.items()},
         "ops": _ops_per_forward(device_model, device_batch),
         "fallbacks": _training_fallbacks(name),
     }
 
 
-def render(rows: list[dict], console: Console) -> None:
+def render(rows: list[dict], console: Console, size: str) -> None:
     table = Table(title=f"eager forward in ms, best of rounds (torch threads: "
-                  f"{torch.get_num_threads()})")
+                  f"{torch.get_num_threads()}; zoo size {size!r})")
     columns = ("model", "ops", "cpu", "bare", "mtia", "bare/cpu", "mtia/bare", "mtia/cpu",
                "target", "training-step fallbacks")
     for column in columns:
@@ -131,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(NAMES), choices=list(NAMES))
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--size", default="bench", choices=list(SIZES),
+                        help="zoo sizes (mtia_lab/testing/zoo.py); 'test' is the zoo test's")
     parser.add_argument(
         "--threads", type=int, default=1, help="torch intra-op threads; 0 keeps torch's default"
     )
@@ -141,10 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     rows, failures = [], []
     for name in options.models:
         try:
-            rows.append(measure(name, options.rounds))
+            rows.append(measure(name, options.rounds, options.size))
         except Exception as error:  # report every failure, then exit non-zero
             failures.append(f"{name}: {type(error).__name__}: {error}")
-    render(rows, console)
+    render(rows, console, options.size)
     for failure in failures:
         console.print(f"[red]ERROR[/] {failure}")
     return 1 if failures else 0
