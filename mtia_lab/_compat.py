@@ -218,3 +218,31 @@ def enable_foreach_for(tensor_type: type) -> None:
     for supported in (optimizer._foreach_supported_types, _foreach_utils._foreach_supported_types):
         if tensor_type not in supported:
             supported.append(tensor_type)
+
+
+def keep_device_tensors_out_of_fake_constants() -> None:
+    """While torch.compile traces, FakeTensorMode computes ops whose inputs are all small
+    constants for real ("constant propagation", FakeTensorMode._dispatch_impl) and makes their
+    results constant fakes. `torch.tensor(c).to(x.device)` so runs the host->device copy for
+    real and gets a device tensor back: a wrapper subclass, which cannot be a fake's constant
+    (AssertionError "fake_tensor must be a FakeTensor with a constant", every backend).
+    A result on the simulated device is therefore never made a constant: tracing goes on with an
+    ordinary fake, as it does for CUDA tensors when CUDA is not initialised. Idempotent."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    original = FakeTensorMode.may_turn_const
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    def may_turn_const(self, t: torch.Tensor) -> bool:
+        return t.device.type != DEVICE_NAME and original(self, t)
+
+    may_turn_const._mtia_lab = True
+    FakeTensorMode.may_turn_const = may_turn_const
+
+
+def generate_storage_methods(name: str) -> None:
+    """`storage.is_<name>` and `storage.<name>()` (PyTorch's generated PrivateUse1 methods; the
+    Python-backend setup generates those of tensors and modules only). Idempotent."""
+    if not hasattr(torch.storage._StorageBase, f"is_{name}"):
+        _backend_registration._generate_storage_methods_for_privateuse1_backend(name)

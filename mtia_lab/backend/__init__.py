@@ -31,15 +31,22 @@ def _as_module() -> types.ModuleType:
         for name in device_module.__all__ + ["_is_in_bad_fork", "_lazy_init", "DeviceProperties"]:
             setattr(module, name, getattr(device_module, name))
         sys.modules["torch.mtia_sim"] = module
+        sys.modules["torch.mtia_sim.memory"] = device_module.memory
     return module
 
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
+    from . import accelerator, dlpack, resize, storages  # CUDA parity pieces (issue 9)
+
     if not KERNELS:
         kernels.register_native_families()
+    resize.register()  # resize_ / resize_as_ keep memory_format (not the fallback)
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
+    storages.register()  # storage.is_mtia_sim, storage.mtia_sim()
+    dlpack.register()  # DLPack export of device tensors: a clear refusal
+    accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
     _compat.enable_foreach_for(MTIATensor)  # torch.optim's multi-tensor path (kernels_nn.py)

@@ -43,6 +43,9 @@ EXTRA = [
     aten._softmax, aten._log_softmax, aten._softmax_backward_data,
     aten._log_softmax_backward_data, aten._native_batch_norm_legit_functional,
     aten._native_batch_norm_legit_no_training, aten.native_batch_norm_backward,
+    # BatchNorm in eval: _no_training decomposes to the mutating `_native_batch_norm_legit`
+    # (training=False: it writes nothing), which must decompose too or the graph is not functional
+    aten._native_batch_norm_legit,
 ]
 
 

@@ -266,7 +266,8 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
                 parts.append(
                     f'<rect class="element" x="{x}" y="{y}" width="{cw}" height="{ch}" '
                     f'fill="{element_colour(flat)}" stroke="#555555">'
-                    f"<title>{r.name}{_tup(r.index_of(flat))} reads cell {cell}</title></rect>"
+                    f"<title>{html.escape(r.name)}{_tup(r.index_of(flat))} reads cell {cell}"
+                    "</title></rect>"
                 )
                 parts.append(_text(x + cw / 2, y + ch * 0.7, str(cell), anchor="middle"))
                 element_boxes[flat] = (x + cw / 2, y + ch)

@@ -202,8 +202,10 @@ def render_rich(
     s: MemorySnapshot, max_segments: int = MAX_SEGMENTS, max_blocks: int = MAX_BLOCKS
 ) -> Any:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=headline(s), title_justify="left")
+    # Op names and source lines are data, not rich markup ("<ipython-input-1-[..]>" included).
+    table = Table(title=Text(headline(s)), title_justify="left")
     for column, justify in (("segment", "left"), ("offset", "right"), ("size", "right"),
                             ("state", "left"), ("requested", "right"), ("op", "left"),
                             ("source", "left")):
@@ -215,7 +217,8 @@ def render_rich(
             table.add_row(
                 label if i == 0 else "", f"+{b.offset:#x}", format_bytes(b.size),
                 "allocated" if b.allocated else "free",
-                format_bytes(b.requested_size) if b.allocated else "", b.op, b.short_source,
+                format_bytes(b.requested_size) if b.allocated else "", Text(b.op),
+                Text(b.short_source),
                 style=f"on {ALLOCATED_FILL}" if b.allocated else None,
             )
         if len(seg.blocks) > max_blocks:

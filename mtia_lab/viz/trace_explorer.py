@@ -125,6 +125,15 @@ def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str
     return f"{matched}; page {page + 1} of {pages} (rows {first + 1}..{max(last, first + 1)})"
 
 
+def check_paging(page, page_size) -> None:
+    """A clear error for a page or page size that is not a usable int."""
+    for name, value, low in (("page_size", page_size, 1), ("page", page, 0)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, got {value}")
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
@@ -134,6 +143,7 @@ class TraceTable(View):
 
     def __init__(self, trace: Trace, *, page: int = 0, page_size: int = PAGE_SIZE,
                  sort: str = "order", times: bool = True, **filters) -> None:
+        check_paging(page, page_size)
         self.trace, self.page, self.page_size, self.times = trace, page, page_size, times
         self.sort, self.filters = sort, filters
         self.rows = select_rows(trace, sort, **filters)
@@ -190,6 +200,7 @@ class TraceExplorer(widgets.VBox):
     `.layout_record` are its state."""
 
     def __init__(self, trace: Trace, page_size: int = PAGE_SIZE, times: bool = True) -> None:
+        check_paging(0, page_size)
         self.trace, self.page_size, self.times = trace, page_size, times
         self.rows: list[OpEvent] = list(trace.events)
         self.page = 0
