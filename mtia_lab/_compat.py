@@ -280,6 +280,18 @@ def wrap_saved_tensor_unpack_hooks(wrap) -> None:
     __enter__.__wrapped__ = enter
     saved_tensors_hooks.__enter__ = __enter__
 
+def enable_foreach_for(tensor_type: type) -> None:
+    """Let torch.optim (its foreach and fused defaults) and torch.nn.utils (clip_grad_norm_)
+    take their multi-tensor paths on tensors of `tensor_type`: they check `type(p)` against
+    these lists besides the device type. PyTorch adds DTensor the same way
+    (torch/distributed/tensor/__init__.py). Idempotent."""
+    from torch.optim import optimizer
+    from torch.utils import _foreach_utils
+
+    for supported in (optimizer._foreach_supported_types, _foreach_utils._foreach_supported_types):
+        if tensor_type not in supported:
+            supported.append(tensor_type)
+
 
 def keep_device_tensors_out_of_fake_constants() -> None:
     """While torch.compile traces, FakeTensorMode computes ops whose inputs are all small

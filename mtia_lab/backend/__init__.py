@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import types
 
+from .. import _compat
 from . import amp, device_module, dispatch, kernels, registration, serialization
 from .dispatch import StrictModeError, set_strict, strict
 from .fallback import fallback_counts, reset_fallback_counts
@@ -53,3 +54,4 @@ def register() -> None:
     dlpack.register()  # DLPack export of device tensors: a clear refusal
     accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
+    _compat.enable_foreach_for(MTIATensor)  # torch.optim's multi-tensor path (kernels_nn.py)
