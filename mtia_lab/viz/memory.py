@@ -22,6 +22,7 @@ from ..backend.allocator import format_bytes
 from ..inspect.memory import BlockInfo, MemorySnapshot, SegmentInfo
 from .display import View
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
+from .trace_format import short_source
 
 ALLOCATED_FILL = "#f4a261"
 FREE_FILL = "#e9ecef"
@@ -115,7 +116,7 @@ def render_text(
         for b in blocks:
             state = "allocated" if b.allocated else "free"
             requested = format_bytes(b.requested_size) if b.allocated else ""
-            who = "  ".join(x for x in (b.op, b.short_source) if x)
+            who = "  ".join(x for x in (b.op, short_source(b.source)) if x)
             lines.append(
                 f"  {f'+{b.offset:#08x}':>10}  {format_bytes(b.size):>11}  {state:<9}  "
                 f"{requested:>11}  {who}".rstrip()
@@ -179,9 +180,9 @@ def _segment_table(seg: SegmentInfo, max_blocks: int) -> str:
 def _block_cell(index: int, b: BlockInfo) -> str:
     if b.allocated:
         lines = [format_bytes(b.size), b.op or "(unknown op)"]
-        if b.short_source:
-            lines.append(b.short_source)
-        where = f" at {b.short_source}" if b.short_source else ""
+        if short_source(b.source):
+            lines.append(short_source(b.source))
+        where = f" at {short_source(b.source)}" if short_source(b.source) else ""
         tip = (
             f"+{b.offset:#x}: {format_bytes(b.size)} allocated ({b.requested_size} B "
             f"requested) by {b.op or 'an unknown op'}{where}"
@@ -215,7 +216,7 @@ def render_rich(
             table.add_row(
                 label if i == 0 else "", f"+{b.offset:#x}", format_bytes(b.size),
                 "allocated" if b.allocated else "free",
-                format_bytes(b.requested_size) if b.allocated else "", b.op, b.short_source,
+                format_bytes(b.requested_size) if b.allocated else "", b.op, short_source(b.source),
                 style=f"on {ALLOCATED_FILL}" if b.allocated else None,
             )
         if len(seg.blocks) > max_blocks:

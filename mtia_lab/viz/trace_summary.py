@@ -17,6 +17,7 @@ from typing import Any
 
 from ..trace.events import ALL_KINDS, KINDS, Trace
 from .display import View
+from .registry import register_view
 from .trace_format import (
     fmt_bytes,
     fmt_host,
@@ -292,7 +293,7 @@ class TraceTree(_RichView):
         for child in children[:MAX_TREE_CHILDREN]:
             where = ""
             if child.sources:
-                where = "  @ " + ", ".join(
+                where = "  @ " + "; ".join(
                     short_source(s) for s, _ in child.sources.most_common(2))
             label = f"[bold cyan]{escape(child.name)}[/]  {self._figures(child.total)}"
             self._grow(branch.add(label + escape(where)), child)
@@ -332,3 +333,14 @@ def trace_summary(trace: Trace, **options) -> TraceSummary:
 def trace_tree(trace: Trace, **options) -> TraceTree:
     """The trace as a tree of nn.Module paths, forward and backward."""
     return TraceTree(trace, **options)
+
+
+# How a Trace shows itself (Trace._repr_mimebundle_ and __rich__ look these up).
+@register_view(Trace, "notebook")
+def _notebook_view(trace: Trace) -> TraceSummary:
+    return TraceSummary(trace, times="sim")  # saved outputs stay the same from run to run
+
+
+@register_view(Trace, "terminal")
+def _terminal_view(trace: Trace) -> TraceSummary:
+    return TraceSummary(trace)
