@@ -15,7 +15,10 @@ import json
 import os
 from dataclasses import fields
 
+from ..progress import progress
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
+
+PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
 
 FORMAT = "mtia_lab.trace"
 VERSION = 1
@@ -152,7 +155,7 @@ def _build(data: dict) -> Trace:
         for arg_keys, merged, steps, chosen in data["dispatch"]
     ]
     events = []
-    for row in data["events"]:
+    for row in progress(data["events"], desc="loading trace", min_total=PROGRESS_FROM):
         if len(row) != len(EVENT_FIELDS):
             raise ValueError(f"an event has {len(row)} values, expected {len(EVENT_FIELDS)}")
         row[_DISPATCH_AT] = paths[row[_DISPATCH_AT]]
