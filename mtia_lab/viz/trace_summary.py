@@ -100,6 +100,10 @@ def headline(trace: Trace, show_host: bool, show_sim: bool) -> str:
     calls = len({e.call_id for e in trace.events})
     ops = len({e.op for e in trace.events})
     label = trace.metadata.get("label") or ""
+    if not trace.events:
+        return (f"trace{' ' + repr(label) if label else ''}: no op reached the mtia_sim device "
+                "(the code ran on the CPU only, or did no tensor work): move tensors with "
+                ".to(\"mtia_sim\") to trace them")
     text = (f"trace{' ' + repr(label) if label else ''}: {len(trace.events)} events, {ops} ops"
             f"{' (' + parts + ')' if parts else ''}, {calls} calls")
     backward = sum(e.phase == "backward" for e in trace.events)
@@ -144,16 +148,23 @@ class TraceSummary(_RichView):
                                  if any(r.kinds[k] for r in self.rows)]
 
     def to_rich(self) -> Any:
+        """The table, built for the width of the console that draws it (see _fit)."""
+        return _Fitted(self._build)
+
+    def _build(self, width: int) -> Any:
+        """At the usual 100 columns, every column; on a narrower console, count columns that
+        are all zero go (so a number never wraps away from its unit, nor an op name over three
+        lines)."""
         from rich import box
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
+        if not self.rows:
+            return Text(headline(self.trace, self.show_host, self.show_sim))
         table = Table(
             box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
             show_footer=len(self.rows) > 1,
-            caption="comp.: events of calls that became several aten ops (F.linear -> t, "
-                    "addmm); bwd: run by autograd; bytes: read and written",
             caption_justify="left",
         )
         columns = ["op", "events", *self.kinds, "comp.", "bwd"]
@@ -161,20 +172,32 @@ class TraceSummary(_RichView):
         columns += ["sim"] if self.show_sim else []
         columns += ["bytes", "alloc"]
         total = self._total()
+        footer = self._cells(total, "total")
+        keep = [n for n, (name, foot) in enumerate(zip(columns, footer, strict=True))
+                if width >= self.width or foot != "." or name == "op"]
+        longest = max(len(op_short(r.op)) for r in self.rows[:self.max_rows])
+        notes = {"comp.": "comp.: events of calls that became several aten ops (F.linear -> t, "
+                          "addmm)", "bwd": "bwd: run by autograd"}
+        table.caption = "; ".join([notes[columns[n]] for n in keep if columns[n] in notes]
+                                  + ["bytes: read and written"])
         # Only the op column gives way when the table is too wide (a long name folds onto a
         # second line): a number cut to "16.79 …" would say something false.
-        for name, foot in zip(columns, self._cells(total, "total"), strict=True):
-            table.add_column(name, justify="left" if name == "op" else "right", footer=foot,
-                             no_wrap=name != "op", overflow="fold")
+        for n in keep:
+            name = columns[n]
+            table.add_column(name, justify="left" if name == "op" else "right",
+                             footer=footer[n], no_wrap=name != "op", overflow="fold",
+                             min_width=min(longest, 16) if name == "op" else None)
         for row in self.rows[:self.max_rows]:
             style = "bold red" if row.kinds["fallback"] else None
-            table.add_row(*self._cells(row, op_short(row.op)), style=style)
+            cells = self._cells(row, op_short(row.op))
+            table.add_row(*[cells[n] for n in keep], style=style)
         hidden = self.rows[self.max_rows:]
         if hidden:
             rest = OpRow(f"... {len(hidden)} more ops")
             for r in hidden:
                 _add(rest, r)
-            table.add_row(*self._cells(rest, rest.op), style="dim")
+            cells = self._cells(rest, rest.op)
+            table.add_row(*[cells[n] for n in keep], style="dim")
         parts: list[Any] = [Text(headline(self.trace, self.show_host, self.show_sim)), table]
         for op, reason in sorted(self.trace.fallbacks().items()):
             parts.append(Text(f"fallback {op_short(op)}: {reason}", style="red"))
@@ -192,6 +215,16 @@ class TraceSummary(_RichView):
         cells += [fmt_host(row.host_ns)] if self.show_host else []
         cells += [fmt_sim(row.sim_us)] if self.show_sim else []
         return cells + [fmt_bytes(row.nbytes), fmt_bytes(row.allocated)]
+
+
+class _Fitted:
+    """A renderable built when rich knows the width it will be drawn at."""
+
+    def __init__(self, build) -> None:
+        self.build = build
+
+    def __rich_console__(self, console, options):
+        yield self.build(options.max_width)
 
 
 def _n(count: int) -> str:
