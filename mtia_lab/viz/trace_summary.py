@@ -152,9 +152,10 @@ class TraceSummary(_RichView):
         return _Fitted(self._build)
 
     def _build(self, width: int) -> Any:
-        """At the usual 100 columns, every column; on a narrower console, count columns that
-        are all zero go (so a number never wraps away from its unit, nor an op name over three
-        lines)."""
+        """At the usual 100 columns, every column. On a narrower console columns go until the
+        table fits -- first the count columns that are all zero, then comp., bwd, alloc, host
+        and bytes -- so a number never wraps away from its unit, nor an op name over three
+        lines (it may fold once, past 24 characters)."""
         from rich import box
         from rich.console import Group
         from rich.table import Table
@@ -173,20 +174,19 @@ class TraceSummary(_RichView):
         columns += ["bytes", "alloc"]
         total = self._total()
         footer = self._cells(total, "total")
-        keep = [n for n, (name, foot) in enumerate(zip(columns, footer, strict=True))
-                if width >= self.width or foot != "." or name == "op"]
         longest = max(len(op_short(r.op)) for r in self.rows[:self.max_rows])
+        keep = self._fit(columns, footer, width, min(longest, 24))
         notes = {"comp.": "comp.: events of calls that became several aten ops (F.linear -> t, "
-                          "addmm)", "bwd": "bwd: run by autograd"}
-        table.caption = "; ".join([notes[columns[n]] for n in keep if columns[n] in notes]
-                                  + ["bytes: read and written"])
+                          "addmm)", "bwd": "bwd: run by autograd", "bytes": "bytes: read and "
+                          "written"}
+        table.caption = "; ".join(notes[columns[n]] for n in keep if columns[n] in notes)
         # Only the op column gives way when the table is too wide (a long name folds onto a
         # second line): a number cut to "16.79 …" would say something false.
         for n in keep:
             name = columns[n]
             table.add_column(name, justify="left" if name == "op" else "right",
                              footer=footer[n], no_wrap=name != "op", overflow="fold",
-                             min_width=min(longest, 16) if name == "op" else None)
+                             min_width=min(longest, 24) if name == "op" else None)
         for row in self.rows[:self.max_rows]:
             style = "bold red" if row.kinds["fallback"] else None
             cells = self._cells(row, op_short(row.op))
@@ -202,6 +202,24 @@ class TraceSummary(_RichView):
         for op, reason in sorted(self.trace.fallbacks().items()):
             parts.append(Text(f"fallback {op_short(op)}: {reason}", style="red"))
         return Group(*parts)
+
+    def _fit(self, columns: list[str], footer: list[str], width: int, op_width: int) -> list:
+        """Positions of the columns shown at `width` (see _build)."""
+        keep = list(range(len(columns)))
+        if width >= self.width:
+            return keep
+        rows = [self._cells(r, "") for r in self.rows[:self.max_rows]]
+        size = {n: max(len(columns[n]), len(footer[n]), *(len(r[n]) for r in rows))
+                for n in keep}
+        size[0] = max(op_width, 5)
+        order = [n for n in keep if footer[n] == "."]  # all-zero counts first
+        order += [columns.index(c) for c in ("comp.", "bwd", "alloc", "host", "bytes")
+                  if c in columns and columns.index(c) not in order]
+        for n in order:
+            if sum(size[k] for k in keep) + 2 * len(keep) <= width:
+                break
+            keep.remove(n)
+        return keep
 
     def _total(self) -> OpRow:
         total = OpRow("total")
