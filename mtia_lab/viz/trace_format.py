@@ -39,6 +39,23 @@ def short_source(source: str) -> str:
     return source.rsplit("/", 1)[-1]
 
 
+def short_sources(sources: list[str]) -> str:
+    """Several source lines, those of one cell together: 'In [9], lines 5 and 3; model.py:12'."""
+    groups: dict[str, list[str]] = {}
+    for text in map(short_source, sources):
+        where, sep, line = text.rpartition(", line ")
+        groups.setdefault(where if sep else text, []).append(line if sep else "")
+    parts = []
+    for where, lines in groups.items():
+        lines = [n for n in lines if n]
+        if not lines:
+            parts.append(where)
+        else:
+            joined = lines[0] if len(lines) == 1 else ", ".join(lines[:-1]) + " and " + lines[-1]
+            parts.append(f"{where}, line{'s' if len(lines) > 1 else ''} {joined}")
+    return "; ".join(parts)
+
+
 def cell_number(filename: str) -> int | None:
     """The execution count of the notebook cell whose code IPython compiled under `filename`
     (the `In [n]` its tracebacks show), or None outside IPython / for other files."""

@@ -26,7 +26,7 @@ from .trace_format import (
     op_short,
     rich_html,
     rich_text,
-    short_source,
+    short_sources,
 )
 
 MAX_ROWS = 40  # ops in the table; the rest summed in one line
@@ -344,8 +344,7 @@ class TraceTree(_RichView):
         for child in children[:MAX_TREE_CHILDREN]:
             where = ""
             if child.sources:
-                where = "  @ " + "; ".join(
-                    short_source(s) for s, _ in child.sources.most_common(2))
+                where = "  @ " + short_sources([s for s, _ in child.sources.most_common(2)])
             label = f"[bold cyan]{escape(child.name)}[/]  {self._figures(child.total)}"
             self._grow(branch.add(label + escape(where)), child)
         if len(children) > MAX_TREE_CHILDREN:
