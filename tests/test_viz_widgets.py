@@ -82,3 +82,23 @@ def test_playground_widget_bundle_has_the_static_playground(pg):
     assert bundle["text/plain"] == pg.to_text()
     assert bundle["text/html"] == pg._repr_mimebundle_()["text/html"]
     assert "<img " in bundle["text/html"] and "children=" not in bundle["text/plain"]
+
+
+def test_sweep_schedules_each_value_and_leaves_the_playground_as_it_was(pg, capsys):
+    pg.reset()
+    pg.set(score_fusion_memory_threshold=0)
+    before = (dict(pg.settings), pg.plan)
+    table = pg.sweep("max_fusion_size", [1, 2, "64"])
+    assert (dict(pg.settings), pg.plan) == before
+    for (value, kernels, moved, _), size in zip(table.rows, (1, 2, 64), strict=True):
+        with config.patch(max_fusion_size=size, score_fusion_memory_threshold=0):
+            expected = compiler.schedule(pg.ir, pg.name).after
+        assert (kernels, moved) == (expected.kernels, expected.bytes_moved), value
+    assert table.rows[0][1] == pg.plan.before.kernels  # size 1: nothing fuses
+    text = table.to_text().splitlines()
+    assert text[0] == f"sweep of max_fusion_size over {pg.name!r} (3 values)" and len(text) == 5
+    assert "sweeping max_fusion_size: 100%" in capsys.readouterr().err
+    with pytest.raises(config.ConfigError, match="max_fusion_size = 0 is invalid"):
+        pg.sweep("max_fusion_size", [0])
+    with pytest.raises(ValueError, match="no guardrail 'fusion'"):
+        pg.sweep("fusion", [1])

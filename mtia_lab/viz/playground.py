@@ -28,6 +28,7 @@ from ..compiler.config import ConfigError
 from ..compiler.decisions import FusionPlan, flipped
 from ..compiler.ir import GraphIR
 from ..compiler.scheduler import schedule
+from ..progress import progress
 from .display import View, svg_img_html, text_html, widget_bundle
 from .fusion_graph import FusionGraph, fmt_us
 from .graphviz_render import DotError, GraphvizNotFound
@@ -168,9 +169,37 @@ class Playground(View):
             bundle["text/html"] = text_html(self.to_text()) + bundle["text/html"]
         return bundle
 
+    def sweep(self, name: str, values) -> SweepTable:
+        """Schedule once per value of guardrail `name`, the other settings as they are now,
+        with a progress bar (tqdm.auto); the playground's own settings and plan stay as they
+        were. A value the config refuses raises its ConfigError."""
+        if name not in CONTROLS:
+            raise ValueError(f"no guardrail {name!r} to sweep; choose from {', '.join(CONTROLS)}")
+        rows = []
+        for value in progress(list(values), desc=f"sweeping {name}"):
+            plan = self._schedule({**self.settings, name: parse_setting(name, value)})
+            rows.append((value, plan.after.kernels, plan.after.bytes_moved, plan.after.time_us))
+        return SweepTable(self.name, name, rows)
+
     def widget(self, show_graph: bool = True) -> PlaygroundWidget:
         """The live widget over this playground (changes go through `set`)."""
         return PlaygroundWidget(self, show_graph=show_graph)
+
+
+class SweepTable(View):
+    """What one guardrail does to a plan across values: kernels, bytes moved, simulated time."""
+
+    def __init__(self, graph: str, name: str, rows: list[tuple]) -> None:
+        self.graph, self.name, self.rows = graph, name, rows
+
+    def to_text(self) -> str:
+        lines = [f"sweep of {self.name} over {self.graph!r} ({len(self.rows)} values)",
+                 f"{self.name:>{max(len(self.name), 8)}}  {'kernels':>8}  {'bytes moved':>12}"
+                 f"  {'simulated':>10}"]
+        width = max(len(self.name), 8)
+        for value, kernels, moved, time_us in self.rows:
+            lines.append(f"{value!s:>{width}}  {kernels:>8}  {moved:>12,}  {fmt_us(time_us):>10}")
+        return "\n".join(lines)
 
 
 def _control(name: str, value, kind: str):
