@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import get_ipython
+from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 import mtia_lab
@@ -25,7 +25,7 @@ FORMATS = ["text/plain", "text/html", "image/svg+xml"]
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = get_ipython()
+    shell = globalipapp.get_ipython()  # looked up now: a second start_ipython gives None
     saved = shell.display_formatter.active_types
     shell.display_formatter.active_types = FORMATS  # the test shell shows only text by default
     shell.run_line_magic("load_ext", "mtia_lab")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from IPython.testing.globalipapp import get_ipython
+from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 from tqdm.notebook import tqdm as notebook_tqdm
 
@@ -30,7 +30,7 @@ def pg():
 
 
 def test_progress_bar_saves_its_final_frame():
-    get_ipython()
+    globalipapp.get_ipython()  # looked up now: a second start_ipython gives None
     with capture_output() as captured:
         for _ in saved_class(notebook_tqdm)(range(30), desc="sweep"):
             pass
