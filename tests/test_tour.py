@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from mtia_lab.__main__ import main
 from mtia_lab.tour import CHAPTERS, TOUR, tutorials
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,14 +41,17 @@ def test_the_tour_tells_notebook_one_in_the_terminal():
     assert "…" not in out  # and nothing was cut to fit it
 
 
-def test_help_lists_every_chapter():
-    done = run_module("--help")
-    assert done.returncode == 0
+def test_help_lists_every_chapter(capsys):
+    with pytest.raises(SystemExit) as done:  # in this process: the tour above ran in its own
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
     for name, fn in CHAPTERS.items():
-        assert f"  {name:<8} {fn.__doc__.splitlines()[0]}" in done.stdout
-    assert f"With no chapter, the tour: {' '.join(TOUR)}." in done.stdout
-    wrong = run_module("colours")
-    assert wrong.returncode == 2 and "invalid choice: 'colours'" in wrong.stderr
+        assert f"  {name:<8} {fn.__doc__.splitlines()[0]}" in out
+    assert f"With no chapter, the tour: {' '.join(TOUR)}." in out
+    with pytest.raises(SystemExit) as wrong:
+        main(["colours"])
+    assert wrong.value.code == 2 and "invalid choice: 'colours'" in capsys.readouterr().err
 
 
 def test_tutorial_titles_come_from_the_notebooks(tmp_path):
