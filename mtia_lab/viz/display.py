@@ -30,6 +30,19 @@ def svg_img_html(svg: str, alt: str = "") -> str:
     return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}"/>'
 
 
+def widget_bundle(widget, text: str, static_html: str, include=None, exclude=None) -> dict:
+    """A live widget's output bundle with its static form beside the widget view: `text/plain`
+    (the text twin, not ipywidgets' `VBox(children=...)` repr) and `text/html` (the table or
+    picture). A front end with widgets draws the widget; everything else (nbconvert without
+    the widget state, GitHub, a JupyterLab that lost the model) shows the static form."""
+    bundle = {"text/plain": text, "text/html": static_html}
+    if widget._view_name is not None and widget.comm is not None:  # as ipywidgets' Widget does
+        bundle["application/vnd.jupyter.widget-view+json"] = {
+            "version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    return {key: value for key, value in bundle.items()
+            if (include is None or key in include) and (exclude is None or key not in exclude)}
+
+
 def text_html(text: str) -> str:
     """The text twin as HTML (a <pre> block), for views without a picture."""
     return f"<pre>{html.escape(text)}</pre>"

@@ -28,7 +28,8 @@ from ..compiler.config import ConfigError
 from ..compiler.decisions import FusionPlan, flipped
 from ..compiler.ir import GraphIR
 from ..compiler.scheduler import schedule
-from .display import View, svg_img_html, text_html
+from ..progress import progress
+from .display import View, svg_img_html, text_html, widget_bundle
 from .fusion_graph import FusionGraph, fmt_us
 from .graphviz_render import DotError, GraphvizNotFound
 
@@ -168,9 +169,37 @@ class Playground(View):
             bundle["text/html"] = text_html(self.to_text()) + bundle["text/html"]
         return bundle
 
+    def sweep(self, name: str, values) -> SweepTable:
+        """Schedule once per value of guardrail `name`, the other settings as they are now,
+        with a progress bar (tqdm.auto); the playground's own settings and plan stay as they
+        were. A value the config refuses raises its ConfigError."""
+        if name not in CONTROLS:
+            raise ValueError(f"no guardrail {name!r} to sweep; choose from {', '.join(CONTROLS)}")
+        rows = []
+        for value in progress(list(values), desc=f"sweeping {name}"):
+            plan = self._schedule({**self.settings, name: parse_setting(name, value)})
+            rows.append((value, plan.after.kernels, plan.after.bytes_moved, plan.after.time_us))
+        return SweepTable(self.name, name, rows)
+
     def widget(self, show_graph: bool = True) -> PlaygroundWidget:
         """The live widget over this playground (changes go through `set`)."""
         return PlaygroundWidget(self, show_graph=show_graph)
+
+
+class SweepTable(View):
+    """What one guardrail does to a plan across values: kernels, bytes moved, simulated time."""
+
+    def __init__(self, graph: str, name: str, rows: list[tuple]) -> None:
+        self.graph, self.name, self.rows = graph, name, rows
+
+    def to_text(self) -> str:
+        lines = [f"sweep of {self.name} over {self.graph!r} ({len(self.rows)} values)",
+                 f"{self.name:>{max(len(self.name), 8)}}  {'kernels':>8}  {'bytes moved':>12}"
+                 f"  {'simulated':>10}"]
+        width = max(len(self.name), 8)
+        for value, kernels, moved, time_us in self.rows:
+            lines.append(f"{value!s:>{width}}  {kernels:>8}  {moved:>12,}  {fmt_us(time_us):>10}")
+        return "\n".join(lines)
 
 
 def _control(name: str, value, kind: str):
@@ -194,25 +223,53 @@ def _shown(control, value):
     return value
 
 
+def field_error(name: str, value) -> str:
+    """A short note for beside a control: what is wrong with `value`, or ""."""
+    try:
+        config.SETTINGS[name].check(parse_setting(name, value))
+    except ConfigError:
+        if isinstance(value, str) and value.strip().lower() not in ("", "none"):
+            try:
+                int(value.strip().replace("_", "").replace(",", ""))
+            except ValueError:
+                return "not a whole number"
+        return "needs " + config.SETTINGS[name].valid_range()
+    return ""
+
+
 class PlaygroundWidget(widgets.VBox):
-    """ipywidgets front end of a Playground: `controls[name]` per guardrail; `numbers`,
-    `error`, `groups`, `flips`, `picture` are the HTML outputs it redraws after each edit."""
+    """ipywidgets front end of a Playground: `controls[name]` per guardrail, with `notes[name]`
+    beside it (a short message while its value is refused); `numbers`, `error`, `groups`,
+    `flips`, `picture` are the HTML outputs it redraws after each edit.
+
+    The controls sit in a column of fixed width that does not shrink (flex 0 0 auto), and the
+    full error text goes below the numbers, wrapped: a long message never squeezes the
+    controls."""
 
     def __init__(self, playground: Playground, show_graph: bool = True) -> None:
         self.playground, self.show_graph = playground, show_graph
         self.controls = {name: _control(name, playground.settings[name], kind)
                          for name, kind in CONTROLS.items()}
+        self.notes = {name: widgets.HTML(layout=widgets.Layout(width="200px"))
+                      for name in CONTROLS}
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         self.reset_button = widgets.Button(description="reset")
         self.reset_button.on_click(lambda _: self.reset())
-        self.error = widgets.HTML()
+        self.error = widgets.HTML(layout=widgets.Layout(max_width="520px"))
         self.numbers = widgets.HTML()
         self.groups = widgets.HTML()
         self.flips = widgets.HTML()
         self.picture = widgets.HTML()
-        column = widgets.VBox([*self.controls.values(), self.reset_button])
-        super().__init__([widgets.HBox([column, widgets.VBox([self.numbers, self.error])]),
+        rows = [widgets.HBox([self.controls[name], self.notes[name]],
+                             layout=widgets.Layout(flex="0 0 auto"))
+                for name in CONTROLS]
+        column = widgets.VBox([*rows, self.reset_button],
+                              layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
+        column.add_class("mtia-playground-controls")
+        results = widgets.VBox([self.numbers, self.error], layout=widgets.Layout(flex="1 1 auto"))
+        super().__init__([widgets.HBox([column, results],
+                                       layout=widgets.Layout(flex_flow="row wrap")),
                           self.flips, self.groups, self.picture])
         self.refresh()
 
@@ -240,6 +297,10 @@ class PlaygroundWidget(widgets.VBox):
 
     def refresh(self) -> None:
         pg = self.playground
+        for name, control in self.controls.items():
+            note = field_error(name, control.value)
+            self.notes[name].value = (f'<span style="color:#cc2222">{html.escape(note)}</span>'
+                                      if note else "")
         self.error.value = (f'<pre style="color:#cc2222;white-space:pre-wrap">'
                             f"{html.escape(pg.error)}</pre>" if pg.error else "")
         rows = "".join(f"<tr><td>{html.escape(str(a))}</td><td style='text-align:right'>"
@@ -260,10 +321,11 @@ class PlaygroundWidget(widgets.VBox):
             except (GraphvizNotFound, DotError) as exc:
                 self.picture.value = f"<pre>(diagram not drawn: {html.escape(str(exc))})</pre>"
 
-    def _repr_mimebundle_(self, **kwargs) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = self.playground.to_text()  # stable, unlike VBox(children=...)
-        return bundle
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict[str, Any]:
+        """The widget, and its static form: the playground's numbers, groups, flips and
+        picture (the same as the Playground's own output), for wherever widgets do not draw."""
+        static = self.playground._repr_mimebundle_(include={"text/html"}).get("text/html", "")
+        return widget_bundle(self, self.playground.to_text(), static, include, exclude)
 
 
 def playground(source, *args, name: str | None = None) -> Playground:
