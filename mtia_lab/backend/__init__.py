@@ -37,8 +37,16 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import backward_errors, pinned_memory, rebind, storages
-    from . import accelerator, dlpack, resize, storage_methods  # CUDA parity pieces (issue 9)
+    from . import (  # the parts that make the device behave as CUDA does (issue 9)
+        accelerator,
+        backward_errors,
+        dlpack,
+        pinned_memory,
+        rebind,
+        resize,
+        storage_methods,
+        storages,
+    )
 
     if not KERNELS:
         kernels.register_native_families()
