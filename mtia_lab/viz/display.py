@@ -76,6 +76,22 @@ class View:
     def __repr__(self) -> str:
         return self.to_text()
 
+    def details(self) -> dict[str, dict]:
+        """What a click on a node or cluster shows in `explore()`: DOT name -> {"title",
+        "rows": [[key, value], ...], "members": [names inside a cluster]}. None by default."""
+        return {}
+
+    def explore(self, height: int = 600):
+        """The picture as a live widget in JupyterLab: pan, zoom, hover for a node's inputs and
+        outputs, click for its details (`.selected` holds the last click). Opt-in: a saved
+        notebook keeps the static picture of the view itself."""
+        from .diagram_widget import DiagramExplorer
+
+        svg = self.to_svg()
+        if svg is None:
+            raise ValueError(f"{type(self).__name__} has no picture to explore; use to_text()")
+        return DiagramExplorer(svg, self.details(), text=self.to_text(), height=height)
+
     def save_svg(self, path: str) -> None:
         """Write the picture to a file (for slides, docs, or a browser)."""
         svg = self.to_svg()
