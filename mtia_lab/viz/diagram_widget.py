@@ -19,7 +19,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .display import svg_img_html
+from .display import svg_figure_html
 
 STATIC = Path(__file__).parent / "static"
 
@@ -62,7 +62,7 @@ class DiagramExplorer(anywidget.AnyWidget):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         # What an export without widget state shows: the picture and its text twin.
-        data["text/html"] = svg_img_html(self.svg, self.text.splitlines()[0] if self.text else "")
+        data["text/html"] = svg_figure_html(self.svg, self.text.splitlines()[0] if self.text else "")
         if self.text:
             data["text/plain"] = self.text
         return bundle

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Any
 
 from .graphviz_render import DotError, GraphvizNotFound
@@ -28,6 +29,32 @@ def svg_img_html(svg: str, alt: str = "") -> str:
     """`<img>` with the SVG inline as base64: displays in saved and untrusted notebooks."""
     data = base64.b64encode(svg.encode()).decode()
     return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}"/>'
+
+
+# JupyterLab's notebook column is about 950 px wide at a 1280 px window; it scales a wider <img>
+# down (max-width: 100%), and a 1750 px diagram then shows 7 px text. A wider picture is shown
+# at its drawn size instead, in a box that scrolls sideways.
+WIDE_PX = 900
+_SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)(pt|px)?"')
+
+
+def svg_width_px(svg: str) -> float | None:
+    """The drawn width of an SVG in CSS px (Graphviz writes pt: 1 pt = 4/3 px)."""
+    found = _SVG_WIDTH.search(svg)
+    if not found:
+        return None
+    return float(found.group(1)) * (4 / 3 if found.group(2) == "pt" else 1)
+
+
+def svg_figure_html(svg: str, alt: str = "") -> str:
+    """`svg_img_html`, and for a picture wider than the notebook column, at its drawn size in a
+    box that scrolls sideways (text stays at the size it was drawn)."""
+    img = svg_img_html(svg, alt)
+    width = svg_width_px(svg)
+    if width is None or width <= WIDE_PX:
+        return img
+    return ('<div class="mtia-wide-diagram" style="overflow-x: auto; max-width: 100%">'
+            + img.replace("<img ", '<img style="max-width: none" ', 1) + "</div>")
 
 
 def text_html(text: str) -> str:
@@ -64,7 +91,7 @@ class View:
         elif svg:
             bundle["image/svg+xml"] = svg
             alt = text.splitlines()[0] if text else type(self).__name__
-            bundle["text/html"] = svg_img_html(svg, alt)
+            bundle["text/html"] = svg_figure_html(svg, alt)
         return {
             key: value for key, value in bundle.items()
             if (include is None or key in include) and (exclude is None or key not in exclude)

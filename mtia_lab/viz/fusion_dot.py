@@ -65,6 +65,17 @@ def common_module(modules: list[str]) -> str:
     return ".".join(prefix)
 
 
+def input_label(name: str, info: dict) -> str:
+    """A graph input: its name over two short lines when long ('model.block.attn.qkv' over
+    '.weight  f32[96, 32]'), so a row of inputs does not widen the picture."""
+    head, dot, last = name.rpartition(".")
+    shape = html_text(shape_text(info)) if info else ""
+    if len(name) <= 16 or not head:
+        return f'<{html_text(name)}<br/><font point-size="8">{shape}</font>>'
+    return (f'<{html_text(head)}<br/><font point-size="8">{dot}{html_text(last)}  '
+            f"{shape}</font>>")
+
+
 class FusionDot:
     """One FusionGraph's DOT text (see the module doc)."""
 
@@ -107,10 +118,12 @@ class FusionDot:
             body.append(f'more [shape="note", label={quote(f"... {hidden} more kernels")}];')
         body += self._legend()
         b, a = data["before"], data["after"]
-        title = (f"fusion plan {data['name']!r}: {b['kernels']} -> {a['kernels']} kernels\\n"
-                 f"{b['bytes_moved']:,} -> {a['bytes_moved']:,} bytes moved, "
-                 f"{fmt_us(b['time_us'])} -> {fmt_us(a['time_us'])} simulated")
-        return digraph(body, name=data["name"], label=title, labelloc="t")
+        title = (f"<<b>fusion plan {html_text(repr(data['name']))}</b>: {b['kernels']} -&gt; "
+                 f"{a['kernels']} kernels<br/>{b['bytes_moved']:,} -&gt; {a['bytes_moved']:,} "
+                 f"bytes moved, {html_text(fmt_us(b['time_us']))} -&gt; "
+                 f"{html_text(fmt_us(a['time_us']))} simulated>")
+        dot = digraph(body, name=data["name"], label="TITLE", labelloc="t")
+        return dot.replace('label="TITLE";', f"label={title};", 1)
 
     # -- kernels and their ops --------------------------------------------------------------------
     def _cluster(self, g: dict) -> list[str]:
@@ -193,10 +206,9 @@ class FusionDot:
                         edges.setdefault((src, dst), (style, buf))
         for buf, nid in inputs.items():
             info = self.buffers.get(buf, {})
-            label = (f"<{html_text(buffer_name(self.data, buf))}<br/>"
-                     f'<font point-size="8">{html_text(shape_text(info))}</font>>')
-            lines.append(f'{quote(nid)} [shape="ellipse", style="filled", '
-                         f'fillcolor="{INPUT_FILL}", color="#999999", label={label}, '
+            lines.append(f'{quote(nid)} [shape="box", style="rounded,filled", '
+                         f'fillcolor="{INPUT_FILL}", color="#999999", '
+                         f"label={input_label(buffer_name(self.data, buf), info)}, "
                          f"tooltip={quote(buf)}];")
         for (src, dst), (style, buf) in edges.items():
             lines.append(f"{quote(src)} -> {quote(dst)} [{style}, tooltip={quote(buf)}];")
@@ -266,7 +278,12 @@ class FusionDot:
                         f'<td align="left">{wrapped}<br align="left"/></td></tr>')
         table = ('<<table border="0" cellborder="0" cellspacing="2" cellpadding="2">'
                  + "".join(rows) + "</table>>")
-        return ['{ rank="sink"; legend [shape="plaintext", label=' + table + "]; }"]
+        # Under the last kernel drawn: below the picture, not beside it (no width added).
+        last = self.anchor[self.groups[-1]["index"]] if self.groups else None
+        lines = [f'legend [shape="plaintext", label={table}];']
+        if last:
+            lines.append(f'{quote(last)} -> legend [style="invis", weight="10"];')
+        return lines
 
 
 def fusion_details(data: dict, max_kernels: int, max_nodes: int) -> dict[str, dict]:
