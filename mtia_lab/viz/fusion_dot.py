@@ -91,6 +91,7 @@ class FusionDot:
         self.home: dict[str, int] = {n: g["index"] for g in self.data["groups"] for n in g["nodes"]}
         self.anchor: dict[int, str] = {}
         self.tags: list[tuple[str, dict]] = []  # (R1, decision) in legend order
+        self.last_drawn: str | None = None  # the legend goes under it
 
     def dot(self) -> str:
         data = self.data
@@ -165,6 +166,7 @@ class FusionDot:
                 self.node_id[node] = nid
             lines.append(f'  {quote(nid)} [label={quote(f"... {extra} more nodes")}];')
         self.anchor[index] = drawn[0]
+        self.last_drawn = drawn[-1]
         linked = self._linked_inside(g)
         for a, b in zip(drawn, drawn[1:], strict=False):  # keep graph order, top to bottom
             if (a, b) not in linked:
@@ -279,7 +281,7 @@ class FusionDot:
         table = ('<<table border="0" cellborder="0" cellspacing="2" cellpadding="2">'
                  + "".join(rows) + "</table>>")
         # Under the last kernel drawn: below the picture, not beside it (no width added).
-        last = self.anchor[self.groups[-1]["index"]] if self.groups else None
+        last = self.last_drawn
         lines = [f'legend [shape="plaintext", label={table}];']
         if last:
             lines.append(f'{quote(last)} -> legend [style="invis", weight="10"];')
@@ -344,8 +346,8 @@ def fusion_details(data: dict, max_kernels: int, max_nodes: int) -> dict[str, di
                     ["reads", "\n".join(describe(b) for b in info.get("reads", [])) or "-"],
                     ["source", "\n".join(info.get("source", [])) or "-"],
                     ["decision", brought]]
-            out[f"n_{node}"] = {"title": f"{op_of(target) if target else node} ({node})",
-                                "rows": rows}
+            op = op_of(target) if target else node
+            out[f"n_{node}"] = {"title": op if op == node else f"{op} ({node})", "rows": rows}
     for buf, kernels in readers.items():
         info = buffers.get(buf)
         if info is None or info.get("producer") is not None and info["producer"] in home:
