@@ -138,7 +138,8 @@ def test_explorer_carries_the_picture_and_details_for_every_clickable_name(train
     assert set(kernel["members"]) <= names
     node = forward.groups[0].nodes[0]
     shape = forward.to_dict()["detail"]["buffers"][node]["shape"]
-    assert f"[{', '.join(map(str, shape))}]" in dict(explorer.details[f"n_{node}"]["rows"])["writes"]
+    writes = dict(explorer.details[f"n_{node}"]["rows"])["writes"]
+    assert f"[{', '.join(map(str, shape))}]" in writes
     explorer.select("cluster_k0")  # as a click in the browser would
     assert explorer.selected == "cluster_k0" and "cluster_k0" in explorer.message
     with pytest.raises(KeyError, match="no node or cluster"):
@@ -146,7 +147,8 @@ def test_explorer_carries_the_picture_and_details_for_every_clickable_name(train
     bundle = explorer._repr_mimebundle_()
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     assert "application/vnd.jupyter.widget-view+json" in data
-    assert data["text/plain"] == view.to_text() and "data:image/svg+xml;base64," in data["text/html"]
+    assert data["text/plain"] == view.to_text()
+    assert "data:image/svg+xml;base64," in data["text/html"]
 
 
 def test_explorer_javascript_ships_in_the_package_and_fetches_nothing():

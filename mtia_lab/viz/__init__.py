@@ -22,7 +22,8 @@ from .trace_graph import TraceGraph, trace_graph
 from .trace_summary import TraceSummary, TraceTree, trace_summary, trace_tree
 
 __all__ = [
-    "DiagramExplorer", "DotError", "FusionGraph", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView",
+    "DiagramExplorer",
+    "DotError", "FusionGraph", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView",
     "View",
     "dot_to_svg", "find_renderer", "layout_view", "layout_view_from", "memory_view",
     "svg_img_html", "TimelineView", "timeline_of", "timeline_view",

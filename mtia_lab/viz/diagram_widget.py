@@ -62,7 +62,8 @@ class DiagramExplorer(anywidget.AnyWidget):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         # What an export without widget state shows: the picture and its text twin.
-        data["text/html"] = svg_figure_html(self.svg, self.text.splitlines()[0] if self.text else "")
+        alt = self.text.splitlines()[0] if self.text else ""
+        data["text/html"] = svg_figure_html(self.svg, alt)
         if self.text:
             data["text/plain"] = self.text
         return bundle

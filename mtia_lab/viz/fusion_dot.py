@@ -22,8 +22,16 @@ import textwrap
 
 from ..backend.allocator import format_bytes
 from .fusion_graph import (
-    GUARDRAILS, KIND_BORDER, KIND_FILL, REFUSED, RULE_REFUSED, buffer_name, fmt_us, reason_of,
-    refusals, side,
+    GUARDRAILS,
+    KIND_BORDER,
+    KIND_FILL,
+    REFUSED,
+    RULE_REFUSED,
+    buffer_name,
+    fmt_us,
+    reason_of,
+    refusals,
+    side,
 )
 from .graphviz_render import digraph, html_text, quote
 
@@ -300,8 +308,9 @@ def fusion_details(data: dict, max_kernels: int, max_nodes: int) -> dict[str, di
             return buf
         named = buffer_name(data, buf)
         alias = f" ({buf})" if named != buf else ""
-        return (f"{named}{alias}: {shape_text(info)}, stride ({', '.join(map(str, info['stride']))})"
-                f", {format_bytes(info['nbytes'])}")
+        stride = ", ".join(map(str, info["stride"]))
+        size = format_bytes(info["nbytes"])
+        return f"{named}{alias}: {shape_text(info)}, stride ({stride}), {size}"
 
     def decisions_of(members: set[str]) -> list[str]:
         out = []
@@ -354,5 +363,6 @@ def fusion_details(data: dict, max_kernels: int, max_nodes: int) -> dict[str, di
             continue
         out[f"in_{buf}"] = {"title": buffer_name(data, buf),
                             "rows": [["input", describe(buf)],
-                                     ["read by", ", ".join(f"kernel {k}" for k in sorted(kernels))]]}
+                                     ["read by", ", ".join(f"kernel {k}"
+                                                           for k in sorted(kernels))]]}
     return out
