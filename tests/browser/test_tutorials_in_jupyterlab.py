@@ -131,7 +131,7 @@ def test_tutorial_runs_clean_and_its_diagrams_are_legible(tutorial: NotebookPage
     outputs = tutorial.panel.locator(".jp-OutputArea-output")
     diagrams = tutorial.panel.evaluate(_MEASURE)
     for d in diagrams:  # pictures first: a failing check below still leaves them to look at
-        outputs.nth(d["output"]).screenshot(path=folder / f"output-{d['output']:02d}.png")
+        _screenshot(tutorial, outputs.nth(d["output"]), folder / f"output-{d['output']:02d}.png")
     (folder / "diagrams.json").write_text(json.dumps(diagrams, indent=1))
 
     stderr = tutorial.stderr_texts()
@@ -147,6 +147,20 @@ def test_tutorial_runs_clean_and_its_diagrams_are_legible(tutorial: NotebookPage
     explorers = tutorial.panel.locator(".mtia-diagram")
     for i in range(explorers.count()):
         _explorer_answers_a_click(explorers.nth(i), folder / f"explorer-{i}-clicked.png")
+
+
+def _screenshot(tutorial: NotebookPage, output, path: Path) -> None:
+    """The first screenful of an output at its true size, as a learner scrolling to it sees it
+    (JupyterLab scrolls inside the notebook panel, so an element taller than the window cannot
+    be photographed whole)."""
+    output.evaluate("e => e.scrollIntoView({block: 'start'})")
+    box = output.bounding_box()
+    viewport = tutorial.page.viewport_size
+    top, bottom = max(box["y"], 0), min(box["y"] + box["height"], viewport["height"])
+    if bottom - top < 1:
+        return
+    tutorial.page.screenshot(path=path, clip={"x": box["x"], "y": top, "width": box["width"],
+                                              "height": bottom - top})
 
 
 def _explorer_answers_a_click(explorer, screenshot: Path) -> None:
