@@ -228,3 +228,42 @@ def test_timeline_labels_bars_with_room_and_two_timelines_share_a_scale():
     assert widths(alone)[0] / widths(shared)[0] == pytest.approx(ratio, rel=0.02)
     long_bar = widths(ET.fromstring(timeline_view(long).to_svg()))[0]
     assert widths(shared)[0] == pytest.approx(long_bar, rel=0.02)  # one us, one width
+
+
+class Wrapped(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block, self.head = Block(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+
+def test_collapsed_modules_draw_one_box_and_open_on_click():
+    torch.manual_seed(0)
+    model = Wrapped().to(DEV)
+    torch.compiler.reset()
+    first = len(COMPILED)
+    with torch.no_grad():
+        torch.compile(model, backend="mtia_lab")(torch.randn(4, 8, device=DEV))
+    plan = COMPILED[first].plan
+    modules = plan.to_dict()["detail"]["nodes"]
+    in_block = [g for g in plan.groups if all(modules[n]["module"].startswith("block")
+                                              for n in g.nodes)]
+    assert len(in_block) >= 2
+    view = fusion_graph(plan, collapse=1)
+    svg = view.to_svg()
+    assert "module block" in _titles(svg, "node")
+    clusters = set(_titles(svg, "cluster"))
+    assert clusters == {f"cluster_k{g.index}" for g in plan.groups} - \
+        {f"cluster_k{g.index}" for g in in_block}  # head's one kernel is drawn, not boxed
+    assert f"kernels {in_block[0].index}..{in_block[-1].index}" in " ".join(_texts(svg))
+    assert set(view.details()) <= set(_titles(svg, "node")) | clusters
+    opened = view.expand("block").to_svg()
+    assert {f"cluster_k{g.index}" for g in plan.groups} == set(_titles(opened, "cluster"))
+    explorer = view.explore()
+    explorer.select("module block")  # a click on the box opens it in place
+    assert explorer.svg == opened and "drawn open" in explorer.message
+    assert "cluster_k0" in explorer.details
+    with pytest.raises(ValueError, match="collapse=0"):
+        fusion_graph(plan, collapse=0)

@@ -13,6 +13,7 @@ the widget's own bundle carries it too (`text/html`) for exports that drop widge
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ class DiagramExplorer(anywidget.AnyWidget):
                  height: int = 600) -> None:
         super().__init__(svg=svg, details=details or {}, height=height)
         self.text = text
+        # Called with the DOT name of a click; may return a new (svg, details) to show
+        # instead (e.g. a collapsed module drawn open).
+        self.on_select: Callable[[str], tuple[str, dict] | None] | None = None
 
     @traitlets.observe("selected")
     def _on_select(self, change: dict[str, Any]) -> None:
@@ -49,6 +53,11 @@ class DiagramExplorer(anywidget.AnyWidget):
             self.message = ""
             return
         title = self.details.get(name, {}).get("title", name)
+        redrawn = self.on_select(name) if self.on_select is not None else None
+        if redrawn is not None:
+            self.details, self.svg = redrawn[1], redrawn[0]
+            self.message = f"the kernel has it: explorer.selected == {name!r}: drawn open"
+            return
         self.message = f"the kernel has it: explorer.selected == {name!r} ({title})"
 
     def select(self, name: str) -> None:

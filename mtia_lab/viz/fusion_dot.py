@@ -13,7 +13,11 @@ short tag (R1, R2...) instead of a label across the picture.
   memory by one kernel and read by another; both run from the op that writes to the op that
   reads (the plan's "detail", see compiler/plan_detail.py). A plan saved without its detail
   (older JSON) draws kernel-to-kernel edges only;
-- graph inputs are ellipses named as the user names them (`x`, `fc1.weight`, `grad of output 0`).
+- graph inputs are boxes named as the user names them (`x`, `fc1.weight`, `grad of output 0`);
+- `collapse=d`: the kernels of each module `d` levels deep (`model.block` for d=2) are one box
+  (kernels, bytes, time), unless the module is in `expanded`; then its own sub-modules are boxes
+  one level deeper. A big model is an overview first, opened one module at a time (a click in
+  `explore()` opens a box).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .fusion_graph import (
     GUARDRAILS,
     KIND_BORDER,
     KIND_FILL,
+    MODULE_BOX,
     REFUSED,
     RULE_REFUSED,
     buffer_name,
@@ -42,6 +47,7 @@ KIND_MEANING = {
     "extern": "extern: runs as its ATen kernel, never fused",
 }
 MEMORY_EDGE = "#333333"
+MODULE_FILL, MODULE_BORDER = "#fff7e0", "#b08a2e"  # a collapsed module's box
 INPUT_FILL = "#f7f7f7"
 LEGEND_WRAP = 80  # characters per legend line: the legend must not widen the picture
 
@@ -99,13 +105,65 @@ class FusionDot:
         self.home: dict[str, int] = {n: g["index"] for g in self.data["groups"] for n in g["nodes"]}
         self.anchor: dict[int, str] = {}
         self.tags: list[tuple[str, dict]] = []  # (R1, decision) in legend order
+        self.box_of = self._collapsed()  # kernel index -> DOT id of its module's box
+        self.box_inputs: dict[str, set[str]] = {}  # box -> inputs only collapsed kernels read
         self.last_drawn: str | None = None  # the legend goes under it
+
+    def kernel_module(self, g: dict) -> str:
+        return common_module([self.nodes.get(n, {}).get("module", "") for n in g["nodes"]])
+
+    def _collapsed(self) -> dict[int, str]:
+        depth = self.view.collapse
+        if not depth or not self.nodes:
+            return {}
+        key_of = {}
+        for g in self.groups:
+            parts = self.kernel_module(g).split(".")
+            for n in range(depth, len(parts) + 1):
+                prefix = ".".join(parts[:n])
+                if prefix not in self.view.expanded:
+                    key_of[g["index"]] = MODULE_BOX + prefix
+                    break
+        sizes: dict[str, int] = {}
+        for key in key_of.values():
+            sizes[key] = sizes.get(key, 0) + 1
+        return {k: key for k, key in key_of.items() if sizes[key] > 1}  # one kernel: drawn
+
+    def _boxes(self) -> list[str]:
+        lines = []
+        for box in dict.fromkeys(self.box_of.values()):
+            members = [g for g in self.groups if self.box_of.get(g["index"]) == box]
+            kinds: dict[str, int] = {}
+            for g in members:
+                kinds[g["kind"]] = kinds.get(g["kind"], 0) + 1
+            moved = sum(g["cost"]["bytes_read"] + g["cost"]["bytes_written"] for g in members)
+            us = sum(g["duration_us"] for g in members)
+            first, last = members[0]["index"], members[-1]["index"]
+            reads = len(self.box_inputs.get(box, ()))
+            rows = [f"<b>{html_text(box.removeprefix(MODULE_BOX))}</b>",
+                    f"kernels {first}..{last}: "
+                    + ", ".join(f"{n} {kind}" for kind, n in kinds.items()),
+                    f"{html_text(format_bytes(moved))} moved, {html_text(fmt_us(us))}"]
+            if reads:
+                rows.append(f"reads {reads} input{'s' * (reads != 1)} (weights, ...)")
+            rows.append('<font point-size="8">collapsed: explore() and click to open</font>')
+            label = ('<<table border="0" cellborder="0" cellspacing="0">'
+                     + "".join(f"<tr><td>{row}</td></tr>" for row in rows) + "</table>>")
+            lines.append(f'{quote(box)} [shape="box", style="filled,rounded,bold", '
+                         f'fillcolor="{MODULE_FILL}", color="{MODULE_BORDER}", label={label}];')
+        return lines
 
     def dot(self) -> str:
         data = self.data
         body = ['compound="true";', 'ranksep="0.3";', 'nodesep="0.25";',
                 'node [shape="plaintext"];']
-        clusters = {g["index"]: self._cluster(g) for g in self.groups}
+        for g in self.groups:  # a collapsed kernel's ops are its module's box
+            if g["index"] in self.box_of:
+                for node in g["nodes"]:
+                    self.node_id[node] = self.box_of[g["index"]]
+                self.anchor[g["index"]] = self.box_of[g["index"]]
+        clusters = {g["index"]: self._cluster(g) for g in self.groups
+                    if g["index"] not in self.box_of}
         in_combo = {g: i for i, combo in enumerate(data["combos"]) for g in combo}
         for index, lines in clusters.items():
             if index not in in_combo:
@@ -120,7 +178,8 @@ class FusionDot:
             for lines in members:
                 body += ["  " + line for line in lines]
             body.append("}")
-        body += self._inputs_and_edges()
+        edges = self._inputs_and_edges()
+        body += self._boxes() + edges
         body += self._refused_edges()
         hidden = len(data["groups"]) - len(self.groups)
         if hidden:
@@ -196,12 +255,16 @@ class FusionDot:
         if not self.nodes:  # a plan without detail: kernel-level edges, as the plan says
             return self._kernel_edges()
         lines, edges, inputs = [], {}, {}
+        self.box_inputs = {box: set() for box in self.box_of.values()}
         for g in self.groups:
             border = KIND_BORDER.get(g["kind"], "#555555")
             for node in g["nodes"]:
                 dst = self.node_id[node]
                 for buf in self.nodes.get(node, {}).get("reads", []):
                     producer = self.buffers.get(buf, {}).get("producer")
+                    if producer is None and dst in self.box_inputs:
+                        self.box_inputs[dst].add(buf)
+                        continue
                     if producer is None:
                         src = inputs.setdefault(buf, f"in_{buf}")
                         style = f'color="{MEMORY_EDGE}", penwidth="1.2"'
@@ -248,7 +311,8 @@ class FusionDot:
         for d in refusals(self.data):
             pair = (self.home[d["first"][0]], self.home[d["second"][0]])
             wanted = d["rule"] in GUARDRAILS or self.view.rule_edges
-            if wanted and pair[0] in self.shown and pair[1] in self.shown:
+            drawn = all(k in self.shown and k not in self.box_of for k in pair)
+            if wanted and drawn:
                 latest[pair] = d
         lines = []
         for (a, b), d in list(latest.items())[:self.view.max_refusals]:
@@ -265,8 +329,12 @@ class FusionDot:
         return lines
 
     def _legend(self) -> list[str]:
-        kinds = list(dict.fromkeys(g["kind"] for g in self.groups))
+        kinds = list(dict.fromkeys(g["kind"] for g in self.groups
+                                   if g["index"] not in self.box_of))
         rows = []
+        if self.box_of:
+            rows.append(f'<tr><td bgcolor="{MODULE_FILL}" color="{MODULE_BORDER}" border="1">'
+                        '  module  </td><td align="left">a module\'s kernels, collapsed</td></tr>')
         for kind in kinds:
             rows.append(f'<tr><td bgcolor="{KIND_FILL.get(kind, "#f2f2f2")}" '
                         f'color="{KIND_BORDER.get(kind, "#555555")}" border="1">  {kind}  </td>'
@@ -296,8 +364,11 @@ class FusionDot:
         return lines
 
 
-def fusion_details(data: dict, max_kernels: int, max_nodes: int) -> dict[str, dict]:
-    """DOT name -> what explore() shows on a click: kernels, ops, inputs (see FusionDot)."""
+def fusion_details(data: dict, max_kernels: int, max_nodes: int,
+                   box_of: dict[int, str] | None = None) -> dict[str, dict]:
+    """DOT name -> what explore() shows on a click: kernels, ops, inputs, collapsed modules
+    (`box_of`: kernel index -> its module's box, see FusionDot)."""
+    box_of = box_of or {}
     detail = data.get("detail") or {}
     nodes, buffers = detail.get("nodes", {}), detail.get("buffers", {})
     home = {n: g["index"] for g in data["groups"] for n in g["nodes"]}
@@ -324,6 +395,14 @@ def fusion_details(data: dict, max_kernels: int, max_nodes: int) -> dict[str, di
     out: dict[str, dict] = {}
     readers: dict[str, set[int]] = {}
     for g in data["groups"][:max_kernels]:
+        box = box_of.get(g["index"])
+        if box is not None:
+            entry = out.setdefault(box, {"title": f"{box.removeprefix(MODULE_BOX)} (collapsed)",
+                                         "rows": [["click", "opens the module: its kernels"]]})
+            entry["rows"].append([f"kernel {g['index']}", f"{g['kind']}: " + ", ".join(
+                op_of(nodes.get(n, {}).get("target", n)) for n in g["nodes"])
+                + f"; {fmt_us(g['duration_us'])}"])
+            continue
         members = set(g["nodes"])
         cost = g["cost"]
         rows = [["ops", ", ".join(op_of(nodes.get(n, {}).get("target", n)) for n in g["nodes"])],

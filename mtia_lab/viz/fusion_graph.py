@@ -35,6 +35,7 @@ KIND_BORDER = {
     "template": "#4c78a8", "reduction": "#e07b00", "pointwise": "#3c8c3c", "extern": "#777777",
 }
 REFUSED = "#cc2222"
+MODULE_BOX = "module "  # DOT name of a collapsed module's box: "module model.block"
 RULE_REFUSED = "#999999"
 # A decision whose `rule` names a config setting was made by a guardrail, not a fusion rule.
 GUARDRAILS = frozenset(SETTINGS)
@@ -121,7 +122,8 @@ class FusionGraph(View):
 
     def __init__(self, plan, *, max_kernels: int = MAX_KERNELS,
                  max_nodes: int = MAX_NODES_PER_KERNEL, max_refusals: int = MAX_REFUSALS,
-                 rule_edges: bool = False, width: int = 100) -> None:
+                 rule_edges: bool = False, width: int = 100, collapse: int | None = None,
+                 expanded=()) -> None:
         for name, value in (("max_kernels", max_kernels), ("max_nodes", max_nodes),
                             ("max_refusals", max_refusals)):
             if not isinstance(value, int) or value < 1:
@@ -129,6 +131,10 @@ class FusionGraph(View):
         self.data = plan_data(plan)
         self.max_kernels, self.max_nodes, self.max_refusals = max_kernels, max_nodes, max_refusals
         self.width, self.rule_edges = width, rule_edges
+        if collapse is not None and (not isinstance(collapse, int) or collapse < 1):
+            raise ValueError(f"collapse={collapse!r}: expected None or a module depth >= 1 "
+                             "(2 draws `model.block` as one box, `model.block.attn` too)")
+        self.collapse, self.expanded = collapse, frozenset(expanded)
 
     # -- the tree (terminal and text twin) ------------------------------------------------------
     def to_rich(self) -> Any:
@@ -172,11 +178,34 @@ class FusionGraph(View):
 
         return FusionDot(self).dot()
 
+    def expand(self, module: str) -> FusionGraph:
+        """The same view with one more collapsed module drawn open."""
+        return FusionGraph(self.data, max_kernels=self.max_kernels, max_nodes=self.max_nodes,
+                           max_refusals=self.max_refusals, rule_edges=self.rule_edges,
+                           width=self.width, collapse=self.collapse,
+                           expanded=self.expanded | {module})
+
+    def explore(self, height: int = 600):
+        """The picture as a live widget (see View.explore); a click on a collapsed module
+        (`collapse=`) opens it in place."""
+        explorer = super().explore(height)
+        current = [self]
+
+        def open_module(name: str):
+            if not name.startswith(MODULE_BOX):
+                return None
+            current[0] = current[0].expand(name.removeprefix(MODULE_BOX))
+            return current[0].to_svg(), current[0].details()
+
+        explorer.on_select = open_module
+        return explorer
+
     def details(self) -> dict[str, dict]:
         """Kernels, nodes and inputs by DOT name: what a click shows in `explore()`."""
-        from .fusion_dot import fusion_details
+        from .fusion_dot import FusionDot, fusion_details
 
-        return fusion_details(self.data, self.max_kernels, self.max_nodes)
+        box_of = FusionDot(self).box_of
+        return fusion_details(self.data, self.max_kernels, self.max_nodes, box_of)
 
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())

@@ -178,3 +178,14 @@ def _explorer_answers_a_click(explorer, screenshot: Path) -> None:
     expect(details.locator(".mtia-diagram-message")).to_contain_text(
         f"explorer.selected == {title!r}")
     explorer.screenshot(path=screenshot)
+    # A collapsed module (fusion_graph(..., collapse=)) opens in place when clicked.
+    boxes = svg.locator("g.node.mtia-item").filter(
+        has=explorer.page.locator("title", has_text=re.compile(r"^module ")))
+    if boxes.count():
+        box = boxes.first
+        name = box.locator("title").first.text_content()
+        box.click()
+        expect(svg.locator("g.node title", has_text=re.compile(f"^{re.escape(name)}$"))) \
+            .to_have_count(0)
+        expect(details.locator(".mtia-diagram-message")).to_contain_text("drawn open")
+        explorer.screenshot(path=screenshot.with_name(screenshot.stem + "-opened.png"))
