@@ -10,7 +10,8 @@ Run All Cells, then check what is on the screen:
   read from the SVG's own transform), and fits in the notebook column or sits in a box that
   scrolls sideways;
 - an explorable diagram (`view.explore()`) answers a click: the details of what was clicked
-  are shown, and the kernel's reply to the selection arrives; hovering highlights neighbours.
+  are shown, and the kernel's reply to the selection arrives; hovering highlights neighbours;
+  the zoom buttons and a drag move the picture; a collapsed module opens when clicked.
 
 Screenshots of every diagram output (and of the explorer after the click) are saved under
 build/browser-screenshots/<notebook>/ (build/ is gitignored) whether the test passes or not,
@@ -178,6 +179,20 @@ def _explorer_answers_a_click(explorer, screenshot: Path) -> None:
     expect(details.locator(".mtia-diagram-message")).to_contain_text(
         f"explorer.selected == {title!r}")
     explorer.screenshot(path=screenshot)
+    # Zoom with the buttons, pan by dragging, back to the drawn size.
+    zoom, stage = explorer.locator(".mtia-diagram-zoom"), explorer.locator(".mtia-diagram-stage")
+    explorer.get_by_title("zoom in").click()
+    expect(zoom).to_have_text("125%")
+    view = explorer.locator(".mtia-diagram-view").bounding_box()
+    before = stage.evaluate("e => e.style.transform")
+    mouse = explorer.page.mouse
+    mouse.move(view["x"] + 10, view["y"] + view["height"] - 10)
+    mouse.down()
+    mouse.move(view["x"] + 90, view["y"] + view["height"] - 50, steps=5)
+    mouse.up()
+    assert stage.evaluate("e => e.style.transform") != before, "dragging did not pan"
+    explorer.get_by_title("actual size").click()
+    expect(zoom).to_have_text("100%")
     # A collapsed module (fusion_graph(..., collapse=)) opens in place when clicked.
     boxes = svg.locator("g.node.mtia-item").filter(
         has=explorer.page.locator("title", has_text=re.compile(r"^module ")))
