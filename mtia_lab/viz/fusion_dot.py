@@ -179,7 +179,7 @@ class FusionDot:
                 body += ["  " + line for line in lines]
             body.append("}")
         edges = self._inputs_and_edges()
-        body += self._boxes() + edges
+        body += self._boxes() + edges + self._spine()
         body += self._refused_edges()
         hidden = len(data["groups"]) - len(self.groups)
         if hidden:
@@ -303,6 +303,16 @@ class FusionDot:
                 lines.append(f'{quote(src)} -> {quote(self.anchor[g["index"]])} '
                              f'[lhead="cluster_k{g["index"]}", color="{MEMORY_EDGE}", '
                              f"penwidth=\"1.8\", tooltip={quote(buf)}];")
+        return lines
+
+    def _spine(self) -> list[str]:
+        """Kernels one under the other in graph order, on one vertical line (Graphviz `group`):
+        without it each side input nudges the next kernel sideways and a long plan drifts
+        across the page, twice as wide as it needs to be."""
+        spine = list(dict.fromkeys(self.anchor[g["index"]] for g in self.groups))
+        lines = [f'{quote(node)} [group="spine"];' for node in spine]
+        lines += [f'{quote(a)} -> {quote(b)} [style="invis", weight="4"];'
+                  for a, b in zip(spine, spine[1:], strict=False)]
         return lines
 
     # -- refusals and the legend -----------------------------------------------------------------
