@@ -267,3 +267,18 @@ def test_collapsed_modules_draw_one_box_and_open_on_click():
     assert "cluster_k0" in explorer.details
     with pytest.raises(ValueError, match="collapse=0"):
         fusion_graph(plan, collapse=0)
+
+
+def test_memory_explorer_details_name_every_block_of_a_segment():
+    from mtia_lab.viz import memory_view
+
+    keep = [torch.empty(1000, device=DEV), torch.empty(3 << 18, device=DEV)]
+    view = memory_view(torch.mtia_sim.memory_snapshot())
+    details = view.details()
+    assert set(details) == set(_titles(view.to_svg(), "node"))  # one entry per segment drawn
+    for seg in view.snapshot.segments:
+        rows = details[f"seg_{seg.address:x}"]["rows"]
+        assert [r[0] for r in rows[:len(seg.blocks)]] == \
+            [f"+{b.offset:#x}" for b in seg.blocks][:len(rows)]
+        assert sum("allocated" in r[1] for r in rows) == sum(b.allocated for b in seg.blocks)
+    del keep
