@@ -185,6 +185,23 @@ def aot_autograd_backend(fw_compiler, bw_compiler, decompositions):
     )
 
 
+def dynamo_input_sources(gm: torch.fx.GraphModule) -> list[str]:
+    """Where each input of a Dynamo graph came from, in the order AOTAutograd numbers them
+    (`primals_1`, `arg0_1`, ...): the graph module's own parameters and buffers, then its
+    placeholders. A placeholder's source is Dynamo's `meta["grapharg"].source.name`, e.g.
+    "L['self']._modules['fc1']._parameters['weight']"; "" when Dynamo did not record one."""
+    names = [name for name, _ in gm.named_parameters()]
+    names += [name for name, _ in gm.named_buffers()]
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        grapharg = node.meta.get("grapharg")
+        source = getattr(grapharg, "source", None)
+        name = getattr(source, "name", "") if source is not None else ""
+        names.append((name() if callable(name) else name) or "")
+    return names
+
+
 def core_aten_decompositions(extra_ops) -> dict:
     """PyTorch's core-aten decomposition table plus the decompositions of `extra_ops`."""
     from torch._decomp import core_aten_decompositions as core

@@ -53,6 +53,23 @@ class MemoryView(View):
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())
 
+    def details(self) -> dict[str, dict]:
+        """Segments by DOT name (`seg_<address>`): its blocks, what asked for each and where
+        (what a click shows in explore())."""
+        out = {}
+        for seg in self.snapshot.segments[:self.max_segments]:
+            rows = []
+            for b in seg.blocks[:self.max_blocks]:
+                what = (f"{format_bytes(b.size)} allocated ({b.requested_size:,} B requested) by "
+                        f"{b.op or 'an unknown op'}"
+                        + (f" at {b.short_source}" if b.short_source else "")
+                        if b.allocated else f"{format_bytes(b.size)} cached, free")
+                rows.append([f"+{b.offset:#x}", what])
+            if len(seg.blocks) > self.max_blocks:
+                rows.append(["...", _hidden_note(seg.blocks[self.max_blocks:])])
+            out[f"seg_{seg.address:x}"] = {"title": segment_title(seg), "rows": rows}
+        return out
+
     def to_rich(self) -> Any:
         return render_rich(self.snapshot, self.max_segments, self.max_blocks)
 
