@@ -1,0 +1,3 @@
+"""placeholder"""
+def merge_traces(traces):
+    return traces
