@@ -10,6 +10,9 @@ the classic ones for p ranks and n bytes (docs/interconnect.md gives the sources
     ring reduce-scatter    (p-1) alpha + (p-1)/p n beta          n = bytes of the whole input
     pairwise all-to-all    (p-1) alpha + (p-1)/p n beta          n = bytes one rank sends
     binomial broadcast     log2(p) (alpha + n beta)
+    binomial reduce        log2(p) (alpha + n beta)
+    binomial scatter       log2(p) alpha + (p-1)/p n beta        n = bytes of all the pieces
+    binomial gather        log2(p) alpha + (p-1)/p n beta        n = bytes of all the pieces
     dissemination barrier  log2(p) alpha
     send / recv            alpha + n beta
 
@@ -49,6 +52,9 @@ FORMULAS = {
     ("reduce_scatter", "ring"): "(p-1)a + (p-1)/p n b",
     ("alltoall", "pairwise"): "(p-1)a + (p-1)/p n b",
     ("broadcast", "binomial tree"): "log2(p) (a + n b)",
+    ("reduce", "binomial tree"): "log2(p) (a + n b)",
+    ("scatter", "binomial tree"): "log2(p) a + (p-1)/p n b",
+    ("gather", "binomial tree"): "log2(p) a + (p-1)/p n b",
     ("barrier", "dissemination"): "log2(p) a",
     ("send", "direct"): "a + n b",
     ("recv", "direct"): "a + n b",
@@ -75,8 +81,10 @@ def collective_cost(collective: str, nbytes: int, ranks: int, profile: ChipProfi
     if collective in ("allgather", "reduce_scatter", "alltoall"):
         return CommCost(collective, _ALGORITHM[collective], p, n,
                         (p - 1) * a + (p - 1) / p * n * b)
-    if collective == "broadcast":
+    if collective in ("broadcast", "reduce"):
         return CommCost(collective, "binomial tree", p, n, _log2(p) * (a + n * b))
+    if collective in ("scatter", "gather"):
+        return CommCost(collective, "binomial tree", p, n, _log2(p) * a + (p - 1) / p * n * b)
     if collective == "barrier":
         return CommCost(collective, "dissemination", p, 0, _log2(p) * a)
     if collective in ("send", "recv"):
@@ -85,5 +93,6 @@ def collective_cost(collective: str, nbytes: int, ranks: int, profile: ChipProfi
 
 
 _ALGORITHM = {"allgather": "ring", "reduce_scatter": "ring", "alltoall": "pairwise",
-              "broadcast": "binomial tree", "barrier": "dissemination", "allreduce": "ring"}
+              "broadcast": "binomial tree", "barrier": "dissemination", "allreduce": "ring",
+              "reduce": "binomial tree", "scatter": "binomial tree", "gather": "binomial tree"}
 _KNOWN = {c for c, _ in FORMULAS}

@@ -399,25 +399,63 @@ class MTIAProcessGroup(dist.ProcessGroup):
                                   "sender: dist.recv(tensor, src=rank)")
 
     def reduce(self, tensors, opts=None):
-        return self._host_only("reduce", tensors, "all_reduce",
-                               lambda: self._gloo.reduce(tensors, opts))
+        opts = opts or dist.ReduceOptions()
+        device = self._device_of(tensors)
+        if device is None:
+            return self._gloo.reduce(tensors, opts)
+        inner = _inner(tensors[0])
+        reduce = self._reduce_name(opts)
+        begun = self._begin("reduce", device, inner, reduce=reduce, root=opts.rootRank)
+        # gloo all-reduces (it has no AVG); only the root keeps the result, as reduce does.
+        whole = inner.contiguous().clone()
+        work = self._reduce_into(whole, None, reduce, "reduce", begun)
+        root, rank = opts.rootRank, self._rank
+
+        def finish():
+            work.wait()
+            if rank == root:
+                inner.copy_(whole)
+
+        self._charge(begun, "reduce", _nbytes(inner), [inner], [inner], device)
+        return _Work(self, [], tensors, finish, "reduce")
 
     def gather(self, output_lists, inputs, opts=None):
-        return self._host_only("gather", inputs, "all_gather",
-                               lambda: self._gloo.gather(output_lists, inputs, opts))
+        opts = opts or dist.GatherOptions()
+        device = self._device_of([*inputs, *(output_lists[0] if output_lists else [])])
+        if device is None:
+            return self._gloo.gather(output_lists, inputs, opts)
+        inp = _inner(inputs[0])
+        begun = self._begin("gather", device, inp, root=opts.rootRank)
+        outs = [_inner(o) for o in output_lists[0]] if output_lists else []
+        staged = [o.contiguous() for o in outs]
+        gloo_opts = dist.GatherOptions()
+        gloo_opts.rootRank = opts.rootRank
+        work = self._gloo.gather([staged] if staged else [], [inp.contiguous()], gloo_opts)
+
+        def finish():
+            for o, s in zip(outs, staged, strict=True):
+                if s is not o:
+                    o.copy_(s)
+
+        self._charge(begun, "gather", _nbytes(inp) * self._size, [inp], outs, device)
+        return _Work(self, [work], output_lists, finish, "gather")
 
     def scatter(self, outputs, input_lists, opts=None):
-        return self._host_only("scatter", outputs, "broadcast or all_to_all",
-                               lambda: self._gloo.scatter(outputs, input_lists, opts))
+        opts = opts or dist.ScatterOptions()
+        device = self._device_of([*outputs, *(input_lists[0] if input_lists else [])])
+        if device is None:
+            return self._gloo.scatter(outputs, input_lists, opts)
+        out = _inner(outputs[0])
+        begun = self._begin("scatter", device, out, root=opts.rootRank)
+        ins = [_inner(t).contiguous() for t in input_lists[0]] if input_lists else []
+        staged = out.contiguous()
+        gloo_opts = dist.ScatterOptions()
+        gloo_opts.rootRank = opts.rootRank
+        work = self._gloo.scatter([staged], [ins] if ins else [], gloo_opts)
+        self._charge(begun, "scatter", _nbytes(out) * self._size, ins, [out], device)
+        return _Work(self, [work], outputs, _copy_back(staged, out), "scatter")
 
     # -- the steps every device collective takes ---------------------------------------------
-    def _host_only(self, name, tensors, instead, run):
-        if self._device_of(tensors) is None:
-            return run()
-        raise NotImplementedError(
-            f"mtia_ccl: {name} on {tensors[0].device} tensors is not implemented; use "
-            f"{instead}, or {name} host tensors (.cpu()) through the same group")
-
     def _device_of(self, tensors) -> int | None:
         """The device index whose memory these tensors are, or None for host tensors."""
         found = set()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
+from .. import _compat
+from .._compat import DEVICE_NAME
 from .process_group import BACKEND_NAME
 
 _registered = False
@@ -33,5 +35,6 @@ def register() -> None:
         return
     if BACKEND_NAME not in dist.Backend.backend_list:
         dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True,
-                                      devices=["mtia_sim"])
+                                      devices=[DEVICE_NAME])
+    _compat.allow_device_mesh_for(DEVICE_NAME)  # init_device_mesh("mtia_sim", ...)
     _registered = True
