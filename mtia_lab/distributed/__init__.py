@@ -16,7 +16,21 @@ from __future__ import annotations
 from .agreement import CollectiveError, CollectiveMismatchError
 from .interconnect import CommCost, collective_cost
 from .launch import LaunchError, LaunchResult, RankOutcome, launch
+from .local_map import PlacementMismatchError, local_map
 from .registration import register
+from .traces import (
+    Collective,
+    RankedEvent,
+    RankedTrace,
+    load_ranked_trace,
+    merge_traces,
+    save_chrome_trace,
+    save_ranked_trace,
+    to_chrome_trace,
+)
 
-__all__ = ["CollectiveError", "CollectiveMismatchError", "CommCost", "LaunchError",
-           "LaunchResult", "RankOutcome", "collective_cost", "launch", "register"]
+__all__ = ["Collective", "CollectiveError", "CollectiveMismatchError", "CommCost",
+           "LaunchError", "LaunchResult", "PlacementMismatchError", "RankOutcome",
+           "RankedEvent", "RankedTrace", "collective_cost", "launch", "load_ranked_trace",
+           "local_map", "merge_traces", "register", "save_chrome_trace", "save_ranked_trace",
+           "to_chrome_trace"]

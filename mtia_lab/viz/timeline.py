@@ -32,7 +32,8 @@ LABEL_W = 120  # lane labels on the left (at least; wider for longer labels)
 LANE_H = 28
 ASCII_W = 60  # characters of the text twin's bars
 MAX_ROWS = 12  # events listed per lane in the text twin
-KIND_FILL = {"native": "#4c9be8", "fallback": "#e76f51", "compiled": "#8e5cc2"}
+KIND_FILL = {"native": "#4c9be8", "fallback": "#e76f51", "compiled": "#8e5cc2",
+             "collective": "#e9c46a", "wait": "#d9d9d9"}  # the last two: mtia_lab.distributed
 COPY_FILL = "#2a9d8f"  # copies (host<->device, device<->device) apart from compute
 OTHER_FILL = "#8d99ae"  # a merged bar of several kinds
 OVERLAP_FILL = "#f4a261"
@@ -59,11 +60,17 @@ class Lane:
     device: int
     stream: int
     spans: tuple[Span, ...]
+    rank: int | None = None  # set for a trace of several ranks (mtia_lab.distributed)
 
     @property
     def label(self) -> str:
         default = " (default)" if self.stream == 0 else ""
-        return f"mtia_sim:{self.device} stream {self.stream}{default}"
+        rank = f"rank {self.rank} " if self.rank is not None else ""
+        return f"{rank}mtia_sim:{self.device} stream {self.stream}{default}"
+
+    @property
+    def key(self) -> tuple:
+        return (self.rank, self.device, self.stream)
 
     @property
     def busy_us(self) -> float:
@@ -106,9 +113,9 @@ class Timeline:
     def end_us(self) -> float:
         return max((s.end_us for ln in self.lanes for s in ln.spans), default=0.0)
 
-    def lane(self, device: int, stream: int) -> Lane:
+    def lane(self, device: int, stream: int, rank: int | None = None) -> Lane:
         for ln in self.lanes:
-            if (ln.device, ln.stream) == (device, stream):
+            if (ln.device, ln.stream, ln.rank) == (device, stream, rank):
                 return ln
         have = ", ".join(ln.label for ln in self.lanes) or "none"
         raise KeyError(f"no lane for device {device} stream {stream} in this trace (lanes: {have})")
@@ -118,7 +125,7 @@ class Timeline:
         out = []
         for i, a in enumerate(self.lanes):
             for b in self.lanes[i + 1:]:
-                if a.device != b.device:
+                if a.device != b.device or a.rank != b.rank:
                     continue
                 windows = _intersect(a.intervals(), b.intervals())
                 total = sum(hi - lo for lo, hi in windows)
@@ -136,11 +143,12 @@ def timeline_of(trace: Trace | list[OpEvent]) -> Timeline:
             skipped += 1
             continue
         span = Span(e.index, e.op, e.kind, e.sim_start_us, e.sim_end_us)
-        lanes.setdefault((e.device, e.stream), []).append(span)
+        lanes.setdefault((getattr(e, "rank", -1), e.device, e.stream), []).append(span)
     return Timeline(
         tuple(
-            Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))))
-            for (dev, stream), spans in sorted(lanes.items())
+            Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))),
+                 None if rank == -1 else rank)
+            for (rank, dev, stream), spans in sorted(lanes.items())
         ),
         skipped,
     )
@@ -228,7 +236,9 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
     for ln in tl.lanes:
         lines.append("")
         ops = f"{len(ln.spans)} op" + ("s" if len(ln.spans) > 1 else "")
-        lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us")
+        waited = sum(s.end_us - s.start_us for s in ln.spans if s.kind == "wait")
+        waiting = f" (waiting for other ranks {_f(waited)})" if waited else ""
+        lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us{waiting}")
         lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
         for s in ln.spans[:MAX_ROWS]:
             lines.append(
@@ -309,12 +319,12 @@ def render_svg(tl: Timeline, title: str = "simulated timeline") -> str:
         parts.append(_svg_text(pad, 40, "no device work recorded"))
     else:
         parts.append(_svg_text(pad, 34, f"simulated time (us), {_f(t0)} .. {_f(t1)}", size=10))
-    lane_y = {(ln.device, ln.stream): top + i * LANE_H for i, ln in enumerate(tl.lanes)}
+    lane_y = {ln.key: top + i * LANE_H for i, ln in enumerate(tl.lanes)}
     bottom = top + LANE_H * len(tl.lanes)
     # Overlap windows first, so bars draw on top of the shading.
     for ov in tl.overlaps():
-        ya = lane_y[(ov.a.device, ov.a.stream)]
-        yb = lane_y[(ov.b.device, ov.b.stream)]
+        ya = lane_y[ov.a.key]
+        yb = lane_y[ov.b.key]
         y0, y1 = min(ya, yb) + 1, max(ya, yb) + LANE_H - 1
         for lo, hi in ov.windows:
             parts.append(
@@ -323,7 +333,7 @@ def render_svg(tl: Timeline, title: str = "simulated timeline") -> str:
                 f'fill="{OVERLAP_FILL}" fill-opacity="0.45"/>'
             )
     for ln in tl.lanes:
-        y = lane_y[(ln.device, ln.stream)]
+        y = lane_y[ln.key]
         parts.append(
             f'<line x1="{label_w}" y1="{y + LANE_H}" x2="{WIDTH - pad}" y2="{y + LANE_H}" '
             'stroke="#dddddd"/>'
@@ -362,6 +372,9 @@ def render_svg(tl: Timeline, title: str = "simulated timeline") -> str:
               ("CPU fallback", KIND_FILL["fallback"]), ("streams overlap", OVERLAP_FILL))
     if any(s.kind == "compiled" for ln in tl.lanes for s in ln.spans):
         legend += (("compiled kernel", KIND_FILL["compiled"]),)
+    if any(s.kind == "collective" for ln in tl.lanes for s in ln.spans):
+        legend += (("collective", KIND_FILL["collective"]),
+                   ("waiting for a rank", KIND_FILL["wait"]))
     for label, fill in legend:
         parts.append(f'<rect x="{lx}" y="{legend_y - 9}" width="10" height="10" fill="{fill}"/>')
         parts.append(_svg_text(lx + 14, legend_y, label, size=10))

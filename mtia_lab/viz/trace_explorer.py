@@ -70,7 +70,8 @@ COLUMNS = ("#", "op", "kind", "phase", "module", "inputs -> outputs", "sim", "ho
 def row_cells(e: OpEvent, times: bool = True) -> list[str]:
     ins = ", ".join(tensor_brief(t) for t in e.inputs)
     outs = ", ".join(tensor_brief(t) for t in e.outputs)
-    cells = [str(e.index), op_short(e.op), e.kind, e.phase, e.module or "-",
+    number = f"r{e.rank}:{e.index}" if hasattr(e, "rank") else str(e.index)  # distributed
+    cells = [number, op_short(e.op), e.kind, e.phase, e.module or "-",
              f"{ins} -> {outs}", fmt_sim(e.sim_us if e.sim_start_us is not None else None)]
     return cells + [fmt_host(e.host_ns)] if times else cells
 
@@ -201,6 +202,7 @@ class TraceExplorer(widgets.VBox):
         self.op = widgets.Dropdown(options=[ALL, *ops], description="op")
         kinds = [*KINDS] + [k for k in ALL_KINDS[len(KINDS):] if any(
             e.kind == k for e in trace.events)]  # "compiled" only when the trace has some
+        kinds += sorted({e.kind for e in trace.events} - set(kinds))  # "collective", "wait"
         self.kind = widgets.Dropdown(options=[ALL, *kinds], description="kind")
         self.phase = widgets.Dropdown(options=[ALL, *PHASES], description="phase")
         self.module = widgets.Dropdown(options=[ALL, *modules], description="module")
@@ -208,6 +210,9 @@ class TraceExplorer(widgets.VBox):
             options=[(ALL, None)] + [(f"mtia_sim:{d}", d) for d in trace.devices()],
             description="device")
         self.sort = widgets.Dropdown(options=list(SORTS), description="sort")
+        ranks = trace.ranks() if hasattr(trace, "ranks") else []  # a RankedTrace (distributed)
+        self.rank = widgets.Dropdown(options=[(ALL, None)] + [(f"rank {r}", r) for r in ranks],
+                                     description="rank", layout=_shown(bool(ranks)))
         self.prev = widgets.Button(description="< prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next >", layout=widgets.Layout(width="80px"))
         self.status = widgets.HTML()
@@ -220,14 +225,16 @@ class TraceExplorer(widgets.VBox):
         self.picture = widgets.HTML()
         style = widgets.HTML("<style>.mtia-trace-rows select{font-family:monospace;"
                              "font-size:12px}</style>")
-        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort):
+        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort,
+                        self.rank):
             control.observe(self._refilter, names="value")
         self.prev.on_click(lambda _: self.turn(-1))
         self.next.on_click(lambda _: self.turn(+1))
         self.table.observe(self._select, names="value")
         self.tensor.observe(self._show_layout, names="value")
         filters = widgets.HBox([widgets.VBox([self.op, self.kind, self.phase]),
-                                widgets.VBox([self.module, self.device, self.sort])])
+                                widgets.VBox([self.module, self.device, self.sort]),
+                                widgets.VBox([self.rank])])
         pager = widgets.HBox([self.prev, self.next, self.status])
         super().__init__([style, filters, pager, self.table, self.detail_html, self.tensor,
                           self.picture])
@@ -238,6 +245,8 @@ class TraceExplorer(widgets.VBox):
         """Set several filters at once (one refilter): `set_filters(op="aten::mm", device=0)`."""
         controls = {"op": self.op, "kind": self.kind, "phase": self.phase,
                     "module": self.module, "device": self.device}
+        if self.rank.options[1:]:
+            controls["rank"] = self.rank
         unknown = set(filters) - set(controls)
         if unknown:
             raise TypeError(f"unknown filter {sorted(unknown)}; use {sorted(controls)}")
@@ -247,7 +256,8 @@ class TraceExplorer(widgets.VBox):
         for name, value in filters.items():  # quietly, then one refilter
             controls[name].unobserve(self._refilter, names="value")
             try:
-                controls[name].value = ALL if value is None and name != "device" else value
+                controls[name].value = (ALL if value is None and name not in ("device", "rank")
+                                        else value)
             except Exception as exc:  # traitlets' TraitError: say what the choices are
                 raise ValueError(f"{name}={value!r} is not in this trace; choose from "
                                  f"{[o for o in controls[name].options]}") from exc
@@ -259,8 +269,11 @@ class TraceExplorer(widgets.VBox):
         def value(control):
             return None if control.value == ALL else control.value
 
-        return {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
-                "module": value(self.module), "device": self.device.value}
+        chosen = {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
+                  "module": value(self.module), "device": self.device.value}
+        if self.rank.options[1:]:
+            chosen["rank"] = self.rank.value
+        return chosen
 
     def _refilter(self, change=None) -> None:
         self.rows = select_rows(self.trace, self.sort.value, **self.filters())
@@ -350,6 +363,10 @@ class TraceExplorer(widgets.VBox):
         bundle["text/html"] = page_html(self.rows, self.page, self.page_size, self.times,
                                         len(self.trace))
         return bundle
+
+
+def _shown(visible: bool) -> widgets.Layout:
+    return widgets.Layout() if visible else widgets.Layout(display="none")
 
 
 def _options(trace: Trace) -> tuple[list[str], list[str]]:
