@@ -113,4 +113,4 @@ def _check_inputs(name, params, args, in_placements, device_mesh, redistribute) 
 
 
 def _show(placements) -> str:
-    return "[" + ", ".join(str(p) for p in placements) + "]"
+    return "[" + ", ".join(repr(p) for p in placements) + "]"  # Shard(dim=0), not S(0)
