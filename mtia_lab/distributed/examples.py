@@ -143,3 +143,10 @@ def one_device_reference(world: int, steps: int = 2, lr: float = 0.1,
     result.update(losses=losses, q=block.q.weight.detach().cpu(),
                   down=block.down.weight.detach().cpu())
     return result
+
+
+def tp_then_dp(traced: bool = True, slow_rank: int | None = None) -> dict:
+    """Both, in one launch (starting ranks costs seconds): tensor parallel, then data parallel
+    (where `slow_rank`, if given, starts late)."""
+    return {"tp": tensor_parallel(traced=traced),
+            "dp": data_parallel(traced=traced, slow_rank=slow_rank)}

@@ -105,7 +105,9 @@ class RankedTrace(Trace):
         waits = {(e.rank, e.call): e for e in self.events if e.kind == WAIT}
         joined: dict[str, list] = {}
         for e in self.events:
-            if e.kind == COLLECTIVE:
+            # (a functional collective's own dispatch event is kind "collective" too, without
+            # device time: the process group's event, with the span, follows it)
+            if e.kind == COLLECTIVE and e.sim_start_us is not None:
                 wait = waits.get((e.rank, e.call))
                 arrival = wait.sim_start_us if wait is not None else e.sim_start_us
                 joined.setdefault(e.call, [e.op, e.reason, []])[2].append(
