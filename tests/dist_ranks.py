@@ -186,6 +186,20 @@ def _traced(out: dict) -> None:
     out["trace"] = trace
 
 
+def _fsdp2(out: dict) -> None:
+    """FSDP2 (fully_shard) is a known limit: it frees unsharded parameters by resizing their
+    storage, which a wrapper tensor's storage refuses. Recorded, so the day it works shows."""
+    from torch.distributed.fsdp import fully_shard
+
+    block = examples.make_block().to(DEVICE)
+    fully_shard(block, mesh=dist.init_device_mesh(DEVICE, (dist.get_world_size(),)))
+    try:
+        block(examples.make_batch().to(DEVICE)).sum().backward()
+        out["fsdp2"] = "works"
+    except RuntimeError as error:
+        out["fsdp2"] = str(error)
+
+
 def world_checks() -> dict:
     out: dict = {}
     _collectives(out)
@@ -194,6 +208,7 @@ def world_checks() -> dict:
     _traced(out)
     out["tp"] = examples.tensor_parallel()
     out["dp"] = examples.data_parallel()
+    _fsdp2(out)  # last: it fails inside backward
     return out
 
 

@@ -174,6 +174,14 @@ def test_data_parallel_steps_match_one_device(world, one_device):
         torch.testing.assert_close(dp["down"], ref["down"], atol=1e-6, rtol=1e-5)
 
 
+def test_fsdp2_is_a_known_limit(world):
+    """DDP is the data-parallel path: FSDP2 resizes parameter storages, which a wrapper
+    tensor cannot do (README, known limits). If this starts to pass, document FSDP2."""
+    _, values = world
+    for out in values:
+        assert "resize_() on an invalid python storage" in out["fsdp2"]
+
+
 # -- traces across ranks --------------------------------------------------------------------------
 def test_merged_trace_joins_collectives_and_shows_the_slow_ranks_wait(world):
     size, values = world
