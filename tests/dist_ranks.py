@@ -212,7 +212,11 @@ def world_checks() -> dict:
     return out
 
 
-def returns_rank() -> int:
+def small_traced() -> int:
+    """For launch(trace=True): each rank prints, computes, all-reduces; returns its rank x 10."""
+    print(f"hello from rank {dist.get_rank()}")
+    t = torch.ones(8, device=DEVICE) * (dist.get_rank() + 1)
+    dist.all_reduce(t.relu_())
     return dist.get_rank() * 10
 
 

@@ -221,6 +221,22 @@ def test_merged_trace_joins_collectives_and_shows_the_slow_ranks_wait(world):
     assert len(flows) == 2 * size
 
 
+def test_launch_with_trace_returns_values_outputs_and_the_merged_trace(capsys):
+    result = launch(dist_ranks.small_traced, nprocs=2, trace=True)
+    assert result.values == [0, 10]
+    assert capsys.readouterr().out.splitlines() == ["[rank 0] hello from rank 0",
+                                                    "[rank 1] hello from rank 1"]
+    merged = result.trace
+    assert [t.metadata["label"] for t in result.traces] == ["rank 0", "rank 1"]
+    assert merged.ranks() == [0, 1]
+    assert [c.id for c in merged.collectives()] == ["allreduce #1 (group 0)"]
+    for rank in (0, 1):  # each rank's own ops, then the collective, from the user's line
+        ops = [e.op for e in merged.filter(rank=rank) if e.sim_start_us is not None]
+        assert "aten::relu_" in ops and ops[-1] == "c10d::allreduce"
+    assert {e.source.rsplit(":", 1)[0].rsplit("/", 1)[-1]
+            for e in merged.filter(kind="collective")} == {"dist_ranks.py"}
+
+
 def test_ranked_trace_saves_and_loads(world, tmp_path):
     from mtia_lab.distributed import load_ranked_trace, save_ranked_trace
 

@@ -21,6 +21,7 @@ from time import perf_counter_ns
 import torch
 
 from ..backend import tensor as _tensor
+from ..trace.compiled import _user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
 
 COLLECTIVE = "collective"
@@ -58,18 +59,19 @@ def emit(name: str, call_id: str, inputs, outputs, device: int, stream, arrival_
     node = torch._C._current_autograd_node()
     phase = "forward" if node is None else "backward"
     module = recorder.modules[-1] if recorder.modules else ""
+    source = _user_source()  # the user's line that issued it (DDP's hooks have none: "")
     allocated = _current_bytes(device)
     for trace, trace_start in recorder.traces:
         events = trace.events
         if start_us > arrival_us:
             events.append(OpEvent(
                 len(events), "c10d::wait", WAIT, phase, waited_for, _PATH, (), (), 0, 0,
-                allocated, host_start - trace_start, 0, arrival_us, start_us, stream, device, "",
-                module, call_id, recorder.next_call))
+                allocated, host_start - trace_start, 0, arrival_us, start_us, stream, device,
+                source, module, call_id, recorder.next_call))
         events.append(OpEvent(
             len(events), f"c10d::{name}", COLLECTIVE, phase, reason, _PATH, tuple(inputs),
             tuple(outputs), 0, 0, allocated, host_start - trace_start, now - host_start,
-            start_us, end_us, stream, device, "", module, call_id, recorder.next_call))
+            start_us, end_us, stream, device, source, module, call_id, recorder.next_call))
 
 
 def _current_bytes(device: int) -> int:

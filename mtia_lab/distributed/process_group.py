@@ -552,7 +552,8 @@ class MTIAProcessGroup(dist.ProcessGroup):
             why = (f"it timed out after {seconds:g} s: a rank of the group did not reach this "
                    "collective (stuck, much slower, or calling something else)")
         else:
-            why = "a peer rank failed or exited (the launcher names it)"
+            why = ("a peer rank failed or exited (the launcher names it), or finished without "
+                   "calling this collective")
         return CollectiveError(
             f"mtia_ccl (group {self._group_name or '?'}, rank {self._global[self._rank]} of "
             f"{self._size}): {what} failed: {why}. gloo said: {text}")
