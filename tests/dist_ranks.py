@@ -29,6 +29,10 @@ def rank_input(rank: int, n: int = N) -> torch.Tensor:
     return torch.arange(n, dtype=torch.float32) + 100 * rank
 
 
+def _all_inputs(world: int) -> list[torch.Tensor]:
+    return [rank_input(r) for r in range(world)]
+
+
 def _collectives(out: dict) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     mine = rank_input(rank).to(DEVICE)
@@ -86,6 +90,25 @@ def _collectives(out: dict) -> None:
     out["fc_reduce_scatter"] = fc.reduce_scatter_tensor(big, "sum", 0, group).cpu()
     out["fc_all_to_all"] = fc.all_to_all_single(big, None, None, group).cpu()
     out["fc_broadcast"] = fc.broadcast(mine, 0, group).cpu()
+    # rooted collectives, objects, other dtypes
+    pieces = [torch.empty(N, device=DEVICE) for _ in range(world)] if rank == 0 else None
+    dist.gather(mine, pieces, dst=0)
+    out["gather"] = torch.stack([p.cpu() for p in pieces]) if pieces else None
+    t = torch.empty(N, device=DEVICE)
+    dist.scatter(t, [x.to(DEVICE) for x in _all_inputs(world)] if rank == 0 else None, src=0)
+    out["scatter"] = t.cpu()
+    t = mine.clone()
+    dist.reduce(t, dst=world - 1, op=dist.ReduceOp.AVG)
+    out["reduce_avg"] = t.cpu()
+    objects = [None] * world
+    dist.all_gather_object(objects, {"rank": rank})
+    out["all_gather_object"] = objects
+    t = torch.ones(N, dtype=torch.bfloat16, device=DEVICE)
+    dist.all_reduce(t)
+    out["all_reduce_bf16"] = t.cpu()
+    t = torch.full((N,), 3 + rank, dtype=torch.int64, device=DEVICE)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    out["all_reduce_avg_int64"] = t.cpu()
     # the simulated clocks agree after a collective
     dist.barrier()
     out["clock_us"] = current_stream(0).clock_us

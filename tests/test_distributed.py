@@ -82,6 +82,22 @@ def test_all_gather_reduce_scatter_all_to_all_broadcast(world):
         torch.testing.assert_close(out["recv"], 2 * _inputs(size)[(rank - 1) % size])
 
 
+def test_gather_scatter_reduce_objects_and_other_dtypes(world):
+    size, values = world
+    inputs = _inputs(size)
+    torch.testing.assert_close(values[0]["gather"], torch.stack(inputs))
+    for rank, out in enumerate(values):
+        torch.testing.assert_close(out["scatter"], inputs[rank])
+        expected = torch.stack(inputs).mean(0) if rank == size - 1 else inputs[rank]
+        torch.testing.assert_close(out["reduce_avg"], expected)  # only the root is reduced
+        assert out["all_gather_object"] == [{"rank": r} for r in range(size)]
+        torch.testing.assert_close(out["all_reduce_bf16"],
+                                   torch.full((N,), float(size), dtype=torch.bfloat16))
+        # integer AVG floors the mean, as torch.div(rounding_mode="floor") does
+        ints = torch.stack([torch.full((N,), 3 + r, dtype=torch.int64) for r in range(size)])
+        torch.testing.assert_close(out["all_reduce_avg_int64"], ints.sum(0) // size)
+
+
 def test_each_rank_owns_one_chip_and_clocks_agree_after_a_collective(world):
     size, values = world
     assert [out["visible"] for out in values] == [str(r) for r in range(size)]
