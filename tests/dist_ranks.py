@@ -162,6 +162,10 @@ def _dtensor(out: dict) -> None:
                            [Partial()])
     out["dt_from_partial"] = p.full_tensor().cpu()
     out["dt_sum"] = d.sum().full_tensor().cpu()
+    uneven = torch.arange(7 * 3, dtype=torch.float32).view(7, 3)  # 7 rows over the ranks
+    du = distribute_tensor(uneven.to(DEVICE), mesh, [Shard(0)])
+    out["dt_uneven_local_rows"] = du.to_local().shape[0]
+    out["dt_uneven_full"] = (du * 2).full_tensor().cpu()
     # local_map: the function sees local shards; mismatches name the argument
     scaled = checked_local_map(lambda_free_scale, out_placements=[Shard(0)],
                                in_placements=([Shard(0)], [Replicate()]))

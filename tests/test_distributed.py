@@ -138,6 +138,9 @@ def test_dtensor_shard_replicate_partial_redistribute(world):
         torch.testing.assert_close(out["dt_from_partial"],
                                    torch.full((3,), size * (size + 1) / 2))
         torch.testing.assert_close(out["dt_sum"], x.sum())
+        uneven = torch.arange(7 * 3, dtype=torch.float32).view(7, 3)
+        assert out["dt_uneven_local_rows"] == len(uneven.chunk(size)[rank])  # torch.chunk's
+        torch.testing.assert_close(out["dt_uneven_full"], uneven * 2)
 
 
 def test_dtensor_on_a_2d_mesh(world):
