@@ -26,11 +26,12 @@ from ..trace.events import DispatchPath, OpEvent, TensorRecord
 
 COLLECTIVE = "collective"
 WAIT = "wait"
-_PATH = DispatchPath((), (), (
-    "mtia_ccl ProcessGroup: the ranks agree on the call (agreement.py)",
-    "gloo moves the bytes of the inner host tensors",
-    "the interconnect model charges the simulated clock (interconnect.py)",
-), "mtia_ccl ProcessGroup -> gloo on host memory")
+_PATH = DispatchPath((), (), (  # route: mtia_ccl -> agreement -> gloo -> interconnect model
+    "mtia_ccl: torch.distributed called the Python ProcessGroup (process_group.py)",
+    "agreement: the ranks compared their calls and arrival times (agreement.py)",
+    "gloo: moved the bytes of the inner host tensors",
+    "interconnect: the model charged the simulated clock (interconnect.py)",
+), "interconnect model (alpha-beta, docs/interconnect.md)")
 
 
 def record_of(inner: torch.Tensor, device_index: int) -> TensorRecord:

@@ -148,12 +148,14 @@ def merge_traces(traces: list[Trace], label: str = "") -> RankedTrace:
     """One RankedTrace from the traces of ranks 0..N-1 (in rank order)."""
     events: list[RankedEvent] = []
     sim_start: dict[str, dict] = {}
+    calls: dict[tuple[int, int], int] = {}  # (rank, call_id) -> call id in the merged trace
     for rank, trace in enumerate(traces):
         if trace is None:
             raise ValueError(f"rank {rank} has no trace: launch with trace=True")
         sim_start[str(rank)] = trace.metadata.get("sim_start_us", {})
         for e in trace.events:
-            events.append(RankedEvent(len(events), *e[1:], rank))
+            call_id = calls.setdefault((rank, e.call_id), len(calls) + 1)  # unique across ranks
+            events.append(RankedEvent(len(events), *e[1:-1], call_id, rank))
     first = traces[0].metadata if traces else {}
     metadata = {k: v for k, v in first.items() if k not in ("label", "sim_start_us")}
     metadata.update({"label": label or f"{len(traces)} ranks", "ranks": len(traces),
