@@ -20,7 +20,10 @@ def main(payload_path: str, result_path: str) -> int:
     try:
         with open(payload_path, "rb") as f:
             payload = pickle.load(f)  # imports the function's module
-        dist.init_process_group(payload["backend"],
+        # Rendezvous through a file in the launcher's temporary directory: no port to race for
+        # (MASTER_ADDR/MASTER_PORT are set too, for code that reads them).
+        dist.init_process_group(payload["backend"], init_method="file://" + payload["store"],
+                                rank=rank, world_size=int(os.environ["WORLD_SIZE"]),
                                 timeout=timedelta(seconds=payload["timeout"]))
         if payload["trace"]:
             with mtia_lab.trace(f"rank {rank}") as trace:

@@ -114,7 +114,8 @@ def launch(fn, nprocs: int = 2, args: tuple = (), kwargs: dict | None = None, *,
         payload = os.path.join(tmp, "payload.pkl")
         with open(payload, "wb") as f:
             pickle.dump({"fn": fn, "args": tuple(args), "kwargs": dict(kwargs or {}),
-                         "timeout": timeout, "trace": trace, "backend": backend}, f)
+                         "timeout": timeout, "trace": trace, "backend": backend,
+                         "store": os.path.join(tmp, "rendezvous")}, f)
         commands = [[sys.executable, "-m", "mtia_lab.distributed._worker", payload,
                      os.path.join(tmp, f"result{r}.pkl")] for r in range(nprocs)]
         codes, ended, logs = _run(commands, nprocs, tmp, grace, capture=True)
