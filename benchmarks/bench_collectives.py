@@ -13,6 +13,12 @@ Two ranks by default (launched with mtia_lab.distributed.launch), best of severa
 many calls, one intra-op thread per rank.
 
     python benchmarks/bench_collectives.py [--nproc 2] [--rounds 5] [--calls 20]
+
+Measured on the shared 2-core development machine at a load average of 10 to 11 (eight work
+streams), three runs: mtia_ccl / gloo at 1 KiB between 1.5 and 11 (most near 3 to 6: the header
+exchange is a second gloo collective), at 4 MiB between 1.0 and 2.2 (one outlier at 0.27, the
+gloo round hit by the machine's load). Absolute times are inflated by that load (a 1 KiB gloo
+all_reduce took about 1 ms); on a quiet machine expect smaller times, the same shape.
 """
 
 from __future__ import annotations
