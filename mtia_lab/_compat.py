@@ -7,6 +7,8 @@ and tests/test_compat.py is the suite that says whether the hooks still behave.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.utils.backend_registration as _backend_registration
 
@@ -336,3 +338,44 @@ def generate_storage_methods(name: str) -> None:
     Python-backend setup generates those of tensors and modules only). Idempotent."""
     if not hasattr(torch.storage._StorageBase, f"is_{name}"):
         _backend_registration._generate_storage_methods_for_privateuse1_backend(name)
+
+# --- torch.distributed (used by mtia_lab/distributed) ---
+
+
+class _MeshDeviceName(str):
+    """A device type name that passes init_device_mesh's letters-only check (see below)."""
+
+    __slots__ = ()
+
+    def isalpha(self) -> bool:
+        return True
+
+
+def allow_device_mesh_for(device_type: str) -> None:
+    """Let `init_device_mesh(device_type, ...)` accept `device_type` (idempotent).
+
+    torch 2.13's init_device_mesh rejects a device type that is not all letters, to catch
+    "cuda:0"; "mtia_sim" has an underscore (PrivateUse1 names may) and is refused with a
+    message about device indices. The wrapper hands torch's own function the same name as a
+    str subclass whose isalpha() is True, so everything else is PyTorch's code. It replaces
+    `torch.distributed.device_mesh.init_device_mesh` and `torch.distributed.init_device_mesh`;
+    a name imported from there before `import mtia_lab` keeps the original."""
+    import torch.distributed as dist
+    import torch.distributed.device_mesh as device_mesh
+
+    original = device_mesh.init_device_mesh
+    if getattr(original, "_allows", None) is not None:
+        original._allows.add(device_type)
+        return
+    allows = {device_type}
+
+    @functools.wraps(original)
+    def init_device_mesh(device_type, mesh_shape, *args, **kwargs):
+        if isinstance(device_type, str) and device_type in allows:
+            device_type = _MeshDeviceName(device_type)
+        return original(device_type, mesh_shape, *args, **kwargs)
+
+    init_device_mesh._allows = allows
+    device_mesh.init_device_mesh = init_device_mesh
+    if getattr(dist, "init_device_mesh", None) is original:
+        dist.init_device_mesh = init_device_mesh

@@ -237,6 +237,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             duration = price.duration_us(device.profile)
         elif kind == "view":
             duration = None  # views move no data: no device work
+        elif kind == "collective":  # mtia_ccl charges the interconnect (distributed/)
+            duration = None
         elif observer is not None and getattr(observer, "wants_prices", True):
             price = cost.estimate(func, inner_args, out)
             duration = price.duration_us(device.profile)

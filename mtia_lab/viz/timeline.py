@@ -42,14 +42,15 @@ MAX_ROWS = 12  # events listed per lane in the text twin
 # Fill by what the work was for (Tableau 10 colours: told apart by most readers).
 PURPOSE_FILL = {
     "forward": "#4e79a7", "backward": "#b07aa1", "optimizer": "#59a14f", "copy": "#edc948",
-    "fallback": "#e15759",
+    "fallback": "#e15759", "collective": "#9c755f", "wait": "#d9d9d9",
 }
 PURPOSE_LEGEND = {
     "forward": "forward", "backward": "backward",
     "optimizer": "optimizer (in-place update after backward)", "copy": "copy",
-    "fallback": "CPU fallback",
+    "fallback": "CPU fallback", "collective": "collective (mtia_lab.distributed)",
+    "wait": "waiting for a rank",
 }
-DARK_TEXT = {"copy"}  # fills light enough for dark text
+DARK_TEXT = {"copy", "wait"}  # fills light enough for dark text
 COMPILED_STROKE = "#222222"  # compiled kernels: outlined
 OTHER_FILL = "#8d99ae"  # a merged bar of several purposes
 OVERLAP_FILL = "#f28e2b"
@@ -78,11 +79,17 @@ class Lane:
     device: int
     stream: int
     spans: tuple[Span, ...]
+    rank: int | None = None  # set for a trace of several ranks (mtia_lab.distributed)
 
     @property
     def label(self) -> str:
         default = " (default)" if self.stream == 0 else ""
-        return f"mtia_sim:{self.device} stream {self.stream}{default}"
+        rank = f"rank {self.rank} " if self.rank is not None else ""
+        return f"{rank}mtia_sim:{self.device} stream {self.stream}{default}"
+
+    @property
+    def key(self) -> tuple:
+        return (self.rank, self.device, self.stream)
 
     @property
     def busy_us(self) -> float:
@@ -125,9 +132,9 @@ class Timeline:
     def end_us(self) -> float:
         return max((s.end_us for ln in self.lanes for s in ln.spans), default=0.0)
 
-    def lane(self, device: int, stream: int) -> Lane:
+    def lane(self, device: int, stream: int, rank: int | None = None) -> Lane:
         for ln in self.lanes:
-            if (ln.device, ln.stream) == (device, stream):
+            if (ln.device, ln.stream, ln.rank) == (device, stream, rank):
                 return ln
         have = ", ".join(ln.label for ln in self.lanes) or "none"
         raise KeyError(f"no lane for device {device} stream {stream} in this trace (lanes: {have})")
@@ -137,7 +144,7 @@ class Timeline:
         out = []
         for i, a in enumerate(self.lanes):
             for b in self.lanes[i + 1:]:
-                if a.device != b.device:
+                if a.device != b.device or a.rank != b.rank:
                     continue
                 windows = _intersect(a.intervals(), b.intervals())
                 total = sum(hi - lo for lo, hi in windows)
@@ -158,11 +165,12 @@ def timeline_of(trace: Trace | list[OpEvent]) -> Timeline:
             continue
         span = Span(e.index, e.op, e.kind, e.sim_start_us, e.sim_end_us,
                     purpose_of(e, after_backward))
-        lanes.setdefault((e.device, e.stream), []).append(span)
+        lanes.setdefault((getattr(e, "rank", -1), e.device, e.stream), []).append(span)
     return Timeline(
         tuple(
-            Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))))
-            for (dev, stream), spans in sorted(lanes.items())
+            Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))),
+                 None if rank == -1 else rank)
+            for (rank, dev, stream), spans in sorted(lanes.items())
         ),
         skipped,
     )
@@ -171,6 +179,8 @@ def timeline_of(trace: Trace | list[OpEvent]) -> Timeline:
 def purpose_of(e: OpEvent, after_backward: bool) -> str:
     """What an event's device work was for (see the module doc for "optimizer")."""
     name = e.op.removeprefix("aten::").split(".")[0]
+    if e.kind in ("collective", "wait"):  # mtia_lab.distributed
+        return e.kind
     if "copy" in name:
         return "copy"
     if e.kind == "fallback":
@@ -286,7 +296,9 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
     for ln in tl.lanes:
         lines.append("")
         ops = f"{len(ln.spans)} op" + ("s" if len(ln.spans) > 1 else "")
-        lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us")
+        waited = sum(s.end_us - s.start_us for s in ln.spans if s.kind == "wait")
+        waiting = f" (waiting for other ranks {_f(waited)})" if waited else ""
+        lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us{waiting}")
         lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
         for s in ln.spans[:MAX_ROWS]:
             lines.append(
@@ -379,12 +391,12 @@ def render_svg(tl: Timeline, title: str = "simulated timeline",
         shared = f"; plot width = {span:.3f} us, shared scale" if span > t1 - t0 + 1e-9 else ""
         parts.append(_svg_text(pad, 38, f"simulated time (us), {_f(t0)} .. {_f(t1)}{shared}",
                                size=FONT - 1))
-    lane_y = {(ln.device, ln.stream): top + i * LANE_H for i, ln in enumerate(tl.lanes)}
+    lane_y = {ln.key: top + i * LANE_H for i, ln in enumerate(tl.lanes)}
     bottom = top + LANE_H * len(tl.lanes)
     # Overlap windows first, so bars draw on top of the shading.
     for ov in tl.overlaps():
-        ya = lane_y[(ov.a.device, ov.a.stream)]
-        yb = lane_y[(ov.b.device, ov.b.stream)]
+        ya = lane_y[ov.a.key]
+        yb = lane_y[ov.b.key]
         y0, y1 = min(ya, yb) + 1, max(ya, yb) + LANE_H - 1
         for lo, hi in ov.windows:
             parts.append(
@@ -395,7 +407,7 @@ def render_svg(tl: Timeline, title: str = "simulated timeline",
     used: set[str] = set()
     compiled = False
     for ln in tl.lanes:
-        y = lane_y[(ln.device, ln.stream)]
+        y = lane_y[ln.key]
         parts.append(
             f'<line x1="{label_w}" y1="{y + LANE_H}" x2="{WIDTH - pad}" y2="{y + LANE_H}" '
             'stroke="#dddddd"/>'
