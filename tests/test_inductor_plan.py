@@ -109,3 +109,21 @@ def test_views_draw_inductors_plan(chain_plans):
 
     text = fusion_graph(chain_plans[1])._repr_mimebundle_()["text/plain"]
     assert "max_fusion_unique_io_buffers" in text
+
+
+def test_playground_switches_to_inductor_and_moves_its_own_config():
+    from mtia_lab.viz import playground
+
+    ours = playground(chain, *ARGS)
+    pg = ours.switch("inductor")
+    assert pg.engine == "inductor" and pg.settings["max_fusion_unique_io_buffers"] is None
+    assert pg.plan.kernel_count == 1
+    pg.set(max_fusion_unique_io_buffers="3")
+    assert pg.plan.kernel_count == 2 and pg.plan.settings["engine"] == "inductor"
+    (before, after), = pg.flipped
+    assert before.fused and not after.fused and after.rule == "max_fusion_unique_io_buffers"
+    assert "TorchInductor's scheduler" in pg.to_text()
+    widget = pg.widget(show_graph=False)
+    assert set(widget.controls) == set(pg.controls) and widget.engine.value == "inductor"
+    widget.engine.value = "ours"
+    assert widget.playground.engine == "ours" and "on_chip_memory_budget" in widget.controls
