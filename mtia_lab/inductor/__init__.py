@@ -31,8 +31,8 @@ import torch
 
 from .errors import InductorDeviceError
 
-__all__ = ["GUARDRAILS", "InductorDeviceError", "PLANS", "guardrail_settings", "assert_single_kernel", "compile_graph",
-           "inductor_plan", "inductor_plans", "install_hooks", "keep_list"]
+__all__ = ["GUARDRAILS", "InductorDeviceError", "PLANS", "assert_single_kernel", "compile_graph",
+           "guardrail_settings", "inductor_plan", "inductor_plans", "install_hooks", "keep_list"]
 
 PLANS: list = []  # FusionPlan of every graph Inductor compiled for mtia_sim, newest last
 _INSTALLED: list[bool] = []
