@@ -102,9 +102,19 @@ def _compilers(sources: list[str]):
 _DECOMPOSITIONS: dict | None = None
 
 
-def mtia_lab_backend(gm, example_inputs):
-    """The Dynamo backend registered as "mtia_lab"."""
+def mtia_lab_backend(gm, example_inputs, options: dict | None = None):
+    """The Dynamo backend registered as "mtia_lab". `options={"engine": "inductor"}` hands the
+    graph to real TorchInductor for the device instead (mtia_lab/inductor)."""
     global _DECOMPOSITIONS
+    engine = (options or {}).get("engine", "mtia_lab")
+    if engine == "inductor":
+        from ..inductor import compile_graph as inductor_compile
+
+        return inductor_compile(gm, example_inputs, options)
+    if engine != "mtia_lab" or set(options or {}) - {"engine"}:
+        raise ValueError(f"backend='mtia_lab' takes options={{'engine': 'mtia_lab' | "
+                         f"'inductor', ...}} (Inductor config only with 'inductor'), "
+                         f"got {options!r}")
     if _DECOMPOSITIONS is None:
         _DECOMPOSITIONS = decompositions()
     sources = _compat.dynamo_input_sources(gm)

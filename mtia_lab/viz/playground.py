@@ -14,6 +14,12 @@ Two layers, as everywhere in viz:
     pg = playground(mlp, x, w1, b1, w2, b2)     # or playground(plan), playground(ir)
     pg.widget()                                 # live; `pg` alone shows the static view
     pg.set(max_fusion_size=2); pg.plan.kernel_count
+
+`engine="inductor"` (from fn, *args): the same playground over real TorchInductor's scheduler
+for mtia_sim (mtia_lab/inductor): the controls are Inductor's own config values, and each
+change compiles the function again with Inductor (seconds, not milliseconds: Inductor lowers
+and schedules the whole graph). `pg.switch("inductor")` / the widget's engine buttons move
+between the two schedulers on the same function.
 """
 
 from __future__ import annotations
@@ -43,6 +49,10 @@ CONTROLS = {
     "combo_kernel_max_num_args": "int",
     "on_chip_memory_budget": "optional",
 }
+# Inductor's own guardrails (torch._inductor.config), for engine="inductor".
+INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()
+                     if name != "on_chip_memory_budget"}
+ENGINES = ("ours", "inductor")
 MAX_GROUPS_LISTED = 30
 MAX_FLIPS_LISTED = 20
 
@@ -67,10 +77,11 @@ def _ir_of(source, args) -> tuple[GraphIR, str, dict]:
                     f"got {type(source).__name__}")
 
 
-def parse_setting(name: str, text) -> object:
+def parse_setting(name: str, text, names=None) -> object:
     """A control's value as the config expects it ("" or "None" -> None in optional fields)."""
-    if name not in config.SETTINGS:
-        raise ConfigError(config._unknown(name))
+    if name not in (config.SETTINGS if names is None else names):
+        raise ConfigError(config._unknown(name) if names is None else
+                          f"unknown setting {name!r}; settings: {', '.join(names)}")
     if not isinstance(text, str):
         return text
     text = text.strip()
@@ -86,25 +97,53 @@ def parse_setting(name: str, text) -> object:
 class Playground(View):
     """The playground's state: settings, baseline plan, current plan, error, flipped pairs."""
 
-    def __init__(self, source, *args, name: str | None = None) -> None:
-        self.ir, default_name, start = _ir_of(source, args)
+    def __init__(self, source, *args, name: str | None = None, engine: str = "ours") -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        self.engine, self.source, self.args = engine, source, args
+        if engine == "inductor":
+            if not callable(source) or isinstance(source, (FusionPlan, GraphIR)):
+                raise TypeError("playground(fn, *args, engine='inductor') needs the function "
+                                "and its inputs: Inductor compiles it again at each change")
+            from ..inductor import guardrail_settings
+
+            self.ir, default_name, start = None, getattr(source, "__name__", "graph"), \
+                guardrail_settings()
+            self.controls = INDUCTOR_CONTROLS
+        else:
+            self.ir, default_name, start = _ir_of(source, args)
+            self.controls = CONTROLS
         self.name = name or default_name
-        self.start = {k: start[k] for k in CONTROLS}
+        self.start = {k: start[k] for k in self.controls}
         self.settings = dict(self.start)
         self.error = ""
         self.baseline = self._schedule(self.settings)
         self.plan = self.baseline
 
     def _schedule(self, settings: dict) -> FusionPlan:
+        if self.engine == "inductor":
+            from ..inductor import inductor_plan
+
+            return inductor_plan(self.source, *self.args, config=settings)
         with config.patch(**settings):  # checks every value before any is applied
             return schedule(self.ir, self.name)
+
+    def switch(self, engine: str) -> Playground:
+        """The same function's playground under the other scheduler (needs fn, *args)."""
+        if engine == self.engine:
+            return self
+        if not self.args and not callable(self.source):
+            raise TypeError("switching engines needs playground(fn, *args)")
+        return Playground(self.source, *self.args, name=self.name, engine=engine)
 
     def set(self, **changes) -> FusionPlan:
         """Re-schedule with `changes` on top of the current settings; returns the current plan.
 
         An invalid value raises nothing: the plan stays as it was and `.error` says why."""
         try:
-            wanted = {**self.settings, **{k: parse_setting(k, v) for k, v in changes.items()}}
+            names = None if self.engine == "ours" else self.controls
+            wanted = {**self.settings,
+                      **{k: parse_setting(k, v, names) for k, v in changes.items()}}
             plan = self._schedule(wanted)
         except ConfigError as exc:
             self.error = str(exc)
@@ -135,7 +174,9 @@ class Playground(View):
 
     def to_text(self) -> str:
         changed = self.changed_settings()
-        lines = [f"guardrail playground {self.name!r}: {len(self.ir.nodes)} scheduler nodes",
+        size = (f"{len(self.ir.nodes)} scheduler nodes" if self.ir is not None else
+                f"TorchInductor's scheduler, {self.plan.before.kernels} nodes before fusion")
+        lines = [f"guardrail playground {self.name!r}: {size}",
                  "settings: " + (", ".join(f"{k}={v!r} (was {self.start[k]!r})"
                                            for k, v in changed.items()) or "as started")]
         if self.error:
@@ -248,29 +289,47 @@ class PlaygroundWidget(widgets.VBox):
 
     def __init__(self, playground: Playground, show_graph: bool = True) -> None:
         self.playground, self.show_graph = playground, show_graph
-        self.controls = {name: _control(name, playground.settings[name], kind)
-                         for name, kind in CONTROLS.items()}
-        self.notes = {name: widgets.HTML(layout=widgets.Layout(width="200px"))
-                      for name in CONTROLS}
-        for control in self.controls.values():
-            control.observe(self._changed, names="value")
         self.reset_button = widgets.Button(description="reset")
         self.reset_button.on_click(lambda _: self.reset())
+        self.engine = widgets.ToggleButtons(options=ENGINES, value=playground.engine,
+                                            description="scheduler")
+        self.engine.observe(self._switched, names="value")
         self.error = widgets.HTML(layout=widgets.Layout(max_width="520px"))
         self.numbers = widgets.HTML()
         self.groups = widgets.HTML()
         self.flips = widgets.HTML()
         self.picture = widgets.HTML()
-        rows = [widgets.HBox([self.controls[name], self.notes[name]],
-                             layout=widgets.Layout(flex="0 0 auto"))
-                for name in CONTROLS]
-        column = widgets.VBox([*rows, self.reset_button],
-                              layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
-        column.add_class("mtia-playground-controls")
+        self.column = widgets.VBox(layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
+        self.column.add_class("mtia-playground-controls")
         results = widgets.VBox([self.numbers, self.error], layout=widgets.Layout(flex="1 1 auto"))
-        super().__init__([widgets.HBox([column, results],
+        super().__init__([self.engine,
+                          widgets.HBox([self.column, results],
                                        layout=widgets.Layout(flex_flow="row wrap")),
                           self.flips, self.groups, self.picture])
+        self._build_controls()
+        self.refresh()
+
+    def _build_controls(self) -> None:
+        pg = self.playground
+        self.controls = {name: _control(name, pg.settings[name], kind)
+                         for name, kind in pg.controls.items()}
+        # A short message by a field when its value is refused (filled in by refresh).
+        self.notes = {name: widgets.HTML(layout=widgets.Layout(width="200px"))
+                      for name in self.controls}
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        rows = [widgets.HBox([self.controls[name], self.notes[name]],
+                             layout=widgets.Layout(flex="0 0 auto"))
+                for name in self.controls]
+        self.column.children = [*rows, self.reset_button]
+
+    def _switched(self, change) -> None:
+        """Our scheduler <-> TorchInductor's, on the same function."""
+        try:
+            self.playground = self.playground.switch(change["new"])
+        except TypeError as exc:
+            self.playground.error = str(exc)
+        self._build_controls()
         self.refresh()
 
     def _changed(self, change) -> None:
@@ -328,6 +387,7 @@ class PlaygroundWidget(widgets.VBox):
         return widget_bundle(self, self.playground.to_text(), static, include, exclude)
 
 
-def playground(source, *args, name: str | None = None) -> Playground:
-    """A Playground over a plan (with its graph), a GraphIR, a CompiledGraph, or fn(*args)."""
-    return Playground(source, *args, name=name)
+def playground(source, *args, name: str | None = None, engine: str = "ours") -> Playground:
+    """A Playground over a plan (with its graph), a GraphIR, a CompiledGraph, or fn(*args);
+    `engine="inductor"` (fn, *args only): over TorchInductor's own scheduler for mtia_sim."""
+    return Playground(source, *args, name=name, engine=engine)
