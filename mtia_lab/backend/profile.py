@@ -37,6 +37,10 @@ class ChipProfile:
     kernel_launch_us: float  # fixed cost of one kernel launch (modelling assumption)
     major: int
     minor: int
+    # Chip-to-chip interconnect, read by mtia_lab/distributed/interconnect.py (docs/interconnect.md)
+    interconnect: str = "PCIe peer-to-peer through a switch (assumed)"
+    link_bandwidth: float = 32 * GB  # bytes/s one direction, per chip
+    link_latency_us: float = 5.0  # alpha: fixed cost of one message (modelling assumption)
     vector_ops_int8: float = 0.0  # OP/s on the vector units in INT8 (0: 2x the BF16 rate)
     gemm_flops_fp32: float = 0.0  # not published for either chip (0: half the BF16 rate)
 
@@ -76,6 +80,11 @@ MTIA_V2 = ChipProfile(
     kernel_launch_us=4.0,  # assumption: a few microseconds, as on other accelerators
     major=2,
     minor=0,
+    # No chip-to-chip link is published for MTIA v2: chips on a board talk over PCIe Gen5 x8
+    # through the board's switch, the same 32 GB/s per direction as the host link.
+    interconnect="PCIe Gen5 x8 peer-to-peer (assumed)",
+    link_bandwidth=32 * GB,
+    link_latency_us=5.0,  # assumption: one PCIe peer-to-peer round trip plus software
     vector_ops_int8=11.06 * TB,  # vector/SIMD: 11.06 TOPS INT8
     gemm_flops_fp32=177 * TB / 2,  # assumption: not published; half the BF16 rate
 )
@@ -103,6 +112,9 @@ MTIA_V1 = ChipProfile(
     kernel_launch_us=4.0,
     major=1,
     minor=0,
+    interconnect="PCIe Gen4 x8 peer-to-peer (assumed)",
+    link_bandwidth=16 * GB,
+    link_latency_us=5.0,
     vector_ops_int8=3.2 * TB,  # vector: 3.2 TOPS INT8
     gemm_flops_fp32=51.2 * TB / 2,  # assumption: not published; half the BF16 rate
 )

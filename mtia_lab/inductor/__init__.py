@@ -31,8 +31,8 @@ import torch
 
 from .errors import InductorDeviceError
 
-__all__ = ["InductorDeviceError", "PLANS", "assert_single_kernel", "compile_graph",
-           "inductor_plan", "inductor_plans", "install_hooks", "keep_list"]
+__all__ = ["GUARDRAILS", "InductorDeviceError", "PLANS", "assert_single_kernel", "compile_graph",
+           "guardrail_settings", "inductor_plan", "inductor_plans", "install_hooks", "keep_list"]
 
 PLANS: list = []  # FusionPlan of every graph Inductor compiled for mtia_sim, newest last
 _INSTALLED: list[bool] = []
@@ -84,6 +84,19 @@ def install_entry_when_imported() -> None:
     if _compat.cpu_only_build() and "TRITON_INTERPRET" not in os.environ:
         _compat.interpreter_env()
     call_after_import("torch._inductor.compile_fx", install_entry)
+
+
+GUARDRAILS = ("max_fusion_size", "max_fusion_unique_io_buffers", "score_fusion_memory_threshold",
+              "max_fusion_buffer_group_pairwise_attempts", "combo_kernels",
+              "combo_kernel_max_num_args")
+
+
+def guardrail_settings() -> dict:
+    """Inductor's own values of the guardrails the playground offers (torch._inductor.config)."""
+    from . import _compat
+
+    config = _compat.inductor_config()
+    return {name: getattr(config, name) for name in GUARDRAILS}
 
 
 def keep_list(enabled: bool = True):

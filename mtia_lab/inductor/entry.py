@@ -109,7 +109,7 @@ def compile_for_device(original, gm, example_inputs, *args, **kwargs):
 
     install_hooks()
     if _symbolic(example_inputs):
-        raise errors.dynamic_shapes(ValueError("the graph's inputs have symbolic sizes"))
+        raise errors.dynamic_shapes()
     inputs = device_fakes(gm, example_inputs)
     kwargs["decompositions"] = decompositions(kwargs.get("decompositions"))
     kwargs["inner_compile"] = _inner(kwargs.get("inner_compile"), _STATE["keep_list"])

@@ -49,13 +49,23 @@ def unsupported_op(op: str, cause: BaseException) -> InductorDeviceError:
         f"{_first_line(cause)}")
 
 
-def dynamic_shapes(cause: BaseException) -> InductorDeviceError:
+def dynamic_shapes() -> InductorDeviceError:
     return InductorDeviceError(
-        "TorchInductor on mtia_sim compiles for static shapes only: Triton's interpreter takes "
-        "the sizes as plain integers and Inductor's dynamic-shape kernels (symbolic sizes) "
-        "were not checked with it. Compile with dynamic=False (torch.compile(fn, dynamic=False)"
-        "), mark no dimension dynamic, or use backend='mtia_lab', which handles dynamic shapes. "
-        f"Inductor said: {_first_line(cause)}")
+        "TorchInductor on mtia_sim compiles for static shapes only, and this graph has symbolic "
+        "sizes (dynamic=True, mark_dynamic, or Dynamo's automatic dynamic shapes after a "
+        "second input size): the device graph handed to Inductor is made at fixed sizes. "
+        "Compile with torch.compile(fn, dynamic=False) (one graph per size), or with "
+        "backend='mtia_lab', which handles dynamic shapes.")
+
+
+def kernel_failed(kernel: str, nodes: str, cause: BaseException) -> InductorDeviceError:
+    inner = cause.__cause__ if isinstance(cause.__cause__, InductorDeviceError) else None
+    if inner is not None:
+        return InductorDeviceError(f"{inner} (in Triton kernel {kernel}: {nodes})")
+    return InductorDeviceError(
+        f"Triton's interpreter could not run Inductor's kernel {kernel} ({nodes}) on mtia_sim: "
+        f"{_first_line(cause)}. Run that part eagerly (torch.compiler.disable) or compile with "
+        "backend='mtia_lab'.")
 
 
 def _first_line(error: BaseException) -> str:

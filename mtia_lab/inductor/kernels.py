@@ -45,6 +45,7 @@ def describe(fx_node) -> str:
 
 def _jit_source(src_code: str, name: str) -> str:
     """The @triton.jit function of a kernel module's source (what a learner reads)."""
+    src_code = src_code.replace("Placeholder.KERNEL_NAME", name)  # named after definition
     start = src_code.find("@triton.jit")
     if start < 0:
         return src_code

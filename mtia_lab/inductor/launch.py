@@ -25,7 +25,7 @@ from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
 from ..backend.streams import charge
 from ..backend.tensor import MTIATensor
-from . import _compat
+from . import _compat, errors
 
 _LOW = (torch.bfloat16, torch.float16)
 # listener(launch: TritonLaunch, cost: KernelCost, span: (stream, start_us, end_us))
@@ -97,7 +97,13 @@ def install() -> None:
         if device is None:
             return original(self, *args, stream=stream, **kwargs)
         host = [a._inner if isinstance(a, MTIATensor) else a for a in args]
-        result = original(self, *host, stream=stream, **kwargs)
+        try:
+            result = original(self, *host, stream=stream, **kwargs)
+        except Exception as error:  # one clear error naming the kernel and its aten nodes
+            info = _info(self)
+            clear = errors.kernel_failed(info.name, ", ".join(info.nodes) or "?", error)
+            clear.interpreter_error = error  # kept, not chained: its traceback is Triton's
+            raise clear from None
         state = RUNTIME.device(device._storage.device_index)
         cost = launch_cost(self, args)
         span = charge(state, cost.duration_us(state.profile))

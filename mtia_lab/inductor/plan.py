@@ -108,6 +108,17 @@ def _names(snode) -> tuple[str, ...]:
 def build_plan(c: Collector) -> FusionPlan:
     """The FusionPlan of one collected scheduler (see the module docstring)."""
     profile = RUNTIME.device().profile
+    name_of: dict[int, str] = {}  # id(scheduler sub-node) -> kernel name
+    combo_names: dict[int, list[str]] = {}  # id(combo node) -> its launches' names, in order
+    info_sources: dict[str, str] = {}
+    for kname, snodes, src in c.kernels:
+        info_sources[kname] = _jit_source(src, kname)
+        for s in snodes:
+            if type(s).__name__ == "ForeachKernelSchedulerNode":
+                combo_names.setdefault(id(s), []).append(kname)
+            else:
+                for sub in s.get_nodes():
+                    name_of[id(sub)] = kname
     launches = []  # (scheduler node, kind) per kernel, codegen order; combos by sub-kernel
     combo_members: list[list] = []
     for snode in c.final:
@@ -119,9 +130,16 @@ def build_plan(c: Collector) -> FusionPlan:
             start = len(launches)
             launches.extend((s, _kind(s)) for s in subs)
             by_sub = {id(s): start + i for i, s in enumerate(subs)}
-            parts = [p for p in c.partitions if p and id(p[0]) in by_sub]
-            for part in parts or [subs]:
+            parts = [p for p in c.partitions if p and id(p[0]) in by_sub] or [subs]
+            names = combo_names.get(id(snode), [])
+            for j, part in enumerate(parts):
                 combo_members.append([by_sub[id(s)] for s in part if id(s) in by_sub])
+                for s in part:
+                    for sub in s.get_nodes():
+                        name_of.setdefault(id(sub), names[j] if j < len(names) else "")
+                    if j < len(names):
+                        for sub in s.get_nodes():
+                            name_of[id(sub)] = names[j]
             continue
         launches.append((snode, kind))
     origin_sets = [set(_names(s)) for s, _ in launches]
@@ -136,13 +154,7 @@ def build_plan(c: Collector) -> FusionPlan:
     by_name = {n.name: n for n in graph.nodes} if graph is not None else {}
     groups: list[KernelGroup] = []
     info = InductorGraph(getattr(graph, "owning_module", None))
-    name_of = {}
-    for kname, snodes, src in c.kernels:
-        for s in snodes:
-            name_of[id(s)] = kname
-            for sub in getattr(s, "get_subkernel_nodes", lambda: [])():
-                name_of[id(sub)] = kname
-        info.sources[kname] = _jit_source(src, kname)
+    info.sources.update(info_sources)
     for i, (snode, kind) in enumerate(launches):
         own = sorted((n for n in origin_sets[i] if home[n] == i),
                      key=lambda n: _order(by_name[n]) if n in by_name else (1 << 30, n))
@@ -154,7 +166,8 @@ def build_plan(c: Collector) -> FusionPlan:
             i, tuple(own), kind, reads, writes, cost, cost.duration_us(profile),
             tuple(describe(n) for n in fx), tuple(dict.fromkeys(
                 s for s in (user_source(n) for n in fx) if s))))
-        kname = name_of.get(id(snode))
+        kname = next((name_of[id(sub)] for sub in snode.get_nodes()
+                      if name_of.get(id(sub))), None)
         if kname is None and kind == "extern":
             kname = str(getattr(snode.node, "python_kernel_name", "") or snode.get_name())
         info.kernel_names[i] = kname or snode.get_name()

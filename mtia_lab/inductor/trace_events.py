@@ -45,7 +45,7 @@ def on_launch(launch: TritonLaunch, cost, span) -> None:
     name = event_name(launch)
     SOURCES[name] = kernel.source
     graph = kernel.graph or "graph"
-    if _state["graph"] != graph or _state["last"] == name or now - _state["end_ns"] > 5e7:
+    if _state["graph"] != graph or _state["last"] == name:
         rec.next_call += 1  # a new run of a graph: a call of its own
         _state["call_id"], _state["graph"] = rec.next_call, graph
         host_ns = 0
