@@ -227,6 +227,21 @@ def test_plan_compare_numbers_groups_and_differences(comparison):
     assert view._repr_mimebundle_()["text/plain"] == text
 
 
+def test_plan_compare_explorer_details_match_the_picture(comparison):
+    view = plan_compare(comparison)
+    details = view.details()
+    svg = ET.fromstring(view.to_svg())
+    titles = {g.findtext("{http://www.w3.org/2000/svg}title")
+              for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "node"}
+    assert set(details) == titles
+    same = {tuple(g.nodes) for g in comparison.ours.groups} & \
+        {k.nodes for k in comparison.inductor.kernels}
+    for i, g in enumerate(comparison.ours.groups):
+        rows = dict(details[f"mtia_lab_{i}"]["rows"])
+        assert rows["nodes"] == ", ".join(g.nodes)
+        assert ("too" in rows["other plan"]) == (tuple(g.nodes) in same)
+
+
 def test_plan_compare_rejects_a_plan():
     with pytest.raises(TypeError, match="Comparison"):
         PlanCompare(object())

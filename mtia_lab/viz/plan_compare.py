@@ -134,6 +134,19 @@ class PlanCompare(View):
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())
 
+    def details(self) -> dict[str, dict]:
+        """Each side's kernels by DOT name (`mtia_lab_3`, `Inductor_0`): all their nodes, cost,
+        and whether the other plan has the same group (what a click shows in explore())."""
+        out = {}
+        for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
+            for i, (kind, nodes, moved, us) in enumerate(kernels[:self.max_kernels]):
+                out[f"{side}_{i}"] = {"title": f"{side} kernel {i} ({kind})", "rows": [
+                    ["nodes", ", ".join(nodes)], ["memory", f"{moved:,} B moved"],
+                    ["simulated", fmt_us(us)],
+                    ["other plan", "the same group is one kernel there too"
+                     if nodes in self.same else "grouped differently there"]]}
+        return out
+
 
 def plan_compare(comparison, **kwargs) -> PlanCompare:
     """The side-by-side view of an inductor_compare.Comparison."""
