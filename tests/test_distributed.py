@@ -361,3 +361,44 @@ def test_command_line_runs_a_script_on_n_ranks_with_torchrun_variables(tmp_path)
     ]
     assert done.returncode == 1
     assert "rank 1 of 2 failed first (exit code 3" in done.stderr
+
+
+# -- without launching: local_map's checks, the launcher's verdict --------------------------------
+def test_local_map_checks_need_no_process_group():
+    from torch.distributed.tensor import Replicate, Shard
+
+    from mtia_lab.distributed import PlacementMismatchError, local_map
+
+    def body(x, pair):
+        return x
+
+    mapped = local_map(body, out_placements=[Replicate()],
+                       in_placements=([Shard(0)], [Replicate()], None))
+    with pytest.raises(PlacementMismatchError, match=r"argument 'x' is a plain torch.Tensor"):
+        mapped(torch.ones(2), (torch.ones(2), 3))
+    with pytest.raises(PlacementMismatchError,
+                       match=r"3 entries but the call passed 2 inputs \(argument 'x', "
+                             r"argument 'pair'\)"):
+        mapped(torch.ones(2), torch.ones(2))
+    with pytest.raises(PlacementMismatchError, match=r"argument 'pair' item 1 is int"):
+        local_map(body, out_placements=[Replicate()],
+                  in_placements=(None, None, [Replicate()]))(torch.ones(2), (torch.ones(2), 3))
+
+
+def test_launch_error_names_the_rank_that_failed_first():
+    from mtia_lab.distributed import RankOutcome
+
+    peer = "mtia_ccl (group 0, rank 0 of 3): allreduce(sum) #1 on float32[4] failed: a peer " \
+           "rank failed or exited (the launcher names it)"
+    outcomes = [RankOutcome(0, "raised", 1, "CollectiveError", peer, "tb0", ended_s=1.0),
+                RankOutcome(1, "died", -9, ended_s=2.0),
+                RankOutcome(2, "stopped", None, ended_s=9.0)]
+    error = LaunchError(outcomes, 3)
+    assert error.rank == 1  # it died; rank 0 only saw it go, rank 2 was stopped afterwards
+    lines = str(error).splitlines()
+    assert lines[0] == "rank 1 of 3 failed first: died (killed by signal SIGKILL) without a " \
+                       "Python error"
+    assert "  rank 2: still running after the others failed; stopped by the launcher" in lines
+    stuck = [RankOutcome(0, "raised", 1, "CollectiveError", "... it timed out after 3 s ...",
+                         ended_s=3.0), RankOutcome(1, "stopped", None, ended_s=5.0)]
+    assert LaunchError(stuck, 2).rank == 1  # its peer timed out waiting for it
