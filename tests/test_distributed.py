@@ -302,15 +302,20 @@ def test_launch_refuses_functions_the_ranks_cannot_import():
 
 # -- failures: the launcher names the rank, peers fail fast, no process is left -------------------
 def _no_ranks_left(before: set[int]) -> None:
+    """No rank process started by this test process is still running (other test sessions on
+    the machine may run ranks of their own: only our children count)."""
     alive = {int(p) for p in os.listdir("/proc") if p.isdigit()}
     leftovers = []
     for pid in alive - before:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"mtia_lab.distributed._worker" in f.read():
-                    leftovers.append(pid)
-        except OSError:
-            pass
+                command = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"mtia_lab.distributed._worker" in command and parent == os.getpid():
+            leftovers.append(pid)
     assert not leftovers
 
 
