@@ -172,9 +172,13 @@ def save_ranked_trace(trace: RankedTrace, path) -> None:
 
 
 def load_ranked_trace(path) -> RankedTrace:
-    """Read what save_ranked_trace wrote."""
+    """Read what save_ranked_trace wrote (`mtia_lab.load_trace` does it too)."""
     with open(path, encoding="utf-8") as f:
-        plain = trace_from_json(json.load(f), path)
+        return ranked_from_plain(trace_from_json(json.load(f), path), path)
+
+
+def ranked_from_plain(plain: Trace, path="<data>") -> RankedTrace:
+    """The RankedTrace of a plain Trace read from a file save_ranked_trace wrote."""
     ranks = plain.metadata.pop("event_ranks", None)
     if ranks is None or len(ranks) != len(plain.events):
         raise ValueError(f"{path} holds a single-rank trace: read it with mtia_lab.load_trace")

@@ -77,6 +77,10 @@ def trace_to_json(trace: Trace) -> dict:
 
 def save_trace(trace: Trace, path) -> None:
     """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md)."""
+    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
+        from ..distributed.traces import save_ranked_trace
+
+        return save_ranked_trace(trace, path)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(trace_to_json(trace), f, separators=(",", ":"))
 
@@ -93,7 +97,12 @@ def load_trace(path) -> Trace:
             "Check that the file is complete (not truncated while writing) and was written by "
             "mtia_lab.trace.io.save_trace; Chrome trace exports cannot be loaded back.",
         ) from None
-    return trace_from_json(data, path)
+    trace = trace_from_json(data, path)
+    if "event_ranks" in trace.metadata:  # saved from several ranks (mtia_lab.distributed)
+        from ..distributed.traces import ranked_from_plain
+
+        return ranked_from_plain(trace, path)
+    return trace
 
 
 def trace_from_json(data, path="<data>") -> Trace:
@@ -173,6 +182,10 @@ def to_chrome_trace(trace: Trace) -> dict:
     """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
     dur in microseconds. Host wall time is process 0; simulated time of device N is process
     N + 1, one thread per stream, measured from the device's clock when the trace began."""
+    if hasattr(trace, "ranks"):  # several ranks merged: one process per rank (distributed/)
+        from ..distributed.traces import to_chrome_trace as ranked_chrome_trace
+
+        return ranked_chrome_trace(trace)
     out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
            _meta("thread_name", HOST_PID, 0, "ops")]
     sim_start = trace.metadata.get("sim_start_us", {})
