@@ -38,6 +38,10 @@ class TraceFormatError(ValueError):
 # -- the mtia_lab format ---------------------------------------------------------------------
 def trace_to_json(trace: Trace) -> dict:
     """The JSON object of a trace (what `save_trace` writes)."""
+    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
+        from ..distributed.traces import ranked_to_plain
+
+        trace = ranked_to_plain(trace)
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
     path_ids: dict[int, int] = {}
@@ -77,10 +81,6 @@ def trace_to_json(trace: Trace) -> dict:
 
 def save_trace(trace: Trace, path) -> None:
     """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md)."""
-    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
-        from ..distributed.traces import save_ranked_trace
-
-        return save_ranked_trace(trace, path)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(trace_to_json(trace), f, separators=(",", ":"))
 
@@ -97,12 +97,7 @@ def load_trace(path) -> Trace:
             "Check that the file is complete (not truncated while writing) and was written by "
             "mtia_lab.trace.io.save_trace; Chrome trace exports cannot be loaded back.",
         ) from None
-    trace = trace_from_json(data, path)
-    if "event_ranks" in trace.metadata:  # saved from several ranks (mtia_lab.distributed)
-        from ..distributed.traces import ranked_from_plain
-
-        return ranked_from_plain(trace, path)
-    return trace
+    return trace_from_json(data, path)
 
 
 def trace_from_json(data, path="<data>") -> Trace:
