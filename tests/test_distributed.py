@@ -265,6 +265,13 @@ def test_ranked_trace_saves_and_loads(world, tmp_path):
     again = load_ranked_trace(tmp_path / "ranks.json")
     assert again.events == merged.events
     assert [c.id for c in again.collectives()] == [c.id for c in merged.collectives()]
+    # the generic save and Chrome export keep the ranks too
+    mtia_lab.trace.io.save_trace(merged, tmp_path / "generic.json")
+    assert load_ranked_trace(tmp_path / "generic.json").events == merged.events
+    plain = mtia_lab.load_trace(tmp_path / "generic.json")
+    assert plain.metadata["event_ranks"] == [e.rank for e in merged.events]
+    chrome = mtia_lab.trace.io.to_chrome_trace(merged)["traceEvents"]
+    assert {e["pid"] for e in chrome} == set(merged.ranks())
 
 
 # -- the interconnect model and the agreement, without launching ---------------------------------
@@ -302,15 +309,20 @@ def test_launch_refuses_functions_the_ranks_cannot_import():
 
 # -- failures: the launcher names the rank, peers fail fast, no process is left -------------------
 def _no_ranks_left(before: set[int]) -> None:
+    """No rank process started by this test process is still running (other test sessions on
+    the machine may run ranks of their own: only our children count)."""
     alive = {int(p) for p in os.listdir("/proc") if p.isdigit()}
     leftovers = []
     for pid in alive - before:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"mtia_lab.distributed._worker" in f.read():
-                    leftovers.append(pid)
-        except OSError:
-            pass
+                command = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"mtia_lab.distributed._worker" in command and parent == os.getpid():
+            leftovers.append(pid)
     assert not leftovers
 
 
@@ -361,3 +373,44 @@ def test_command_line_runs_a_script_on_n_ranks_with_torchrun_variables(tmp_path)
     ]
     assert done.returncode == 1
     assert "rank 1 of 2 failed first (exit code 3" in done.stderr
+
+
+# -- without launching: local_map's checks, the launcher's verdict --------------------------------
+def test_local_map_checks_need_no_process_group():
+    from torch.distributed.tensor import Replicate, Shard
+
+    from mtia_lab.distributed import PlacementMismatchError, local_map
+
+    def body(x, pair):
+        return x
+
+    mapped = local_map(body, out_placements=[Replicate()],
+                       in_placements=([Shard(0)], [Replicate()], None))
+    with pytest.raises(PlacementMismatchError, match=r"argument 'x' is a plain torch.Tensor"):
+        mapped(torch.ones(2), (torch.ones(2), 3))
+    with pytest.raises(PlacementMismatchError,
+                       match=r"3 entries but the call passed 2 inputs \(argument 'x', "
+                             r"argument 'pair'\)"):
+        mapped(torch.ones(2), torch.ones(2))
+    with pytest.raises(PlacementMismatchError, match=r"argument 'pair' item 1 is int"):
+        local_map(body, out_placements=[Replicate()],
+                  in_placements=(None, None, [Replicate()]))(torch.ones(2), (torch.ones(2), 3))
+
+
+def test_launch_error_names_the_rank_that_failed_first():
+    from mtia_lab.distributed import RankOutcome
+
+    peer = "mtia_ccl (group 0, rank 0 of 3): allreduce(sum) #1 on float32[4] failed: a peer " \
+           "rank failed or exited (the launcher names it)"
+    outcomes = [RankOutcome(0, "raised", 1, "CollectiveError", peer, "tb0", ended_s=1.0),
+                RankOutcome(1, "died", -9, ended_s=2.0),
+                RankOutcome(2, "stopped", None, ended_s=9.0)]
+    error = LaunchError(outcomes, 3)
+    assert error.rank == 1  # it died; rank 0 only saw it go, rank 2 was stopped afterwards
+    lines = str(error).splitlines()
+    assert lines[0] == "rank 1 of 3 failed first: died (killed by signal SIGKILL) without a " \
+                       "Python error"
+    assert "  rank 2: still running after the others failed; stopped by the launcher" in lines
+    stuck = [RankOutcome(0, "raised", 1, "CollectiveError", "... it timed out after 3 s ...",
+                         ended_s=3.0), RankOutcome(1, "stopped", None, ended_s=5.0)]
+    assert LaunchError(stuck, 2).rank == 1  # its peer timed out waiting for it

@@ -163,18 +163,28 @@ def merge_traces(traces: list[Trace], label: str = "") -> RankedTrace:
     return RankedTrace(events, metadata)
 
 
+def ranked_to_plain(trace: RankedTrace) -> Trace:
+    """A plain Trace of OpEvents whose metadata "event_ranks" holds each event's rank."""
+    return Trace([OpEvent(*e[:-1]) for e in trace.events],
+                 dict(trace.metadata, event_ranks=[e.rank for e in trace.events]))
+
+
 def save_ranked_trace(trace: RankedTrace, path) -> None:
-    """Write a RankedTrace in the mtia_lab trace format, ranks in metadata "event_ranks"."""
-    plain = Trace([OpEvent(*e[:-1]) for e in trace.events],
-                  dict(trace.metadata, event_ranks=[e.rank for e in trace.events]))
+    """Write a RankedTrace in the mtia_lab trace format, ranks in metadata "event_ranks"
+    (`mtia_lab.trace.io.save_trace` does the same for a RankedTrace)."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(trace_to_json(plain), f, separators=(",", ":"))
+        json.dump(trace_to_json(ranked_to_plain(trace)), f, separators=(",", ":"))
 
 
 def load_ranked_trace(path) -> RankedTrace:
-    """Read what save_ranked_trace wrote."""
+    """Read what save_ranked_trace (or save_trace of a RankedTrace) wrote; `load_trace` reads
+    it as a plain Trace, the ranks in its metadata "event_ranks"."""
     with open(path, encoding="utf-8") as f:
-        plain = trace_from_json(json.load(f), path)
+        return ranked_from_plain(trace_from_json(json.load(f), path), path)
+
+
+def ranked_from_plain(plain: Trace, path="<data>") -> RankedTrace:
+    """The RankedTrace of a plain Trace read from a file save_ranked_trace wrote."""
     ranks = plain.metadata.pop("event_ranks", None)
     if ranks is None or len(ranks) != len(plain.events):
         raise ValueError(f"{path} holds a single-rank trace: read it with mtia_lab.load_trace")

@@ -45,6 +45,10 @@ class TraceFormatError(ValueError):
 # -- the mtia_lab format ---------------------------------------------------------------------
 def trace_to_json(trace: Trace) -> dict:
     """The JSON object of a trace (what `save_trace` writes)."""
+    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
+        from ..distributed.traces import ranked_to_plain
+
+        trace = ranked_to_plain(trace)
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
     path_ids: dict[int, int] = {}
@@ -286,6 +290,10 @@ def to_chrome_trace(trace: Trace) -> dict:
     """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
     dur in microseconds. Host wall time is process 0; simulated time of device N is process
     N + 1, one thread per stream, measured from the device's clock when the trace began."""
+    if hasattr(trace, "ranks"):  # several ranks merged: one process per rank (distributed/)
+        from ..distributed.traces import to_chrome_trace as ranked_chrome_trace
+
+        return ranked_chrome_trace(trace)
     out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
            _meta("thread_name", HOST_PID, 0, "ops")]
     sim_start = trace.metadata.get("sim_start_us", {})
