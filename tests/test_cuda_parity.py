@@ -243,3 +243,28 @@ def test_skip_data_saves_device_tensors_as_cuda_does(tmp_path):
     assert loaded["view"].untyped_storage().nbytes() == loaded["w"].untyped_storage().nbytes()
     plain = torch.load(files["dev"], map_location="cpu", weights_only=True)
     assert plain["w"].shape == (1000,) and plain["view"].storage_offset() == 10
+
+
+def test_large_results_of_small_views_are_refused_before_the_host_computes():
+    import mtia_lab
+
+    mtia_lab.configure(memory_capacity=8 << 20)
+    try:
+        row = torch.ones(1 << 10, device=DEVICE)  # 4 KiB
+        big = row.expand(4096, 1 << 10)  # a 16 MiB view of it
+        for make in (big.clone, big.contiguous, lambda: torch.zeros_like(big),
+                     lambda: torch.empty_like(big, dtype=torch.float64)):
+            with pytest.raises(torch.OutOfMemoryError, match="8.00 MiB in total"):
+                make()
+    finally:
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "eager"])
+def test_compiled_code_reports_device_oom(backend):
+    """(aot_eager runs PyTorch's graph on the inner host tensors, outside mtia_lab: a host
+    allocation failure there stays PyTorch's CPU RuntimeError.)"""
+    torch._dynamo.reset()
+    x = torch.ones(4, device=DEVICE)
+    with pytest.raises(torch.OutOfMemoryError, match="mtia_sim:0 out of memory"):
+        torch.compile(lambda a: a.repeat(HUGE) + 1, backend=backend)(x)
