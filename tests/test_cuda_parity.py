@@ -268,3 +268,14 @@ def test_compiled_code_reports_device_oom(backend):
     x = torch.ones(4, device=DEVICE)
     with pytest.raises(torch.OutOfMemoryError, match="mtia_sim:0 out of memory"):
         torch.compile(lambda a: a.repeat(HUGE) + 1, backend=backend)(x)
+
+
+def test_indices_on_another_device_are_copied_like_make_info_does():
+    x, idx, mask = _index_cases()
+    d = x.to(f"{DEVICE}:0")
+    torch.testing.assert_close(d[idx.to(f"{DEVICE}:1")].cpu(), x[idx])
+    d[mask.to(f"{DEVICE}:1")] = 5.0
+    x[mask] = 5.0
+    torch.testing.assert_close(d.cpu(), x)
+    with pytest.raises(RuntimeError, match="same device"):
+        d.index_select(0, idx.to(f"{DEVICE}:1"))  # only advanced indexing moves indices
