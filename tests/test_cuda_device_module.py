@@ -142,6 +142,18 @@ def test_snapshot_and_history_read_by_torch_memory_viz(clean_memory):
     del keep
 
 
+def test_dump_snapshot_writes_what_memory_viz_opens(tmp_path):
+    path = tmp_path / "snap.pickle"
+    keep = torch.ones(1000, device=DEVICE)
+    mt.memory._dump_snapshot(str(path))
+    with open(path, "rb") as f:
+        loaded = pickle.load(f)
+    assert set(loaded) >= {"segments", "device_traces"}
+    on_0 = [s for s in loaded["segments"] if s["device"] == 0]
+    assert sum(s["allocated_size"] for s in on_0) == mt.memory_allocated(0)
+    del keep
+
+
 def test_out_of_memory_observer_sees_every_oom():
     seen = []
     mt.attach_out_of_memory_observer(lambda *args: seen.append(args))
