@@ -236,6 +236,11 @@ def test_torch_accelerator_answers_for_the_device():
     acc.synchronize()
     with pytest.raises(TypeError, match="torch.mtia_sim.Stream"):
         acc.set_stream(torch.Stream(device=DEVICE))
-    with pytest.raises(RuntimeError, match="capabilities"):
-        acc.get_device_capability()
+    dtypes = acc.get_device_capability()["supported_dtypes"]
+    for dtype in dtypes:  # each one allocates and converts on the device, as documented
+        t = torch.zeros(2, dtype=dtype, device=DEVICE)
+        back = t.to(torch.complex64 if dtype.is_complex else torch.float32).cpu()
+        assert t.dtype == dtype and back.tolist() == [0, 0]
+    with pytest.raises(RuntimeError, match="not supported on device type: mtia_sim"):
+        acc.Graph()
     del x
