@@ -18,7 +18,10 @@ import stat
 import tempfile
 from dataclasses import fields
 
+from ..progress import progress
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
+
+PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
 
 FORMAT = "mtia_lab.trace"
 VERSION = 1
@@ -256,7 +259,8 @@ def _build(data: dict) -> Trace:
         paths.append(DispatchPath(tuple(tuple(keys) for keys in arg_keys), tuple(merged),
                                   tuple(steps), chosen))
     events = []
-    for at, row in enumerate(_list(data, "events")):
+    for at, row in enumerate(progress(_list(data, "events"), desc="loading trace",
+                                      min_total=PROGRESS_FROM)):
         row = list(_row(row, _EVENT_TYPES, "event", at))
         row[_DISPATCH_AT] = _refs([row[_DISPATCH_AT]], paths, "dispatch path", at)[0]
         row[_INPUTS_AT] = tuple(_refs(row[_INPUTS_AT], tensors, "tensor", at))
