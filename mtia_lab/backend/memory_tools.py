@@ -32,7 +32,6 @@ from collections import deque
 import torch
 
 from . import tensor as device_tensor
-from .allocator import DEFAULT_POOL
 from .runtime import RUNTIME
 from .streams import _device_index, current_stream
 
@@ -289,5 +288,3 @@ def use_mem_pool(pool: MemPool, device=None):
         pool._users -= 1
         device_tensor.set_allocation_route(previous)
 
-
-DEFAULT_POOL  # noqa: B018  (the id segments of the shared cache report)
