@@ -287,4 +287,3 @@ def use_mem_pool(pool: MemPool, device=None):
     finally:
         pool._users -= 1
         device_tensor.set_allocation_route(previous)
-
