@@ -279,3 +279,21 @@ def test_indices_on_another_device_are_copied_like_make_info_does():
     torch.testing.assert_close(d.cpu(), x)
     with pytest.raises(RuntimeError, match="same device"):
         d.index_select(0, idx.to(f"{DEVICE}:1"))  # only advanced indexing moves indices
+
+
+CONSTANT_PATTERNS = {
+    "tensor_on_device": lambda a: a * torch.tensor(2.0, device=a.device),
+    "as_tensor": lambda a: a + torch.as_tensor(3.0, device=a.device),
+    "new_tensor": lambda a: a - a.new_tensor(1.5),
+    "masked_fill_constant": lambda a: a.masked_fill(a > 0, torch.tensor(0.5).to(a.device)),
+}
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager", "eager"])
+@pytest.mark.parametrize("name", list(CONSTANT_PATTERNS))
+def test_small_constants_on_the_device_compile(backend, name):
+    torch._dynamo.reset()
+    fn, x = CONSTANT_PATTERNS[name], torch.randn(4, 4)
+    got = torch.compile(fn, backend=backend)(x.to(DEVICE))
+    assert got.device.type == DEVICE
+    torch.testing.assert_close(got.cpu(), fn(x))
