@@ -64,6 +64,8 @@ def test_set_strict_takes_booleans_only():
         (lambda: mt.Stream(device="cpu"), ValueError, "expected a mtia_sim device"),
         (lambda: mt.Stream(device=1.0), TypeError, "device must be an int"),
         (lambda: mt.set_device("cuda:0"), ValueError, "expected a mtia_sim device"),
+        (lambda: mt.get_device_properties(-1), ValueError, "device index must be >= 0"),
+        (lambda: mt.memory_allocated(-2), ValueError, "device index must be >= 0"),
         (lambda: mt.set_stream(object()), TypeError, "Stream or None"),
         (lambda: mt.set_per_process_memory_fraction(True), TypeError, "fraction must be a float"),
         (lambda: mtia_lab.register_kernel("add"), ValueError, "'aten::add.Tensor'"),
