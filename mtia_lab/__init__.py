@@ -45,6 +45,10 @@ from .trace import compiled as _compiled_trace  # noqa: E402
 
 _compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()` (trace/compiled.py)
 
+from .distributed import registration as _distributed  # noqa: E402
+
+_distributed.register()  # torch.distributed: the mtia_ccl backend for mtia_sim (distributed/)
+
 
 def load_ipython_extension(ipython) -> None:
     """`%load_ext mtia_lab`: registers the `%mtia_trace` / `%%mtia_trace` magics (magics.py)."""

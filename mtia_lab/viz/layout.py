@@ -256,7 +256,7 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
         y += 16
         for ci, j in enumerate(col_ids):  # column indices above the grid
             if r.ndim and j is not None:
-                parts.append(_text(lm + ci * cw + cw / 2, y - 4, str(j), anchor="middle", size=9))
+                parts.append(_text(lm + ci * cw + cw / 2, y - 4, str(j), anchor="middle", size=10))
         for i, row in zip(row_ids, rows, strict=True):
             for ci, (j, cell) in enumerate(zip(col_ids, row, strict=True)):
                 x = lm + ci * cw
@@ -267,7 +267,8 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
                 parts.append(
                     f'<rect class="element" x="{x}" y="{y}" width="{cw}" height="{ch}" '
                     f'fill="{cell_colour(cell)}" stroke="#555555">'
-                    f"<title>{r.name}{_tup(r.index_of(flat))} reads cell {cell}</title></rect>"
+                    f"<title>{html.escape(r.name)}{_tup(r.index_of(flat))} reads cell {cell}"
+                    "</title></rect>"
                 )
                 parts.append(_text(x + cw / 2, y + ch * 0.7, str(cell), anchor="middle"))
                 element_boxes[flat] = (x + cw / 2, y + ch)
@@ -301,9 +302,9 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
         )
         parts.append(_text(x + cw / 2, cy + ch * 0.7, str(c), anchor="middle", size=10))
         if n > 1:
-            parts.append(_text(x + cw / 2, cy + ch + 11, f"x{n}", anchor="middle", size=9))
+            parts.append(_text(x + cw / 2, cy + ch + 11, f"x{n}", anchor="middle", size=10))
         if c == r.storage_offset:
-            parts.append(_text(x + 2, cy - 3, "offset", size=9))
+            parts.append(_text(x + 2, cy - 3, "offset", size=10))
         for oi, other in enumerate(r.others):
             if c < other.storage_len and int(other.reads[c]):
                 by = cy + ch + 14 + 8 * oi
@@ -318,7 +319,7 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
     for oi, other in enumerate(r.others):
         parts.append(
             _text(lm - 6, storage_top + ch + 20 + 8 * oi, f"{other.name} reads", anchor="end",
-                  size=9)
+                  size=10)
         )
     if stop < r.storage_len:
         parts.append(_text(pad, y, f"cells {stop}..{r.storage_len - 1} not shown", size=10))

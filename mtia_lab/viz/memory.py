@@ -53,6 +53,23 @@ class MemoryView(View):
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())
 
+    def details(self) -> dict[str, dict]:
+        """Segments by DOT name (`seg_<address>`): its blocks, what asked for each and where
+        (what a click shows in explore())."""
+        out = {}
+        for seg in self.snapshot.segments[:self.max_segments]:
+            rows = []
+            for b in seg.blocks[:self.max_blocks]:
+                what = (f"{format_bytes(b.size)} allocated ({b.requested_size:,} B requested) by "
+                        f"{b.op or 'an unknown op'}"
+                        + (f" at {b.short_source}" if b.short_source else "")
+                        if b.allocated else f"{format_bytes(b.size)} cached, free")
+                rows.append([f"+{b.offset:#x}", what])
+            if len(seg.blocks) > self.max_blocks:
+                rows.append(["...", _hidden_note(seg.blocks[self.max_blocks:])])
+            out[f"seg_{seg.address:x}"] = {"title": segment_title(seg), "rows": rows}
+        return out
+
     def to_rich(self) -> Any:
         return render_rich(self.snapshot, self.max_segments, self.max_blocks)
 
@@ -204,9 +221,11 @@ def render_rich(
 ) -> Any:
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=headline(s), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
+    # Op names and source lines are data, not rich markup ("<ipython-input-1-[..]>" included).
+    table = Table(title=Text(headline(s)), title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
     # Numbers never wrap away from their unit nor get cut; the segment, op and source columns
     # fold instead (an op name on two lines still reads, "aten::_…" does not).
     segments, more = _shown(s.segments, max_segments)
@@ -230,8 +249,8 @@ def render_rich(
             table.add_row(
                 label, f"+{b.offset:#x}", format_bytes(b.size),
                 "allocated" if b.allocated else "free",
-                format_bytes(b.requested_size) if b.allocated else "", b.op,
-                *([short_source(b.source)] if sources else []),
+                format_bytes(b.requested_size) if b.allocated else "", Text(b.op),
+                *([Text(short_source(b.source))] if sources else []),
                 style=f"on {ALLOCATED_FILL}" if b.allocated else None,
             )
         if len(seg.blocks) > max_blocks:

@@ -73,7 +73,8 @@ COLUMNS = ("#", "op", "kind", "phase", "module", "inputs -> outputs", "sim", "ho
 def row_cells(e: OpEvent, times: bool = True) -> list[str]:
     ins = ", ".join(tensor_brief(t) for t in e.inputs)
     outs = ", ".join(tensor_brief(t) for t in e.outputs)
-    cells = [str(e.index), op_short(e.op), e.kind, e.phase, e.module or "-",
+    number = f"r{e.rank}:{e.index}" if hasattr(e, "rank") else str(e.index)  # distributed
+    cells = [number, op_short(e.op), e.kind, e.phase, e.module or "-",
              f"{ins} -> {outs}", fmt_sim(e.sim_us if e.sim_start_us is not None else None)]
     return cells + [fmt_host(e.host_ns)] if times else cells
 
@@ -143,6 +144,15 @@ def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str
     return f"{matched}; page {page + 1} of {pages} (rows {first + 1}..{max(last, first + 1)})"
 
 
+def check_paging(page, page_size) -> None:
+    """A clear error for a page or page size that is not a usable int."""
+    for name, value, low in (("page_size", page_size, 1), ("page", page, 0)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, got {value}")
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
@@ -152,6 +162,7 @@ class TraceTable(View):
 
     def __init__(self, trace: Trace, *, page: int = 0, page_size: int = PAGE_SIZE,
                  sort: str = "order", times: bool = True, **filters) -> None:
+        check_paging(page, page_size)
         self.trace, self.page, self.page_size, self.times = trace, page, page_size, times
         self.sort, self.filters = sort, filters
         self.rows = select_rows(trace, sort, **filters)
@@ -208,6 +219,7 @@ class TraceExplorer(widgets.VBox):
     `.layout_record` are its state."""
 
     def __init__(self, trace: Trace, page_size: int = PAGE_SIZE, times: bool = True) -> None:
+        check_paging(0, page_size)
         self.trace, self.page_size, self.times = trace, page_size, times
         self.rows: list[OpEvent] = list(trace.events)
         self.page = 0
@@ -220,6 +232,7 @@ class TraceExplorer(widgets.VBox):
         self.op = widgets.Dropdown(options=[ALL, *ops], description="op", layout=wide)
         kinds = [*KINDS] + [k for k in ALL_KINDS[len(KINDS):] if any(
             e.kind == k for e in trace.events)]  # "compiled" only when the trace has some
+        kinds += sorted({e.kind for e in trace.events} - set(kinds))  # "collective", "wait"
         self.kind = widgets.Dropdown(options=[ALL, *kinds], description="kind", layout=wide)
         self.phase = widgets.Dropdown(options=[ALL, *PHASES], description="phase", layout=wide)
         self.module = widgets.Dropdown(options=[ALL, *modules], description="module",
@@ -229,6 +242,10 @@ class TraceExplorer(widgets.VBox):
             options=[(ALL, ALL)] + [(f"mtia_sim:{d}", d) for d in trace.devices()],
             value=ALL, description="device", layout=wide)
         self.sort = widgets.Dropdown(options=list(SORTS), description="sort", layout=wide)
+        ranks = trace.ranks() if hasattr(trace, "ranks") else []  # a RankedTrace (distributed)
+        self.rank = widgets.Dropdown(
+            options=[(ALL, ALL)] + [(f"rank {r}", r) for r in ranks], value=ALL,
+            description="rank", layout=wide if ranks else widgets.Layout(display="none"))
         self.prev = widgets.Button(description="< prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next >", layout=widgets.Layout(width="80px"))
         self.status = widgets.HTML()
@@ -242,14 +259,16 @@ class TraceExplorer(widgets.VBox):
                                        layout=widgets.Layout(width="620px"))
         self.detail_html = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.picture = widgets.HTML()
-        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort):
+        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort,
+                        self.rank):
             control.observe(self._refilter, names="value")
         self.prev.on_click(lambda _: self.turn(-1))
         self.next.on_click(lambda _: self.turn(+1))
         self.event.observe(self._select, names="value")
         self.tensor.observe(self._show_layout, names="value")
         filters = widgets.HBox([widgets.VBox([self.op, self.kind, self.phase]),
-                                widgets.VBox([self.module, self.device, self.sort])])
+                                widgets.VBox([self.module, self.device, self.sort]),
+                                widgets.VBox([self.rank])])
         pager = widgets.HBox([self.prev, self.next, self.status])
         super().__init__([filters, pager, self.table, self.event, self.detail_html,
                           self.tensor, self.picture])
@@ -260,6 +279,8 @@ class TraceExplorer(widgets.VBox):
         """Set several filters at once (one refilter): `set_filters(op="aten::mm", device=0)`."""
         controls = {"op": self.op, "kind": self.kind, "phase": self.phase,
                     "module": self.module, "device": self.device}
+        if self.rank.options[1:]:
+            controls["rank"] = self.rank
         unknown = set(filters) - set(controls)
         if unknown:
             raise TypeError(f"unknown filter {sorted(unknown)}; use {sorted(controls)}")
@@ -281,8 +302,11 @@ class TraceExplorer(widgets.VBox):
         def value(control):
             return None if control.value == ALL else control.value
 
-        return {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
-                "module": value(self.module), "device": value(self.device)}
+        chosen = {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
+                  "module": value(self.module), "device": value(self.device)}
+        if self.rank.options[1:]:
+            chosen["rank"] = value(self.rank)
+        return chosen
 
     def _refilter(self, change=None) -> None:
         self.rows = select_rows(self.trace, self.sort.value, **self.filters())

@@ -158,6 +158,7 @@ class TraceSummary(_RichView):
         lines (it may fold once, past 24 characters)."""
         from rich import box
         from rich.console import Group
+        from rich.markup import escape
         from rich.table import Table
         from rich.text import Text
 
@@ -189,7 +190,7 @@ class TraceSummary(_RichView):
                              min_width=min(longest, 24) if name == "op" else None)
         for row in self.rows[:self.max_rows]:
             style = "bold red" if row.kinds["fallback"] else None
-            cells = self._cells(row, op_short(row.op))
+            cells = self._cells(row, escape(op_short(row.op)))
             table.add_row(*[cells[n] for n in keep], style=style)
         hidden = self.rows[self.max_rows:]
         if hidden:
@@ -330,11 +331,16 @@ class TraceTree(_RichView):
         self.roots = module_tree(trace)
 
     def to_rich(self) -> Any:
+        from rich.markup import escape
+        from rich.text import Text
         from rich.tree import Tree
 
-        tree = Tree(headline(self.trace, self.show_host, self.show_sim))
+        # Labels, error text, ops and module names are data: never rich markup ("[/]" would
+        # raise, "[link=javascript:...]" would become a link in the HTML).
+        tree = Tree(Text(headline(self.trace, self.show_host, self.show_sim)))
         for phase, root in self.roots.items():
-            self._grow(tree.add(f"[bold]{phase}[/bold]  {self._figures(root.total)}"), root)
+            self._grow(tree.add(f"[bold]{escape(phase)}[/bold]  {self._figures(root.total)}"),
+                       root)
         return tree
 
     def _grow(self, branch, node: ModuleNode) -> None:
