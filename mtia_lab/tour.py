@@ -146,10 +146,10 @@ def next_steps(console) -> None:
     if found:
         console.print(f"The tutorials in {NOTEBOOK_DIR}, in order (open them with `make lab`):")
         table = Table(box=None, show_header=False, pad_edge=False)
-        table.add_column(style="bold")
         table.add_column(no_wrap=True)
+        table.add_column(style="bold")
         for name, title in found:
-            table.add_row(title, name)
+            table.add_row(name, title)
         console.print(table)
     else:
         console.print("The tutorials are the notebooks/ of the mtia_lab repository.")

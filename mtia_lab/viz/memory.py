@@ -7,7 +7,7 @@ draws the same later. Three renderings:
   with its address, pool and size, then its blocks left to right in address order, each a cell
   as wide as log2 of its size (a 512 B block next to a 2 MiB remainder stays visible), orange
   when allocated (with the op and the user's source line that asked for it), grey when cached
-  (file names without folders, notebook cells as `cell:LINE`, so saved output is stable);
+  (file names without folders, a notebook cell's line as `In [5], line 3`);
   every block cell is a table port (`PORT="b<i>"`) so later diagrams can point at a block;
 - text: one line per block, fixed columns, compared exactly by tests;
 - rich: the same as a table.
@@ -62,7 +62,7 @@ class MemoryView(View):
             for b in seg.blocks[:self.max_blocks]:
                 what = (f"{format_bytes(b.size)} allocated ({b.requested_size:,} B requested) by "
                         f"{b.op or 'an unknown op'}"
-                        + (f" at {b.short_source}" if b.short_source else "")
+                        + (f" at {short_source(b.source)}" if b.source else "")
                         if b.allocated else f"{format_bytes(b.size)} cached, free")
                 rows.append([f"+{b.offset:#x}", what])
             if len(seg.blocks) > self.max_blocks:

@@ -105,9 +105,11 @@ NUMBER_COLUMNS = {0, 6, 7}  # right-aligned, never wrapped (a number stays with 
 
 
 def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True,
-              total: int | None = None, selected: OpEvent | None = None) -> str:
+              total: int | None = None, selected: OpEvent | None = None,
+              title: bool = True) -> str:
     """The same page as an HTML table (fallbacks in red, views grey, the open event on a
-    yellow ground). Nothing is clipped: a table wider than the notebook scrolls sideways."""
+    yellow ground), under its title line unless `title=False` (the explorer has a status
+    line). Nothing is clipped: a table wider than the notebook scrolls sideways."""
     chosen = rows[page * page_size:(page + 1) * page_size]
     columns = COLUMNS if times else COLUMNS[:-1]
     head = "".join(
@@ -125,8 +127,9 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
             f'{"text-align:right;white-space:nowrap" if i in NUMBER_COLUMNS else ""}">'
             f"{html.escape(c)}</td>" for i, c in enumerate(row_cells(e, times)))
         body.append(f'<tr style="color:{colour}{ground}" title="{tip}">{cells}</tr>')
+    heading = f"<p>{html.escape(_page_title(rows, page, page_size, total))}</p>" if title else ""
     return (
-        f"<div><p>{html.escape(_page_title(rows, page, page_size, total))}</p>"
+        f"<div>{heading}"
         '<div style="overflow-x:auto;max-width:100%">'
         '<table style="font-family:monospace;font-size:12px;border-collapse:collapse">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></div>"
@@ -366,7 +369,7 @@ class TraceExplorer(widgets.VBox):
             if self._call_sizes is None:  # one pass, the first time an event is opened
                 self._call_sizes = Counter(ev.call_id for ev in self.trace.events)
             self.details = event_details(e, self._call_sizes[e.call_id])
-            self.detail_html.value = text_html(self.details)
+            self.detail_html.value = _scrolling_pre(self.details)
             choices = [(f"in{i} {tensor_brief(t)}", ("in", i)) for i, t in enumerate(e.inputs)]
             choices += [(f"out{i} {tensor_brief(t)}", ("out", i))
                         for i, t in enumerate(e.outputs)]
@@ -375,7 +378,7 @@ class TraceExplorer(widgets.VBox):
             self.tensor.value = choices[0][1] if choices else None
             self.tensor.observe(self._show_layout, names="value")
         self.table.value = page_html(self.rows, self.page, self.page_size, self.times,
-                                     len(self.trace), self.selected)
+                                     len(self.trace), self.selected, title=False)
         self._show_layout()
 
     def _show_layout(self, change=None) -> None:
@@ -401,8 +404,14 @@ class TraceExplorer(widgets.VBox):
         table with the open event's details (what a saved notebook, nbconvert HTML or
         GitHub show)."""
         static = page_html(self.rows, self.page, self.page_size, self.times, len(self.trace),
-                           self.selected) + (text_html(self.details) if self.details else "")
+                           self.selected) + (_scrolling_pre(self.details) if self.details else "")
         return widget_bundle(self, self.to_text(), static, include, exclude)
+
+
+def _scrolling_pre(text: str) -> str:
+    """Text whose long lines scroll sideways rather than break inside a word."""
+    return ('<div style="overflow-x:auto;max-width:100%"><pre style="white-space:pre">'
+            f"{html.escape(text)}</pre></div>")
 
 
 def _event_label(e: OpEvent) -> str:
