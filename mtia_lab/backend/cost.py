@@ -98,6 +98,12 @@ _GEMM_OPERANDS = {
 }
 
 
+# overload -> rule(inner_args, out) -> (gemm_flops, vector_flops, bytes_written or None): ops
+# whose work is not one vector op per output element (convolutions on the GEMM engine, fused
+# optimizer steps that write their arguments); filled by kernels_nn.py.
+FLOP_RULES: dict = {}
+
+
 def gemm_flops(func, args) -> float:
     """2*M*N*K multiply-adds of the matmul-like ops (times the batch); 0 for anything else."""
     operands = _GEMM_OPERANDS.get(func)
@@ -124,6 +130,10 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]
         low = out.dtype in _LOW_PRECISION
     else:
         written, low = tensor_bytes(out), False
+    rule = FLOP_RULES.get(func)
+    if rule is not None:
+        gemm, vector, rule_written = rule(inner_args, out)
+        return gemm, vector, read, written if rule_written is None else rule_written, low
     flops = gemm_flops(func, inner_args) if func in _GEMM_OPERANDS else 0.0
     if flops:
         return flops, 0.0, read, written, low

@@ -19,7 +19,7 @@ import torch
 
 from .._compat import DEVICE_NAME
 from .._compat import compile_session as _session
-from . import cost, fallback
+from . import cost, fallback, host_indices, oom
 from .registry import KERNELS, Kernel, run_on_device
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
@@ -147,6 +147,10 @@ class _OpPlan:
 
 
 _PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
+# What a few ops need before they run: host index tensors copied to the device, as CUDA does
+# (host_indices.py); the capacity checked for results sized by their arguments (oom.py).
+_BEFORE_RUN = dict.fromkeys(host_indices.INDEX_OPS, host_indices.indices_to_device)
+_BEFORE_RUN.update(dict.fromkeys(oom.RESULT_BYTES, oom.check_result))
 
 
 def _plan_of(func, registered: Kernel | None) -> _OpPlan:
@@ -174,6 +178,9 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         return _answer_query(func, args, kwargs)
     plan = _plan_of(func, registered)
     op_facts, kernel = plan.facts, plan.kernel
+    before_run = _BEFORE_RUN.get(func)
+    if before_run is not None:
+        args = before_run(func, args, kwargs)
     # 1. unwrap, and find the one device the op runs on
     devices: list = []
     inner_args = tuple([_unwrap(a, devices) for a in args])
@@ -207,7 +214,10 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             observer.before_op(func, "fallback", args, kwargs, device)
         if _CAPTURE is not None:  # a graph cannot replay host work: it raises, naming the op
             _CAPTURE.refuse_fallback(func)
-        out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
+        try:
+            out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
+        except RuntimeError as error:  # a host allocation failure is the device's OOM
+            raise oom.device_error(error, device.index, plan.name)  # noqa: B904
         kind = "fallback"
         # The op ran on the host: its inputs went up the host link and its results came back.
         price = cost.transfer(cost.tensor_bytes(inner_args) + cost.tensor_bytes(out))
@@ -216,7 +226,10 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         kind = kernel.kind
         if observer is not None:
             observer.before_op(func, kind, args, kwargs, device)
-        out = kernel.fn(func, inner_args, inner_kwargs, device)
+        try:
+            out = kernel.fn(func, inner_args, inner_kwargs, device)
+        except RuntimeError as error:  # a host allocation failure is the device's OOM
+            raise oom.device_error(error, device.index, plan.name)  # noqa: B904
         if kernel.cross_device and not (
             type(target) is int and devices and all(d == target for d in devices)
         ):  # a copy between host and device, or between two devices: it crosses the link
@@ -224,6 +237,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             duration = price.duration_us(device.profile)
         elif kind == "view":
             duration = None  # views move no data: no device work
+        elif kind == "collective":  # mtia_ccl charges the interconnect (distributed/)
+            duration = None
         elif observer is not None and getattr(observer, "wants_prices", True):
             price = cost.estimate(func, inner_args, out)
             duration = price.duration_us(device.profile)
@@ -275,7 +290,10 @@ def _traced(func, args, kwargs):
         return _answer_query(func, args, kwargs)
     plan = _plan_of(func, registered)
     devices: list = []
-    inner_args = tuple([_unwrap_traced(a, devices) for a in args])
+    if func in host_indices.INDEX_OPS:
+        inner_args = host_indices.unwrap_traced(args, _unwrap_traced, devices)
+    else:
+        inner_args = tuple([_unwrap_traced(a, devices) for a in args])
     kwargs = kwargs or {}
     inner_kwargs = {k: _unwrap_traced(v, devices) for k, v in kwargs.items()}
     if "device" in inner_kwargs:
@@ -387,6 +405,7 @@ def _strict_message(name: str) -> str:
 @contextlib.contextmanager
 def strict(enabled: bool = True):
     """Within the block, an op without a native kernel raises StrictModeError."""
+    _check_strict(enabled)
     previous = RUNTIME.strict
     RUNTIME.strict = enabled
     try:
@@ -396,7 +415,13 @@ def strict(enabled: bool = True):
 
 
 def set_strict(enabled: bool) -> None:
+    _check_strict(enabled)
     RUNTIME.strict = enabled
+
+
+def _check_strict(enabled) -> None:
+    if not isinstance(enabled, bool):  # set_strict("no") must not turn strict mode on
+        raise TypeError(f"strict mode is True or False, got {enabled!r}")
 
 
 MTIATensor.__torch_dispatch__ = classmethod(torch_dispatch)

@@ -36,6 +36,10 @@ class ChipProfile:
     kernel_launch_us: float  # fixed cost of one kernel launch (modelling assumption)
     major: int
     minor: int
+    # Chip-to-chip interconnect, read by mtia_lab/distributed/interconnect.py (docs/interconnect.md)
+    interconnect: str = "PCIe peer-to-peer through a switch (assumed)"
+    link_bandwidth: float = 32 * GB  # bytes/s one direction, per chip
+    link_latency_us: float = 5.0  # alpha: fixed cost of one message (modelling assumption)
 
     @property
     def num_pes(self) -> int:
@@ -66,6 +70,11 @@ MTIA_V2 = ChipProfile(
     kernel_launch_us=4.0,  # assumption: a few microseconds, as on other accelerators
     major=2,
     minor=0,
+    # No chip-to-chip link is published for MTIA v2: chips on a board talk over PCIe Gen5 x8
+    # through the board's switch, the same 32 GB/s per direction as the host link.
+    interconnect="PCIe Gen5 x8 peer-to-peer (assumed)",
+    link_bandwidth=32 * GB,
+    link_latency_us=5.0,  # assumption: one PCIe peer-to-peer round trip plus software
 )
 
 # MTIA v1, Firoozshahian et al., "MTIA: First Generation Silicon Targeting Meta's Recommendation
@@ -90,6 +99,9 @@ MTIA_V1 = ChipProfile(
     kernel_launch_us=4.0,
     major=1,
     minor=0,
+    interconnect="PCIe Gen4 x8 peer-to-peer (assumed)",
+    link_bandwidth=16 * GB,
+    link_latency_us=5.0,
 )
 
 PROFILES = {"mtia_v2": MTIA_V2, "mtia_v1": MTIA_V1}

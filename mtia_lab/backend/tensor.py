@@ -206,7 +206,21 @@ class MTIATensor(torch.Tensor):
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
-    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies)."""
+    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies). The
+    device index comes from the file: one that does not exist is refused before anything is
+    made for it (device_of would make a torch.device for every index up to it)."""
+    count = len(RUNTIME.devices)
+    if isinstance(device_index, bool) or not isinstance(device_index, int) or not (
+        0 <= device_index < count
+    ):
+        raise RuntimeError(
+            f"torch.load: the file puts a tensor on {DEVICE_NAME}:{device_index!r}, but this "
+            f"process has {count} {DEVICE_NAME} device(s) (valid indices 0..{count - 1}). Load "
+            f"with map_location='cpu', or ask for more devices with "
+            "mtia_lab.configure(device_count=N)."
+        )
+    if not isinstance(host, torch.Tensor) or not isinstance(requires_grad, bool):
+        raise RuntimeError("torch.load: a device tensor in the file is malformed")
     return host.to(device_of(device_index)).requires_grad_(requires_grad)
 
 
@@ -234,7 +248,9 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
 def storage_of(tensor: torch.Tensor) -> DeviceStorage:
     """The DeviceStorage behind a device tensor (views share it)."""
     if not isinstance(tensor, MTIATensor):
-        raise TypeError(f"expected a tensor on {DEVICE_NAME}, got one on {tensor.device}")
+        where = (f"one on {tensor.device}" if isinstance(tensor, torch.Tensor)
+                 else f"{tensor!r} ({type(tensor).__name__})")
+        raise TypeError(f"storage_of expects a tensor on {DEVICE_NAME}, got {where}")
     return tensor._storage
 
 

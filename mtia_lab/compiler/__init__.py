@@ -29,9 +29,18 @@ __all__ = [
     "COMPILED", "KEEP", "CompiledGraph", "ConfigError", "FusedSchedulerNode", "FusionDecision",
     "FusionPlan", "FusionSplitError", "GraphIR", "Kernel", "KernelGroup", "Kind", "LISTENERS",
     "Program", "Runner", "Scheduler", "SchedulerNode", "add_listener", "assert_single_kernel",
-    "build_ir", "compile_graph", "config", "generate", "mtia_lab_backend", "plans_for",
+    "build_ir", "compile_graph", "config", "generate", "inductor_plan", "mtia_lab_backend",
+    "plans_for",
     "register", "remove_listener", "schedule", "score_fusion_memory", "trace",
 ]
+
+
+def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = None):
+    """Real TorchInductor's FusionPlan of `fn` on mtia_sim (mtia_lab/inductor/plan.py): the same
+    record as ours, from Inductor's own scheduler; `config` patches Inductor's config."""
+    from ..inductor import inductor_plan as plan
+
+    return plan(fn, *example_inputs, keep=keep, config=config)
 
 
 def trace(fn, *args) -> GraphIR:

@@ -23,6 +23,7 @@ import torch
 import torch.fx
 
 from ..backend.cost import KernelCost
+from ..progress import progress
 from .decisions import FusionPlan, KernelGroup
 from .ir import GraphIR
 
@@ -150,8 +151,12 @@ def generate_outputs(ir: GraphIR, plan: FusionPlan) -> Kernel:
     return Kernel("graph_outputs", group, tuple(builder.inputs), (), src, fn)
 
 
+PROGRESS_FROM = 200  # kernels: a graph this big shows a progress bar while its code is made
+
+
 def generate(plan: FusionPlan, ir: GraphIR) -> Program:
-    kernels = [generate_kernel(group, ir) for group in plan.groups]
+    groups = progress(plan.groups, desc=f"generating {plan.name}", min_total=PROGRESS_FROM)
+    kernels = [generate_kernel(group, ir) for group in groups]
     placeholders = tuple(n.name for n in ir.gm.graph.nodes if n.op == "placeholder")
     return Program(plan.name, plan, placeholders, kernels, generate_outputs(ir, plan))
 

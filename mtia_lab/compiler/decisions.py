@@ -112,6 +112,10 @@ class FusionPlan:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ir"}
         data = asdict(FusionPlan(**data))
         data.pop("ir")
+        if self.ir is not None:  # dataflow inside kernels, shapes, users' names (for views)
+            from .plan_detail import plan_detail
+
+            data["detail"] = plan_detail(self.ir)
         return data
 
     def summary(self) -> str:
