@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import io
+import warnings
 
 import pytest
 import torch
@@ -88,7 +89,8 @@ def test_save_keeps_lazy_conj_and_neg_bits(make):
     lambda d: torch.sum(d, 0, out=torch.empty([])),
     lambda d: torch.empty([]).add_(d),
     lambda d: torch.cumsum(d, 0, out=torch.empty(3)),
-], ids=["nonzero", "add", "sum", "inplace", "cumsum"])
+    lambda d: torch.matmul(d, d, out=torch.empty([])),
+], ids=["nonzero", "add", "sum", "inplace", "cumsum", "matmul"])
 def test_host_tensor_as_written_argument_is_refused(call):
     dev = torch.ones(3, device=DEVICE)
     refused = "(expected '(out|self)' to be on|same device).*mtia_sim:0"
@@ -115,3 +117,22 @@ def test_copy_between_views_of_one_tensor_raises_as_on_cpu(dst, src):
     x = torch.arange(6.0, device=DEVICE)
     x.view(2, 3).copy_(x.view(2, 3))  # the very same elements: a no-op, as on the CPU
     torch.testing.assert_close(x.cpu(), torch.arange(6.0))
+
+
+@pytest.mark.parametrize("left, right", [
+    ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((5, 2, 3), (3, 4)), ((2, 1, 3, 4), (5, 4, 2)),
+    ((5, 5), (5, 5)),
+])
+@pytest.mark.parametrize("out_shape", ["result", (0,), (7,)])
+def test_matmul_out_fills_out_like_cpu(left, right, out_shape):
+    """matmul(out=) computes into a reshaped view of `out`: the copy back onto `out` joins two
+    differently shaped views of the same elements, which must not trip copy_'s shape check."""
+    x, y = torch.randn(left), torch.randn(right)
+    shape = torch.matmul(x, y).shape if out_shape == "result" else out_shape
+    out, dev_out = torch.empty(shape), torch.empty(shape, device=DEVICE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # resizing a non-empty out= warns (CPU: sometimes)
+        torch.matmul(x, y, out=out)
+        assert torch.matmul(x.to(DEVICE), y.to(DEVICE), out=dev_out) is dev_out
+    assert dev_out.shape == out.shape
+    torch.testing.assert_close(dev_out.cpu(), out)
