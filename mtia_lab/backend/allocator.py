@@ -234,6 +234,26 @@ class CachingAllocator:
         """Give a block back. Called from `DeviceStorage.__del__`, so at any moment: if the
         allocator is busy (this thread is inside an operation, or another thread is), the free
         is queued and done when that operation ends."""
+        lock = self._lock
+        if lock.acquire(blocking=False):  # the common case: free it now
+            done = False
+            try:
+                if not self._busy:
+                    try:
+                        self._busy = True
+                        if self._dirty:
+                            self._repair()
+                        self._dirty, self._in_flight = True, block
+                        self._free_block(block)
+                        self._dirty, done = False, True
+                    finally:
+                        self._busy = False
+            finally:
+                lock.release()
+            if done:
+                if self._pending:
+                    self._drain()
+                return
         self._pending.append(block)  # list.append is atomic: safe from any thread
         self._drain()
 

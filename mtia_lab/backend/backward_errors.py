@@ -17,6 +17,11 @@ subclass re-raises the kept exception, so `loss.backward()` raises the original
 `torch.OutOfMemoryError` (or StrictModeError, or the hook's error), with its traceback.
 Exceptions raised by `torch.autograd.Function.backward` need none of this (PyTorch clears the
 error indicator for those itself).
+
+Covered: our ops in backward, tensor hooks (`register_hook`, post-accumulate-grad hooks),
+nn.Module full backward (pre) hooks, saved-tensor unpack hooks (and checkpoint recomputation).
+Not covered: hooks registered directly on a Node (`y.grad_fn.register_hook(fn)`): Node types
+are immutable C types, so there is no place to wrap them; such a hook that raises still aborts.
 """
 
 from __future__ import annotations
