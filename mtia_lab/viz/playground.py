@@ -52,8 +52,9 @@ CONTROLS = {
     "on_chip_memory_budget": "optional",
 }
 # Inductor's own guardrails (torch._inductor.config), for engine="inductor".
-INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()
-                     if name != "on_chip_memory_budget"}
+INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()  # ours-only settings out
+                     if name not in ("on_chip_memory_budget", "matmul_templates",
+                                     "combo_kernel_max_num_nodes")}
 ENGINES = ("ours", "inductor")
 MAX_GROUPS_LISTED = 30
 MAX_FLIPS_LISTED = 20
