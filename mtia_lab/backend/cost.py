@@ -116,6 +116,16 @@ def gemm_flops(func, args) -> float:
     return 2.0 * a[0] * a[1] * b[1]
 
 
+def _gemm_rule(func):
+    def rule(args, out) -> tuple[float, float, int | None]:
+        flops = gemm_flops(func, args)  # an empty product (K = 0) still writes its output
+        return flops, 0.0 if flops else float(tensor_bytes(out) // 4), None
+    return rule
+
+
+FLOP_RULES.update({func: _gemm_rule(func) for func in _GEMM_OPERANDS})
+
+
 def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]:
     """(gemm_flops, vector_flops, bytes_read, bytes_written, low_precision) of one eager kernel:
     bytes of its tensor inputs and outputs, flops by class (one vector op per output element)."""
@@ -130,13 +140,10 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]
         low = out.dtype in _LOW_PRECISION
     else:
         written, low = tensor_bytes(out), False
-    rule = FLOP_RULES.get(func)
+    rule = FLOP_RULES.get(func)  # one lookup per op: hashing an OpOverload runs Python code
     if rule is not None:
         gemm, vector, rule_written = rule(inner_args, out)
         return gemm, vector, read, written if rule_written is None else rule_written, low
-    flops = gemm_flops(func, inner_args) if func in _GEMM_OPERANDS else 0.0
-    if flops:
-        return flops, 0.0, read, written, low
     elements = written // 4 if written else read // 4
     return 0.0, float(elements), read, written, low
 
