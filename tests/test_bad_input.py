@@ -64,6 +64,8 @@ def test_set_strict_takes_booleans_only():
         (lambda: mt.Stream(device="cpu"), ValueError, "expected a mtia_sim device"),
         (lambda: mt.Stream(device=1.0), TypeError, "device must be an int"),
         (lambda: mt.set_device("cuda:0"), ValueError, "expected a mtia_sim device"),
+        (lambda: mt.get_device_properties(-1), ValueError, "device index must be >= 0"),
+        (lambda: mt.memory_allocated(-2), ValueError, "device index must be >= 0"),
         (lambda: mt.set_stream(object()), TypeError, "Stream or None"),
         (lambda: mt.set_per_process_memory_fraction(True), TypeError, "fraction must be a float"),
         (lambda: mtia_lab.register_kernel("add"), ValueError, "'aten::add.Tensor'"),
@@ -98,3 +100,20 @@ def test_trace_table_refuses_bad_paging(kwargs, error, message):
     if "page_size" in kwargs:
         with pytest.raises(error, match=message):
             TraceExplorer(t, page_size=kwargs["page_size"])
+
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("MTIA_SIM_MEMORY_CAPACITY", "1.5e9", "MTIA_SIM_MEMORY_CAPACITY='1.5e9': expected a whole"),
+        ("MTIA_SIM_DEVICE_COUNT", "100", "MTIA_SIM_DEVICE_COUNT must be from 1 to 64, got 100"),
+    ],
+)
+def test_environment_settings_are_checked(monkeypatch, variable, value, message):
+    """What Runtime() reads at import (a fresh process would show the same error)."""
+    from mtia_lab.backend.runtime import Runtime
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        Runtime()

@@ -142,6 +142,18 @@ def test_snapshot_and_history_read_by_torch_memory_viz(clean_memory):
     del keep
 
 
+def test_dump_snapshot_writes_what_memory_viz_opens(tmp_path):
+    path = tmp_path / "snap.pickle"
+    keep = torch.ones(1000, device=DEVICE)
+    mt.memory._dump_snapshot(str(path))
+    with open(path, "rb") as f:
+        loaded = pickle.load(f)
+    assert set(loaded) >= {"segments", "device_traces"}
+    on_0 = [s for s in loaded["segments"] if s["device"] == 0]
+    assert sum(s["allocated_size"] for s in on_0) == mt.memory_allocated(0)
+    del keep
+
+
 def test_out_of_memory_observer_sees_every_oom():
     seen = []
     mt.attach_out_of_memory_observer(lambda *args: seen.append(args))
@@ -224,6 +236,11 @@ def test_torch_accelerator_answers_for_the_device():
     acc.synchronize()
     with pytest.raises(TypeError, match="torch.mtia_sim.Stream"):
         acc.set_stream(torch.Stream(device=DEVICE))
-    with pytest.raises(RuntimeError, match="capabilities"):
-        acc.get_device_capability()
+    dtypes = acc.get_device_capability()["supported_dtypes"]
+    for dtype in dtypes:  # each one allocates and converts on the device, as documented
+        t = torch.zeros(2, dtype=dtype, device=DEVICE)
+        back = t.to(torch.complex64 if dtype.is_complex else torch.float32).cpu()
+        assert t.dtype == dtype and back.tolist() == [0, 0]
+    with pytest.raises(RuntimeError, match="not supported on device type: mtia_sim"):
+        acc.Graph()
     del x

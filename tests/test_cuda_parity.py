@@ -243,3 +243,57 @@ def test_skip_data_saves_device_tensors_as_cuda_does(tmp_path):
     assert loaded["view"].untyped_storage().nbytes() == loaded["w"].untyped_storage().nbytes()
     plain = torch.load(files["dev"], map_location="cpu", weights_only=True)
     assert plain["w"].shape == (1000,) and plain["view"].storage_offset() == 10
+
+
+def test_large_results_of_small_views_are_refused_before_the_host_computes():
+    import mtia_lab
+
+    mtia_lab.configure(memory_capacity=8 << 20)
+    try:
+        row = torch.ones(1 << 10, device=DEVICE)  # 4 KiB
+        big = row.expand(4096, 1 << 10)  # a 16 MiB view of it
+        for make in (big.clone, big.contiguous, lambda: torch.zeros_like(big),
+                     lambda: torch.empty_like(big, dtype=torch.float64)):
+            with pytest.raises(torch.OutOfMemoryError, match="8.00 MiB in total"):
+                make()
+    finally:
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "eager"])
+def test_compiled_code_reports_device_oom(backend):
+    """(aot_eager runs PyTorch's graph on the inner host tensors, outside mtia_lab: a host
+    allocation failure there stays PyTorch's CPU RuntimeError.)"""
+    torch._dynamo.reset()
+    x = torch.ones(4, device=DEVICE)
+    with pytest.raises(torch.OutOfMemoryError, match="mtia_sim:0 out of memory"):
+        torch.compile(lambda a: a.repeat(HUGE) + 1, backend=backend)(x)
+
+
+def test_indices_on_another_device_are_copied_like_make_info_does():
+    x, idx, mask = _index_cases()
+    d = x.to(f"{DEVICE}:0")
+    torch.testing.assert_close(d[idx.to(f"{DEVICE}:1")].cpu(), x[idx])
+    d[mask.to(f"{DEVICE}:1")] = 5.0
+    x[mask] = 5.0
+    torch.testing.assert_close(d.cpu(), x)
+    with pytest.raises(RuntimeError, match="same device"):
+        d.index_select(0, idx.to(f"{DEVICE}:1"))  # only advanced indexing moves indices
+
+
+CONSTANT_PATTERNS = {
+    "tensor_on_device": lambda a: a * torch.tensor(2.0, device=a.device),
+    "as_tensor": lambda a: a + torch.as_tensor(3.0, device=a.device),
+    "new_tensor": lambda a: a - a.new_tensor(1.5),
+    "masked_fill_constant": lambda a: a.masked_fill(a > 0, torch.tensor(0.5).to(a.device)),
+}
+
+
+@pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager", "eager"])
+@pytest.mark.parametrize("name", list(CONSTANT_PATTERNS))
+def test_small_constants_on_the_device_compile(backend, name):
+    torch._dynamo.reset()
+    fn, x = CONSTANT_PATTERNS[name], torch.randn(4, 4)
+    got = torch.compile(fn, backend=backend)(x.to(DEVICE))
+    assert got.device.type == DEVICE
+    torch.testing.assert_close(got.cpu(), fn(x))

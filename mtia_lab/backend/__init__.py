@@ -37,7 +37,16 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import accelerator, dlpack, resize, storages  # CUDA parity pieces (issue 9)
+    from . import (  # the parts that make the device behave as CUDA does (issue 9)
+        accelerator,
+        backward_errors,
+        dlpack,
+        pinned_memory,
+        rebind,
+        resize,
+        storage_methods,
+        storages,
+    )
 
     if not KERNELS:
         kernels.register_native_families()
@@ -45,7 +54,11 @@ def register() -> None:
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
-    storages.register()  # storage.is_mtia_sim, storage.mtia_sim()
+    rebind.register()  # set_(tensor): rebind to other memory
+    backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
+    storages.install()  # torch.UntypedStorage(n, device="mtia_sim"): a clear error
+    pinned_memory.register()  # t.pin_memory() / is_pinned(), as with CUDA
+    storage_methods.register()  # storage.is_mtia_sim, storage.mtia_sim()
     dlpack.register()  # DLPack export of device tensors: a clear refusal
     accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)

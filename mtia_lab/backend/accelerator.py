@@ -9,12 +9,12 @@ DeviceAllocator") for every memory query, and `empty_host_cache()` crashes the p
 
 So the functions of `torch.accelerator` (and `torch.accelerator.memory`) that PyTorch cannot
 route to a Python backend are replaced by versions that ask `torch.mtia_sim` while mtia_sim is
-the accelerator, and call PyTorch's own otherwise. Left as PyTorch has them, with PyTorch's
-clear RuntimeErrors: `get_device_capability` ("Backend doesn't support getting device
-capabilities") and `Graph` ("not supported on device type: mtia_sim"; use
-torch.mtia_sim.MTIAGraph). Not reachable from Python at all: `torch.Stream(device="mtia_sim:1")`
-and `torch.Event(device=...)` are built by the one-device guard and report device index 0; use
-`torch.mtia_sim.Stream` / `torch.mtia_sim.Event`.
+the accelerator, and call PyTorch's own otherwise. Left as PyTorch has it, with PyTorch's clear
+RuntimeError: `Graph` ("not supported on device type: mtia_sim"; use torch.mtia_sim.MTIAGraph).
+Not reachable from Python at all: `torch.Stream(device="mtia_sim:1")` and
+`torch.Event(device=...)` are built by the one-device guard and report device index 0 (a known
+limitation; use `torch.mtia_sim.Stream` / `torch.mtia_sim.Event`), and
+`torch.Generator(device="mtia_sim")` needs a C++ hook (getNewGenerator): PyTorch raises.
 """
 
 from __future__ import annotations
@@ -64,6 +64,19 @@ def _set_stream(stream) -> None:
     mtia.set_stream(stream)
 
 
+# The device stores its bytes in host tensors: every dtype the host can allocate and convert.
+SUPPORTED_DTYPES = {
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16,
+    torch.uint32, torch.uint64, torch.float16, torch.bfloat16, torch.float32, torch.float64,
+    torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
+}
+
+
+def _device_capability(device=None, /) -> dict:
+    mtia.get_device_properties(device)  # a clear error for a device that does not exist
+    return {"supported_dtypes": set(SUPPORTED_DTYPES)}
+
+
 def _memory_stats(device_index=None, /) -> collections.OrderedDict:
     return collections.OrderedDict(mtia.memory_stats(device_index))
 
@@ -98,6 +111,7 @@ ROUTES = {
     "current_stream": lambda device=None, /: mtia.current_stream(device),
     "set_stream": _set_stream,
     "synchronize": lambda device=None, /: mtia.synchronize(device),
+    "get_device_capability": _device_capability,
     "empty_cache": lambda: mtia.empty_cache(),
     "empty_host_cache": lambda: None,  # no pinned-memory cache of ours to empty
     "memory_stats": _memory_stats,

@@ -72,8 +72,13 @@ def synchronize(device=None) -> None:
 
 
 def _index(device=None) -> int:
-    """The device index an argument names (None or negative: the current device); a clear error
-    for anything else or an index that does not exist."""
+    """The device index an argument names (None: the current device); a clear error for anything
+    else, a negative index (torch.cuda's queries raise too: only set_device, device and Stream
+    take one, as "no device" or "the current one") or an index that does not exist."""
+    if _is_negative(device):
+        raise ValueError(
+            f"device index must be >= 0 (got {device}); pass None for the current device"
+        )
     return RUNTIME.device(_stream_device_index(device)).index
 
 

@@ -107,6 +107,21 @@ def _target_device(kernel: Kernel | None, devices: list, kwargs: dict) -> int | 
     return index if index is not None else first
 
 
+def _check_written_on_device(op_facts, args, kwargs, target: int) -> None:
+    """A host scalar may ride along as an input, but never as what the op writes (`out=`,
+    in-place `self`): CUDA refuses it too, else the result would land on the host."""
+    for where in op_facts.mutated:
+        written = op_facts.arg(args, kwargs, where)
+        for tensor in written if isinstance(written, (list, tuple)) else (written,):
+            if isinstance(tensor, torch.Tensor) and tensor.device.type != DEVICE_NAME:
+                raise RuntimeError(
+                    f"{op_facts.name}: expected '{where[1]}' to be on {DEVICE_NAME}:{target}, "
+                    f"but got a tensor on {tensor.device} (the op runs on {DEVICE_NAME}:{target} "
+                    f"and writes its result there). Pass a tensor made on the device, e.g. "
+                    f"torch.empty(..., device='{DEVICE_NAME}:{target}'), or omit out=."
+                )
+
+
 def _as_device(device) -> torch.device:
     return torch.device(DEVICE_NAME, device) if isinstance(device, int) else device
 
@@ -183,6 +198,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     else:
         kwargs, inner_kwargs = {}, {}
     target = _target_device(registered, devices, kwargs)
+    if op_facts.mutated and type(target) is int and not (kernel and kernel.cross_device):
+        _check_written_on_device(op_facts, args, kwargs, target)
     if type(target) is int:
         device_index = target
     else:  # the results leave the device; the work is still the device's
@@ -227,6 +244,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             duration = price.duration_us(device.profile)
         elif kind == "view":
             duration = None  # views move no data: no device work
+        elif kind == "collective":  # mtia_ccl charges the interconnect (distributed/)
+            duration = None
         elif observer is not None and getattr(observer, "wants_prices", True):
             price = cost.estimate(func, inner_args, out)
             duration = price.duration_us(device.profile)
@@ -364,11 +383,19 @@ def _sync_metadata(tensor: MTIATensor, name: str) -> None:
         and inner.stride() == tensor.stride()
         and inner.storage_offset() == tensor.storage_offset()
         and inner.untyped_storage().nbytes() == tensor._storage.nbytes
+        and _same_memory(inner, tensor._storage)  # set_(other) rebinds to other's memory
     ):
         return
     resized = wrap(inner, tensor._storage.device_index, name)
     tensor.data = resized
     tensor._inner, tensor._storage = resized._inner, resized._storage
+
+
+def _same_memory(inner: torch.Tensor, storage) -> bool:
+    try:
+        return inner.untyped_storage().data_ptr() == storage.host_ptr or not storage.nbytes
+    except RuntimeError:  # a fake tensor while torch.compile traces: no memory
+        return True
 
 
 def _strict_message(name: str) -> str:

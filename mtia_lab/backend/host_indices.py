@@ -1,10 +1,10 @@
 """Host (CPU) index tensors and masks on device tensors, taken as CUDA takes them.
 
 CUDA's advanced indexing (`x[idx]`, `x[mask]`, `x[mask] = 1`, `index_put_`) accepts index
-tensors that live on the host: ATen's `make_info` copies every index to the indexed tensor's
-device (`indice.to(self.device())`) before the kernel runs. Every other op that takes an index
-(`index_select`, `gather`, `scatter`, `masked_fill`, `take`, ...) requires it on the device, on
-CUDA as here. So only the ops below may get host indices.
+tensors that live on the host (or on another device): ATen's `make_info` copies every index to
+the indexed tensor's device (`indice.to(self.device())`) before the kernel runs. Every other op
+that takes an index (`index_select`, `gather`, `scatter`, `masked_fill`, `take`, ...) requires
+it on the device, on CUDA as here. So only the ops below may get indices from elsewhere.
 
 Eager: the host indices are copied to the device first, as CUDA does (a `_to_copy` the trace
 shows, priced on the host link). While torch.compile traces, the host index rides along as a host
@@ -27,23 +27,18 @@ INDEX_OPS = frozenset(
 )
 
 
-def _host_indices(args) -> bool:
-    indices = args[1] if len(args) > 1 else None
-    return isinstance(indices, (list, tuple)) and any(
-        isinstance(i, torch.Tensor) and i.device.type == "cpu" for i in indices
-    )
-
-
 def indices_to_device(func, args: tuple, kwargs: dict) -> tuple:
-    """`args` of an indexing op with its host index tensors copied to `args[0]`'s device."""
-    if not _host_indices(args) or args[0].device.type != DEVICE_NAME:
+    """`args` of an indexing op with its index tensors on other devices (the host, or another
+    mtia_sim device, as make_info allows) copied to `args[0]`'s device."""
+    indices = args[1] if len(args) > 1 else None
+    if not isinstance(indices, (list, tuple)) or args[0].device.type != DEVICE_NAME:
         return args
     device = args[0].device
-    indices = [
-        i.to(device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i
-        for i in args[1]
-    ]
-    return (args[0], type(args[1])(indices), *args[2:])
+    if all(not isinstance(i, torch.Tensor) or i.device == device for i in indices):
+        return args
+    moved = [i.to(device) if isinstance(i, torch.Tensor) and i.device != device else i
+             for i in indices]
+    return (args[0], type(indices)(moved), *args[2:])
 
 
 def unwrap_traced(args: tuple, unwrap, devices: list) -> tuple:

@@ -3,7 +3,7 @@
 - `_snapshot()` returns the dict `torch.cuda.memory._snapshot()` returns (segments with
   `stream` and `frames`, `device_traces`), so PyTorch's own viewers read it:
   `torch.cuda._memory_viz.segments / memory / trace / segsum / trace_plot / segment_plot` and
-  https://pytorch.org/memory_viz (save it with pickle).
+  https://pytorch.org/memory_viz (the file `_dump_snapshot()` writes).
 - `_record_memory_history()` records every allocator action of every device (alloc,
   free_requested, free_completed, segment_alloc, segment_free, oom) with the Python stack, as
   CUDA's does; `enabled=None` stops.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import pickle
 import sys
 import time
 from collections import deque
@@ -31,7 +32,6 @@ from collections import deque
 import torch
 
 from . import tensor as device_tensor
-from .allocator import DEFAULT_POOL
 from .runtime import RUNTIME
 from .streams import _device_index, current_stream
 
@@ -78,6 +78,13 @@ def _snapshot(device=None, augment_with_fx_traces: bool = False) -> dict:
         "device_traces": traces,
         "allocator_settings": {"PYTORCH_MTIA_SIM_ALLOC_CONF": "simulated caching allocator"},
     }
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle",
+                   augment_with_fx_traces: bool = False) -> None:
+    """Pickle `_snapshot()` to `filename`: the file https://pytorch.org/memory_viz opens."""
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(augment_with_fx_traces=augment_with_fx_traces), f)
 
 
 def memory_stats_as_nested_dict(device=None) -> dict:
@@ -280,6 +287,3 @@ def use_mem_pool(pool: MemPool, device=None):
     finally:
         pool._users -= 1
         device_tensor.set_allocation_route(previous)
-
-
-DEFAULT_POOL  # noqa: B018  (the id segments of the shared cache report)

@@ -7,10 +7,11 @@ fails in the host allocator first, with a CPU RuntimeError, and a large one the 
 would be written in host memory before the device refuses it. So:
 
 - factories (registration.py) and ops whose result size is in their arguments (`new_empty`,
-  `new_zeros`, `repeat`, ...: `RESULT_BYTES`) check the simulated capacity *before* any host
-  memory is allocated (`check_fits`);
-- any other op learns its result size only by computing it on the host: a host allocation that
-  fails there becomes the device's OutOfMemoryError (`device_error`). Departure from CUDA, on
+  `new_zeros`, `repeat`, `clone` and the `*_like` factories: `RESULT_BYTES`) check the
+  simulated capacity *before* any host memory is allocated (`check_fits`);
+- any other op (and a compiled kernel, compiler/runner.py) learns its result size only by
+  computing it on the host: a host allocation that fails there becomes the device's
+  OutOfMemoryError (`device_error`). Departure from CUDA, on
   purpose: such an op (e.g. `torch.kron`) may use host memory for a result that the device then
   refuses; it raises the same OutOfMemoryError and leaves its inputs intact.
 """
@@ -26,6 +27,9 @@ from .allocator import round_size
 from .runtime import RUNTIME
 
 _HOST_FAILURE = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
+# Below this, checking first is not worth its cost on every clone: host memory that small is
+# cheap to touch, and the allocator raises the same OutOfMemoryError when the result is wrapped.
+CHECK_FROM_BYTES = 1 << 20
 
 
 def check_fits(device_index: int, nbytes: int, op: str) -> None:
@@ -34,6 +38,8 @@ def check_fits(device_index: int, nbytes: int, op: str) -> None:
     A request larger than capacity minus the bytes tensors hold fits neither a cached free block
     nor a new segment, so `malloc` is asked only then: it raises with the device summary and
     counts the OOM in memory_stats, exactly as for any other failed allocation."""
+    if nbytes < CHECK_FROM_BYTES:
+        return
     allocator = RUNTIME.device(device_index).allocator
     if round_size(nbytes) <= allocator.capacity - allocator.allocated_bytes:
         return
@@ -89,6 +95,11 @@ def _new_empty_strided(args, kwargs) -> int:
     return strided_bytes(size, stride, _dtype_size(args, kwargs, args[0]))
 
 
+def _like(args, kwargs) -> int:
+    """empty_like / zeros_like / ... / clone: the input's elements, in the result's dtype."""
+    return args[0].numel() * _dtype_size(args, kwargs, args[0])
+
+
 def _repeat(args, kwargs) -> int:
     self, repeats = args[0], args[1] if len(args) > 1 else kwargs["repeats"]
     return self.numel() * math.prod(repeats) * self.element_size()
@@ -109,14 +120,26 @@ RESULT_BYTES = {
     _aten.new_full.default: _new_factory,
     _aten.new_empty_strided.default: _new_empty_strided,
     _aten.repeat.default: _repeat,
+    # results as large as an input, which may be a view far smaller in memory (x.expand(...))
+    _aten.clone.default: _like,
+    _aten.empty_like.default: _like,
+    _aten.zeros_like.default: _like,
+    _aten.ones_like.default: _like,
+    _aten.full_like.default: _like,
+    _aten.rand_like.default: _like,
+    _aten.randn_like.default: _like,
 }
 
 
 def check_result(func, args: tuple, kwargs: dict) -> tuple:
     """Before an op of RESULT_BYTES runs: refuse a result the device cannot hold. Returns args."""
     kwargs = kwargs or {}
-    device = torch.device(kwargs.get("device") or args[0].device)
+    nbytes = RESULT_BYTES[func](args, kwargs)
+    if nbytes < CHECK_FROM_BYTES:
+        return args
+    requested = kwargs.get("device")
+    device = args[0].device if requested is None else torch.device(requested)
     if device.type != args[0].device.type:  # `new_empty(n, device="cpu")`: not the device's
         return args
-    check_fits(device.index or 0, RESULT_BYTES[func](args, kwargs), func.name())
+    check_fits(device.index or 0, nbytes, func.name())
     return args

@@ -58,10 +58,15 @@ def resolve_overloads(op: str | torch._ops.OpOverload | torch._ops.OpOverloadPac
     return [getattr(op, name) for name in op.overloads()]
 
 
+# How a kernel serves its op; "collective" is mtia_lab.distributed's (bytes move between ranks).
+KERNEL_KINDS = ("native", "view", "query", "collective")
+
+
 def register_kernel(op, *, kind: str = "native", cross_device: bool = False):
     """Decorator: make `fn` the device kernel of `op` (one overload, or all of a packet)."""
-    if kind not in ("native", "view", "query"):
-        raise ValueError(f'kind must be "native", "view" or "query", got {kind!r}')
+    if kind not in KERNEL_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KERNEL_KINDS))}, "
+                         f"got {kind!r}")
     overloads = resolve_overloads(op)  # a clear error now, not when the decorator is applied
 
     def decorate(fn: KernelFn) -> KernelFn:

@@ -46,8 +46,8 @@ class Runtime:
 
     def __init__(self) -> None:
         self.profile: ChipProfile = DEFAULT_PROFILE
-        self.capacity: int = int(os.environ.get("MTIA_SIM_MEMORY_CAPACITY", DEFAULT_CAPACITY))
-        count = int(os.environ.get("MTIA_SIM_DEVICE_COUNT", DEFAULT_DEVICE_COUNT))
+        self.capacity: int = _env_int("MTIA_SIM_MEMORY_CAPACITY", DEFAULT_CAPACITY, 1)
+        count = _env_int("MTIA_SIM_DEVICE_COUNT", DEFAULT_DEVICE_COUNT, 1, MAX_DEVICES)
         # Like CUDA_VISIBLE_DEVICES: "1" makes simulated chip 1 this process's mtia_sim:0. It is
         # how one process drives one chip, e.g. for autograd on a chip other than the first
         # (PyTorch 2.13's Python device guard reports a single device to the autograd engine).
@@ -99,6 +99,19 @@ def _check_int(name: str, value, low: int, high: int | None = None) -> None:
     if value < low or (high is not None and value > high):
         accepted = f"from {low} to {high}" if high is not None else f"at least {low}"
         raise ValueError(f"{name} must be {accepted}, got {value}")
+
+
+def _env_int(variable: str, default: int, low: int, high: int | None = None) -> int:
+    """An int setting from the environment, with an error naming the variable."""
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{variable}={text!r}: expected a whole number") from None
+    _check_int(variable, value, low, high)
+    return value
 
 
 def _check_bool(name: str, value) -> None:

@@ -1,12 +1,11 @@
-"""Storage methods for the device, as PyTorch generates them for a PrivateUse1 backend.
+"""Storages made directly on the device: refused with a clear error instead of a segfault.
 
-`generate_methods_for_privateuse1_backend(for_storage=True)` gives every storage
-`is_mtia_sim` and `.mtia_sim(device=None, non_blocking=False)`, like `is_cuda` / `.cuda()`.
-The generated `.mtia_sim()` allocates with `torch.UntypedStorage(n, device="mtia_sim")`, which a
-Python backend cannot serve (the device's bytes live behind wrapper tensors, not in a C++
-allocator), so it is replaced by one that builds the storage the way torch.load does for this
-device (serialization.py): host bytes that report `mtia_sim:N` and hold one device allocation.
-`torch.empty(0, device="mtia_sim").set_(storage)` binds a tensor to it.
+`torch.UntypedStorage(n, device="mtia_sim")` (and what builds on it: `TypedStorage(...,
+device=)`, `storage.to("mtia_sim")`, `storage.clone()` of a device tensor's storage,
+`_new_shared`) asks PyTorch's C++ for the PrivateUse1 memory allocator. A pure-Python backend
+cannot register one (that is C++: `c10::SetAllocator`), so PyTorch dereferences a null allocator
+and the process dies. Device memory here belongs to tensors (tensor.py); a storage on its own
+has no place to live, so the constructor says so, and names what works instead.
 """
 
 from __future__ import annotations
@@ -15,41 +14,37 @@ import torch
 
 from .. import _compat
 from .._compat import DEVICE_NAME
-from .runtime import RUNTIME
-from .tensor import DeviceStorage
 
 
-def _index(device) -> int:
+def _refuse(what: str) -> RuntimeError:
+    return RuntimeError(
+        f"{what} on {DEVICE_NAME} is not supported: {DEVICE_NAME} keeps its memory in device "
+        "tensors, and a storage on its own would need a C++ allocator, which a Python backend "
+        "cannot register. Make a tensor instead, e.g. torch.empty(n, dtype=torch.uint8, "
+        f"device='{DEVICE_NAME}'), or build the storage on the host and move tensors over "
+        f"with `.to('{DEVICE_NAME}')`."
+    )
+
+
+def _on_device(device) -> bool:
     if device is None:
-        return RUNTIME.current_index
-    if isinstance(device, int):
-        index = device
-    else:
-        device = torch.device(device)
-        if device.type != DEVICE_NAME:
-            raise ValueError(f"storage.{DEVICE_NAME}(device): expected a {DEVICE_NAME} device, "
-                             f"got {device}")
-        index = device.index if device.index is not None else RUNTIME.current_index
-    return RUNTIME.device(index).index  # a clear error for an index that does not exist
+        return False
+    try:
+        return torch.device(device).type == DEVICE_NAME
+    except (RuntimeError, TypeError):
+        return False  # PyTorch's own constructor reports a bad device argument
 
 
-def to_device(self, device=None, non_blocking: bool = False):
-    """A copy of this storage in the device's memory (`self` when it is there already)."""
-    index = _index(device)
-    if self.device.type == DEVICE_NAME and self.get_device() == index:
-        return self
-    if isinstance(self, torch.TypedStorage):
-        untyped = to_device(self._untyped_storage, index, non_blocking)
-        return torch.TypedStorage(wrap_storage=untyped, dtype=self.dtype, _internal=True)
-    host = self.cpu().clone() if self.device.type == DEVICE_NAME else self.clone()
-    on_device = _compat.storage_alias(host, torch.device(DEVICE_NAME, index))
-    on_device._mtia_host = host
-    on_device._mtia_memory = DeviceStorage(index, host.nbytes(), host.data_ptr(), "storage.to")
-    return on_device
+def _checked_new(original_new):
+    def new(cls, *args, **kwargs):
+        if _on_device(kwargs.get("device")):
+            raise _refuse(f"torch.{cls.__name__}(..., device=...)")
+        return original_new(cls, *args, **kwargs)
+
+    new.__wrapped__ = original_new
+    return new
 
 
-def register() -> None:
-    """Generate the storage methods (once) and install the device copy. Idempotent."""
-    _compat.generate_storage_methods(DEVICE_NAME)
-    torch.storage._StorageBase.mtia_sim = to_device
-    torch.TypedStorage.mtia_sim = to_device
+def install() -> None:
+    """Guard the storage constructor (idempotent)."""
+    _compat.wrap_storage_new(_checked_new)

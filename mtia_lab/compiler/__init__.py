@@ -9,7 +9,9 @@ Reading order, as the data flows:
     runner.py     runs the kernels, charges the simulated clock, tells listeners
     backend.py    Dynamo + AOTAutograd glue, decompositions and the keep-list
     config.py     the guardrails' settings, with `config.patch(...)`
-    inductor_compare.py   TorchInductor's own fusion groups for the same graph
+    inductor_compare.py   TorchInductor's real plan for the device beside ours, each
+                          difference with the rule that explains it
+    fidelity.py   that comparison over a suite of graphs, as one table
 """
 
 from __future__ import annotations
@@ -29,9 +31,18 @@ __all__ = [
     "COMPILED", "KEEP", "CompiledGraph", "ConfigError", "FusedSchedulerNode", "FusionDecision",
     "FusionPlan", "FusionSplitError", "GraphIR", "Kernel", "KernelGroup", "Kind", "LISTENERS",
     "Program", "Runner", "Scheduler", "SchedulerNode", "add_listener", "assert_single_kernel",
-    "build_ir", "compile_graph", "config", "generate", "mtia_lab_backend", "plans_for",
+    "build_ir", "compile_graph", "config", "generate", "inductor_plan", "mtia_lab_backend",
+    "plans_for",
     "register", "remove_listener", "schedule", "score_fusion_memory", "trace",
 ]
+
+
+def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = None):
+    """Real TorchInductor's FusionPlan of `fn` on mtia_sim (mtia_lab/inductor/plan.py): the same
+    record as ours, from Inductor's own scheduler; `config` patches Inductor's config."""
+    from ..inductor import inductor_plan as plan
+
+    return plan(fn, *example_inputs, keep=keep, config=config)
 
 
 def trace(fn, *args) -> GraphIR:

@@ -18,7 +18,10 @@ import stat
 import tempfile
 from dataclasses import fields
 
+from ..progress import progress
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
+
+PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
 
 FORMAT = "mtia_lab.trace"
 VERSION = 1
@@ -42,6 +45,10 @@ class TraceFormatError(ValueError):
 # -- the mtia_lab format ---------------------------------------------------------------------
 def trace_to_json(trace: Trace) -> dict:
     """The JSON object of a trace (what `save_trace` writes)."""
+    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
+        from ..distributed.traces import ranked_to_plain
+
+        trace = ranked_to_plain(trace)
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
     path_ids: dict[int, int] = {}
@@ -256,7 +263,8 @@ def _build(data: dict) -> Trace:
         paths.append(DispatchPath(tuple(tuple(keys) for keys in arg_keys), tuple(merged),
                                   tuple(steps), chosen))
     events = []
-    for at, row in enumerate(_list(data, "events")):
+    for at, row in enumerate(progress(_list(data, "events"), desc="loading trace",
+                                      min_total=PROGRESS_FROM)):
         row = list(_row(row, _EVENT_TYPES, "event", at))
         row[_DISPATCH_AT] = _refs([row[_DISPATCH_AT]], paths, "dispatch path", at)[0]
         row[_INPUTS_AT] = tuple(_refs(row[_INPUTS_AT], tensors, "tensor", at))
@@ -282,6 +290,10 @@ def to_chrome_trace(trace: Trace) -> dict:
     """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
     dur in microseconds. Host wall time is process 0; simulated time of device N is process
     N + 1, one thread per stream, measured from the device's clock when the trace began."""
+    if hasattr(trace, "ranks"):  # several ranks merged: one process per rank (distributed/)
+        from ..distributed.traces import to_chrome_trace as ranked_chrome_trace
+
+        return ranked_chrome_trace(trace)
     out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
            _meta("thread_name", HOST_PID, 0, "ops")]
     sim_start = trace.metadata.get("sim_start_us", {})

@@ -14,6 +14,12 @@ Two layers, as everywhere in viz:
     pg = playground(mlp, x, w1, b1, w2, b2)     # or playground(plan), playground(ir)
     pg.widget()                                 # live; `pg` alone shows the static view
     pg.set(max_fusion_size=2); pg.plan.kernel_count
+
+`engine="inductor"` (from fn, *args): the same playground over real TorchInductor's scheduler
+for mtia_sim (mtia_lab/inductor): the controls are Inductor's own config values, and each
+change compiles the function again with Inductor (seconds, not milliseconds: Inductor lowers
+and schedules the whole graph). `pg.switch("inductor")` / the widget's engine buttons move
+between the two schedulers on the same function.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from ..compiler.config import ConfigError
 from ..compiler.decisions import FusionPlan, flipped
 from ..compiler.ir import GraphIR
 from ..compiler.scheduler import schedule
-from .display import View, svg_img_html, text_html
+from ..progress import progress
+from .display import View, svg_img_html, text_html, widget_bundle
 from .fusion_graph import FusionGraph, fmt_us
 from .graphviz_render import DotError, GraphvizNotFound
 
@@ -40,8 +47,14 @@ CONTROLS = {
     "max_fusion_buffer_group_pairwise_attempts": "int",
     "combo_kernels": "bool",
     "combo_kernel_max_num_args": "int",
+    "combo_kernel_max_num_nodes": "int",
+    "matmul_templates": "bool",
     "on_chip_memory_budget": "optional",
 }
+# Inductor's own guardrails (torch._inductor.config), for engine="inductor".
+INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()
+                     if name != "on_chip_memory_budget"}
+ENGINES = ("ours", "inductor")
 MAX_GROUPS_LISTED = 30
 MAX_FLIPS_LISTED = 20
 
@@ -66,10 +79,11 @@ def _ir_of(source, args) -> tuple[GraphIR, str, dict]:
                     f"got {type(source).__name__}")
 
 
-def parse_setting(name: str, text) -> object:
+def parse_setting(name: str, text, names=None) -> object:
     """A control's value as the config expects it ("" or "None" -> None in optional fields)."""
-    if name not in config.SETTINGS:
-        raise ConfigError(config._unknown(name))
+    if name not in (config.SETTINGS if names is None else names):
+        raise ConfigError(config._unknown(name) if names is None else
+                          f"unknown setting {name!r}; settings: {', '.join(names)}")
     if not isinstance(text, str):
         return text
     text = text.strip()
@@ -85,25 +99,53 @@ def parse_setting(name: str, text) -> object:
 class Playground(View):
     """The playground's state: settings, baseline plan, current plan, error, flipped pairs."""
 
-    def __init__(self, source, *args, name: str | None = None) -> None:
-        self.ir, default_name, start = _ir_of(source, args)
+    def __init__(self, source, *args, name: str | None = None, engine: str = "ours") -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        self.engine, self.source, self.args = engine, source, args
+        if engine == "inductor":
+            if not callable(source) or isinstance(source, (FusionPlan, GraphIR)):
+                raise TypeError("playground(fn, *args, engine='inductor') needs the function "
+                                "and its inputs: Inductor compiles it again at each change")
+            from ..inductor import guardrail_settings
+
+            self.ir, default_name, start = None, getattr(source, "__name__", "graph"), \
+                guardrail_settings()
+            self.controls = INDUCTOR_CONTROLS
+        else:
+            self.ir, default_name, start = _ir_of(source, args)
+            self.controls = CONTROLS
         self.name = name or default_name
-        self.start = {k: start[k] for k in CONTROLS}
+        self.start = {k: start[k] for k in self.controls}
         self.settings = dict(self.start)
         self.error = ""
         self.baseline = self._schedule(self.settings)
         self.plan = self.baseline
 
     def _schedule(self, settings: dict) -> FusionPlan:
+        if self.engine == "inductor":
+            from ..inductor import inductor_plan
+
+            return inductor_plan(self.source, *self.args, config=settings)
         with config.patch(**settings):  # checks every value before any is applied
             return schedule(self.ir, self.name)
+
+    def switch(self, engine: str) -> Playground:
+        """The same function's playground under the other scheduler (needs fn, *args)."""
+        if engine == self.engine:
+            return self
+        if not self.args and not callable(self.source):
+            raise TypeError("switching engines needs playground(fn, *args)")
+        return Playground(self.source, *self.args, name=self.name, engine=engine)
 
     def set(self, **changes) -> FusionPlan:
         """Re-schedule with `changes` on top of the current settings; returns the current plan.
 
         An invalid value raises nothing: the plan stays as it was and `.error` says why."""
         try:
-            wanted = {**self.settings, **{k: parse_setting(k, v) for k, v in changes.items()}}
+            names = None if self.engine == "ours" else self.controls
+            wanted = {**self.settings,
+                      **{k: parse_setting(k, v, names) for k, v in changes.items()}}
             plan = self._schedule(wanted)
         except ConfigError as exc:
             self.error = str(exc)
@@ -134,7 +176,9 @@ class Playground(View):
 
     def to_text(self) -> str:
         changed = self.changed_settings()
-        lines = [f"guardrail playground {self.name!r}: {len(self.ir.nodes)} scheduler nodes",
+        size = (f"{len(self.ir.nodes)} scheduler nodes" if self.ir is not None else
+                f"TorchInductor's scheduler, {self.plan.before.kernels} nodes before fusion")
+        lines = [f"guardrail playground {self.name!r}: {size}",
                  "settings: " + (", ".join(f"{k}={v!r} (was {self.start[k]!r})"
                                            for k, v in changed.items()) or "as started")]
         if self.error:
@@ -168,9 +212,37 @@ class Playground(View):
             bundle["text/html"] = text_html(self.to_text()) + bundle["text/html"]
         return bundle
 
+    def sweep(self, name: str, values) -> SweepTable:
+        """Schedule once per value of guardrail `name`, the other settings as they are now,
+        with a progress bar (tqdm.auto); the playground's own settings and plan stay as they
+        were. A value the config refuses raises its ConfigError."""
+        if name not in CONTROLS:
+            raise ValueError(f"no guardrail {name!r} to sweep; choose from {', '.join(CONTROLS)}")
+        rows = []
+        for value in progress(list(values), desc=f"sweeping {name}"):
+            plan = self._schedule({**self.settings, name: parse_setting(name, value)})
+            rows.append((value, plan.after.kernels, plan.after.bytes_moved, plan.after.time_us))
+        return SweepTable(self.name, name, rows)
+
     def widget(self, show_graph: bool = True) -> PlaygroundWidget:
         """The live widget over this playground (changes go through `set`)."""
         return PlaygroundWidget(self, show_graph=show_graph)
+
+
+class SweepTable(View):
+    """What one guardrail does to a plan across values: kernels, bytes moved, simulated time."""
+
+    def __init__(self, graph: str, name: str, rows: list[tuple]) -> None:
+        self.graph, self.name, self.rows = graph, name, rows
+
+    def to_text(self) -> str:
+        lines = [f"sweep of {self.name} over {self.graph!r} ({len(self.rows)} values)",
+                 f"{self.name:>{max(len(self.name), 8)}}  {'kernels':>8}  {'bytes moved':>12}"
+                 f"  {'simulated':>10}"]
+        width = max(len(self.name), 8)
+        for value, kernels, moved, time_us in self.rows:
+            lines.append(f"{value!s:>{width}}  {kernels:>8}  {moved:>12,}  {fmt_us(time_us):>10}")
+        return "\n".join(lines)
 
 
 def _control(name: str, value, kind: str):
@@ -194,26 +266,72 @@ def _shown(control, value):
     return value
 
 
+def field_error(name: str, value) -> str:
+    """A short note for beside a control: what is wrong with `value`, or ""."""
+    try:
+        config.SETTINGS[name].check(parse_setting(name, value))
+    except ConfigError:
+        if isinstance(value, str) and value.strip().lower() not in ("", "none"):
+            try:
+                int(value.strip().replace("_", "").replace(",", ""))
+            except ValueError:
+                return "not a whole number"
+        return "needs " + config.SETTINGS[name].valid_range()
+    return ""
+
+
 class PlaygroundWidget(widgets.VBox):
-    """ipywidgets front end of a Playground: `controls[name]` per guardrail; `numbers`,
-    `error`, `groups`, `flips`, `picture` are the HTML outputs it redraws after each edit."""
+    """ipywidgets front end of a Playground: `controls[name]` per guardrail, with `notes[name]`
+    beside it (a short message while its value is refused); `numbers`, `error`, `groups`,
+    `flips`, `picture` are the HTML outputs it redraws after each edit.
+
+    The controls sit in a column of fixed width that does not shrink (flex 0 0 auto), and the
+    full error text goes below the numbers, wrapped: a long message never squeezes the
+    controls."""
 
     def __init__(self, playground: Playground, show_graph: bool = True) -> None:
         self.playground, self.show_graph = playground, show_graph
-        self.controls = {name: _control(name, playground.settings[name], kind)
-                         for name, kind in CONTROLS.items()}
-        for control in self.controls.values():
-            control.observe(self._changed, names="value")
         self.reset_button = widgets.Button(description="reset")
         self.reset_button.on_click(lambda _: self.reset())
-        self.error = widgets.HTML()
+        self.engine = widgets.ToggleButtons(options=ENGINES, value=playground.engine,
+                                            description="scheduler")
+        self.engine.observe(self._switched, names="value")
+        self.error = widgets.HTML(layout=widgets.Layout(max_width="520px"))
         self.numbers = widgets.HTML()
         self.groups = widgets.HTML()
         self.flips = widgets.HTML()
         self.picture = widgets.HTML()
-        column = widgets.VBox([*self.controls.values(), self.reset_button])
-        super().__init__([widgets.HBox([column, widgets.VBox([self.numbers, self.error])]),
+        self.column = widgets.VBox(layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
+        self.column.add_class("mtia-playground-controls")
+        results = widgets.VBox([self.numbers, self.error], layout=widgets.Layout(flex="1 1 auto"))
+        super().__init__([self.engine,
+                          widgets.HBox([self.column, results],
+                                       layout=widgets.Layout(flex_flow="row wrap")),
                           self.flips, self.groups, self.picture])
+        self._build_controls()
+        self.refresh()
+
+    def _build_controls(self) -> None:
+        pg = self.playground
+        self.controls = {name: _control(name, pg.settings[name], kind)
+                         for name, kind in pg.controls.items()}
+        # A short message by a field when its value is refused (filled in by refresh).
+        self.notes = {name: widgets.HTML(layout=widgets.Layout(width="200px"))
+                      for name in self.controls}
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        rows = [widgets.HBox([self.controls[name], self.notes[name]],
+                             layout=widgets.Layout(flex="0 0 auto"))
+                for name in self.controls]
+        self.column.children = [*rows, self.reset_button]
+
+    def _switched(self, change) -> None:
+        """Our scheduler <-> TorchInductor's, on the same function."""
+        try:
+            self.playground = self.playground.switch(change["new"])
+        except TypeError as exc:
+            self.playground.error = str(exc)
+        self._build_controls()
         self.refresh()
 
     def _changed(self, change) -> None:
@@ -240,6 +358,10 @@ class PlaygroundWidget(widgets.VBox):
 
     def refresh(self) -> None:
         pg = self.playground
+        for name, control in self.controls.items():
+            note = field_error(name, control.value)
+            self.notes[name].value = (f'<span style="color:#cc2222">{html.escape(note)}</span>'
+                                      if note else "")
         self.error.value = (f'<pre style="color:#cc2222;white-space:pre-wrap">'
                             f"{html.escape(pg.error)}</pre>" if pg.error else "")
         rows = "".join(f"<tr><td>{html.escape(str(a))}</td><td style='text-align:right'>"
@@ -260,12 +382,14 @@ class PlaygroundWidget(widgets.VBox):
             except (GraphvizNotFound, DotError) as exc:
                 self.picture.value = f"<pre>(diagram not drawn: {html.escape(str(exc))})</pre>"
 
-    def _repr_mimebundle_(self, **kwargs) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = self.playground.to_text()  # stable, unlike VBox(children=...)
-        return bundle
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict[str, Any]:
+        """The widget, and its static form: the playground's numbers, groups, flips and
+        picture (the same as the Playground's own output), for wherever widgets do not draw."""
+        static = self.playground._repr_mimebundle_(include={"text/html"}).get("text/html", "")
+        return widget_bundle(self, self.playground.to_text(), static, include, exclude)
 
 
-def playground(source, *args, name: str | None = None) -> Playground:
-    """A Playground over a plan (with its graph), a GraphIR, a CompiledGraph, or fn(*args)."""
-    return Playground(source, *args, name=name)
+def playground(source, *args, name: str | None = None, engine: str = "ours") -> Playground:
+    """A Playground over a plan (with its graph), a GraphIR, a CompiledGraph, or fn(*args);
+    `engine="inductor"` (fn, *args only): over TorchInductor's own scheduler for mtia_sim."""
+    return Playground(source, *args, name=name, engine=engine)

@@ -1,0 +1,183 @@
+"""Where a graph with mtia_sim tensors enters TorchInductor, and how it keeps its device.
+
+Dynamo hands a backend fake tensors shaped like the user's: fake `MTIATensor`s, wrapper
+subclasses whose `__tensor_flatten__` lets AOTAutograd *desugar* them into their inner CPU
+tensors. That is what `backend="mtia_lab"` wants (its kernels run on the inner tensors), but
+Inductor would then see a CPU graph and compile it for the CPU: C++ kernels, CPU heuristics.
+
+So for Inductor the example inputs are re-made as plain fake tensors *on mtia_sim* (same fake
+mode, sizes, strides, dtype, requires_grad): AOTAutograd has no subclass to desugar, the
+forward and backward graphs it traces carry `mtia_sim:0` on every value, and Inductor compiles
+them for that device -- Triton kernels through the registrations of device.py. At run time the
+compiled code receives the real device tensors: buffers it allocates are device tensors,
+extern kernels (mm, convolution, the keep-list) are eager ATen calls on the device, and each
+Triton launch is unwrapped to host memory by launch.py.
+
+The entry is Inductor's own `compile_fx`, wrapped once (the default backend "inductor" looks
+it up at each compile); graphs without device tensors pass through untouched. The wrapper is
+installed when `torch._inductor.compile_fx` is first imported (see mtia_lab/inductor/__init__.py),
+so `import mtia_lab` loads neither Dynamo nor Inductor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
+
+from ..backend.tensor import MTIATensor
+from . import _compat, errors
+
+aten = torch.ops.aten
+_STATE = {"keep_list": True}
+
+
+def keep_ops() -> set:
+    """The overloads of the compiler's KEEP list (mtia_lab/compiler/backend.py): ops MTIA runs
+    as one ATen kernel, never decomposed."""
+    from ..compiler.backend import KEEP
+
+    return {getattr(packet, name) for packet in KEEP for name in packet.overloads()}
+
+
+@contextlib.contextmanager
+def keep_list(enabled: bool):
+    """Compile with (True, the default) or without MTIA's keep-list of undecomposed ops."""
+    previous, _STATE["keep_list"] = _STATE["keep_list"], enabled
+    try:
+        yield
+    finally:
+        _STATE["keep_list"] = previous
+
+
+def decompositions(table: dict | None) -> dict:
+    """Inductor's decomposition table (or the caller's), minus the keep-list when it is on."""
+    table = dict(table) if table is not None else _compat.inductor_decompositions()
+    if not _STATE["keep_list"]:
+        return table
+    keep = keep_ops()
+    return {op: fn for op, fn in table.items() if op not in keep}
+
+
+@contextlib.contextmanager
+def _keep_as_fallbacks():
+    """Lower kept ops that Inductor would decompose (layer norm) as ATen calls, for the length
+    of one compilation: Inductor compiles other devices' graphs as it always does."""
+    added = [op for op in keep_ops() if _STATE["keep_list"] and _compat.ensure_fallback(op)]
+    try:
+        yield
+    finally:
+        for op in added:
+            _compat.remove_fallback(op)
+
+
+def has_device_inputs(example_inputs) -> bool:
+    return any(isinstance(x, MTIATensor) for x in example_inputs)
+
+
+def device_fakes(gm: torch.fx.GraphModule, example_inputs) -> list:
+    """Plain fake tensors on mtia_sim in place of the fake MTIATensors (see module docstring)."""
+    mode = _compat.detect_fake_mode(example_inputs)
+    out = []
+    with mode:
+        for x in example_inputs:
+            if isinstance(x, MTIATensor):
+                fake = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+                if x.requires_grad:
+                    fake.requires_grad_(True)
+                out.append(fake)
+            else:
+                out.append(x)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, out, strict=False):
+        for key in ("example_value", "val"):
+            if isinstance(node.meta.get(key), MTIATensor):
+                node.meta[key] = value
+    return out
+
+
+def _symbolic(example_inputs) -> bool:
+    return any(isinstance(x, torch.SymInt) or (
+        isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape))
+        for x in example_inputs)
+
+
+def compile_for_device(original, gm, example_inputs, *args, **kwargs):
+    """Inductor's compile_fx on a graph of mtia_sim tensors, for the device."""
+    from . import install_hooks
+
+    install_hooks()
+    if _symbolic(example_inputs):
+        raise errors.dynamic_shapes()
+    inputs = device_fakes(gm, example_inputs)
+    kwargs["decompositions"] = decompositions(kwargs.get("decompositions"))
+    kwargs["inner_compile"] = _inner(kwargs.get("inner_compile"), _STATE["keep_list"])
+    patches = dict(kwargs.get("config_patches") or {})
+    # Inductor's FX graph cache would skip its scheduler on a hit: no decisions to collect.
+    patches.setdefault("fx_graph_cache", False)
+    kwargs["config_patches"] = patches
+    with _explained():
+        return original(gm, inputs, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def _explained():
+    try:
+        yield
+    except errors.InductorDeviceError:
+        raise
+    except Exception as error:  # name the op and the fix; Inductor's error is the cause
+        clear = _explain(error)
+        if clear is None:
+            raise
+        raise clear from error
+
+
+def _inner(inner_compile, keep: bool):
+    """Inductor's inner compile (forward, and backward when autograd first needs it) with the
+    keep-list's fallbacks in place, and errors explained."""
+    if inner_compile is None:
+        inner_compile = _compat.compile_fx_module().compile_fx_inner
+    if getattr(inner_compile, "_mtia_lab", False):
+        return inner_compile
+
+    @functools.wraps(inner_compile)
+    def compile_inner(*args, **kwargs):
+        with keep_list(keep), _keep_as_fallbacks(), _explained():
+            return inner_compile(*args, **kwargs)
+
+    compile_inner._mtia_lab = True
+    return compile_inner
+
+
+def _explain(error: BaseException) -> errors.InductorDeviceError | None:
+    seen = error
+    while seen is not None:
+        inner = getattr(seen, "inner_exception", None) or seen.__cause__
+        name = type(seen).__name__
+        if name in ("MissingOperatorWithoutDecomp", "MissingOperatorWithDecomp",
+                    "LoweringException"):
+            target = str(seen).splitlines()
+            op = next((line.split("target:", 1)[1].strip() for line in target
+                       if "target:" in line), "an op")
+            return errors.unsupported_op(op, seen)
+        seen = inner if inner is not seen else None
+    return None
+
+
+def install_entry() -> None:
+    """Wrap Inductor's compile_fx (idempotent)."""
+    module = _compat.compile_fx_module()
+    original = module.compile_fx
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    @functools.wraps(original)
+    def compile_fx(model_, example_inputs_, *args, **kwargs):
+        if isinstance(model_, torch.fx.GraphModule) and has_device_inputs(example_inputs_):
+            return compile_for_device(original, model_, example_inputs_, *args, **kwargs)
+        return original(model_, example_inputs_, *args, **kwargs)
+
+    compile_fx._mtia_lab = True
+    module.compile_fx = compile_fx

@@ -1,0 +1,118 @@
+"""Each Triton kernel launch of Inductor-compiled code: run on host memory, charge, tell.
+
+Inductor's wrapper calls `kernel.run(*args, stream=...)` on its CachingAutotuner with device
+tensors (MTIATensors). The hook (installed once on the CachingAutotuner class, inert for other
+devices):
+  1. hands Triton's interpreter the inner host tensors -- the device memory itself, so writes
+     land where the device tensors see them;
+  2. prices the launch with the roofline (backend/cost.py): bytes from Inductor's own estimate
+     of the kernel (`kernel_num_gb`, written bytes = the arguments it mutates), flops from its
+     `estimate_flops` when it has one, else one vector op per element written (the eager rule);
+  3. charges it to the current stream of the device (streams.charge), as an eager op would be;
+  4. tells LISTENERS (the trace: trace_events.py) with a `TritonLaunch` record.
+Extern kernels (mm, convolution, the keep-list) are not launches here: they are eager ATen
+calls on device tensors, served and charged by the dispatcher like any eager op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ..backend.cost import KernelCost
+from ..backend.runtime import RUNTIME
+from ..backend.streams import charge
+from ..backend.tensor import MTIATensor
+from . import _compat, errors
+
+_LOW = (torch.bfloat16, torch.float16)
+# listener(launch: TritonLaunch, cost: KernelCost, span: (stream, start_us, end_us))
+LISTENERS: list[Callable] = []
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What codegen knew about a kernel (kernels.py registers it when Inductor defines it)."""
+
+    name: str  # triton_poi_fused_add_relu_0
+    graph: str  # the Inductor graph it belongs to ("forward_3")
+    aten_nodes: tuple[str, ...]  # "relu: aten.relu.default", graph order
+    nodes: tuple[str, ...]  # the FX node names alone
+    source: str  # the @triton.jit function
+
+
+@dataclass(frozen=True)
+class TritonLaunch:
+    kernel: KernelInfo
+    grid: tuple[int, ...]
+    inputs: tuple[torch.Tensor, ...]  # device tensors it read (only those it did not write)
+    outputs: tuple[torch.Tensor, ...]  # device tensors it wrote (in_out_ptr and out_ptr)
+
+
+def launch_cost(autotuner, args) -> KernelCost:
+    """The roofline terms of one launch (see the module docstring)."""
+    names = list(autotuner.fn.arg_names)
+    mutated = set(autotuner.mutated_arg_names)
+    written = sum(a.nbytes for n, a in zip(names, args, strict=False)
+                  if n in mutated and isinstance(a, torch.Tensor))
+    total_args = sum(a.nbytes for a in args if isinstance(a, torch.Tensor))
+    num_gb = autotuner.inductor_meta.get("kernel_num_gb")
+    total = int(round(num_gb * 1e9)) if num_gb else total_args
+    flops = autotuner.inductor_meta.get("kernel_flop")
+    elements = sum(a.numel() for n, a in zip(names, args, strict=False)
+                   if n in mutated and isinstance(a, torch.Tensor))
+    low = any(isinstance(a, torch.Tensor) and a.dtype in _LOW for a in args)
+    return KernelCost(0.0, float(flops or elements), max(total - written, 0), written, 0, low)
+
+
+def _split(autotuner, args) -> tuple[tuple, tuple]:
+    mutated = set(autotuner.mutated_arg_names)
+    pairs = list(zip(autotuner.fn.arg_names, args, strict=False))
+    outs = tuple(a for n, a in pairs if n in mutated and isinstance(a, MTIATensor))
+    ins = tuple(a for n, a in pairs if n not in mutated and isinstance(a, MTIATensor))
+    return ins, outs
+
+
+def _info(autotuner) -> KernelInfo:
+    info = getattr(autotuner, "_mtia_lab_info", None)
+    if info is None:
+        from .kernels import kernel_info
+
+        info = autotuner._mtia_lab_info = kernel_info(
+            _compat.kernel_name_of(autotuner), _compat.kernel_source(autotuner))
+    return info
+
+
+def install() -> None:
+    """Wrap CachingAutotuner.run (idempotent)."""
+    cls = _compat.caching_autotuner()
+    original = cls.run
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    def run(self, *args, stream, **kwargs):
+        device = next((a for a in args if isinstance(a, MTIATensor)), None)
+        if device is None:
+            return original(self, *args, stream=stream, **kwargs)
+        host = [a._inner if isinstance(a, MTIATensor) else a for a in args]
+        try:
+            result = original(self, *host, stream=stream, **kwargs)
+        except Exception as error:  # one clear error naming the kernel and its aten nodes
+            info = _info(self)
+            clear = errors.kernel_failed(info.name, ", ".join(info.nodes) or "?", error)
+            clear.interpreter_error = error  # kept, not chained: its traceback is Triton's
+            raise clear from None
+        state = RUNTIME.device(device._storage.device_index)
+        cost = launch_cost(self, args)
+        span = charge(state, cost.duration_us(state.profile))
+        if LISTENERS:
+            ins, outs = _split(self, args)
+            launch = TritonLaunch(_info(self), _compat.launch_grid(self, host), ins, outs)
+            for listener in LISTENERS:
+                listener(launch, cost, span)
+        return result
+
+    run._mtia_lab = True
+    cls.run = run

@@ -1,0 +1,63 @@
+"""What Inductor cannot do on mtia_sim fails with one clear error naming the problem and fix."""
+
+import pytest
+import torch
+from fresh_python import run_python
+
+from mtia_lab.inductor import InductorDeviceError, errors
+
+DEVICE = "mtia_sim"
+
+
+def test_a_kernel_the_interpreter_cannot_run_names_the_op_and_the_fix():
+    x = torch.randn(4, 8)
+    before = x.clone()
+    torch.compiler.reset()
+    with pytest.raises(InductorDeviceError) as info:
+        torch.compile(lambda t: torch.atan(t) + 1)(x.to(DEVICE))
+    message = str(info.value)
+    assert "libdevice.atan" in message and "atan" in message.split("(in Triton kernel")[1]
+    assert "torch.compiler.disable" in message and "backend='mtia_lab'" in message
+    assert "\n" not in message  # one line, not Inductor's traceback
+    torch.testing.assert_close(x, before)
+
+
+def test_dynamic_shapes_are_refused_with_the_fix():
+    torch.compiler.reset()
+    f = torch.compile(lambda t: (t * 2).sum(0), dynamic=True)
+    with pytest.raises(Exception, match="static shapes only") as info:
+        f(torch.randn(4, 8).to(DEVICE))
+    assert "dynamic=False" in str(info.value)
+
+
+def test_static_recompile_per_size_works():
+    torch.compiler.reset()
+    f = torch.compile(lambda t: (t * 2).sum(0), dynamic=False)
+    for n in (3, 5):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(f(x.to(DEVICE)).cpu(), (x * 2).sum(0))
+
+
+def test_a_triton_that_does_not_match_names_both_versions(monkeypatch):
+    monkeypatch.setattr(errors._compat, "triton_version", lambda: "3.8.1")
+    with pytest.raises(InductorDeviceError, match=r"triton 3\.8\.1 is installed") as info:
+        errors.check_triton()
+    assert "pip install triton==3.9.0" in str(info.value)
+    monkeypatch.setattr(errors._compat, "triton_version", lambda: None)
+    with pytest.raises(InductorDeviceError, match="triton is not installed"):
+        errors.check_triton()
+
+
+def test_import_stays_cheap_and_sets_the_interpreter_switch_only():
+    done = run_python(
+        "import os, sys, mtia_lab; print('torch._dynamo' in sys.modules, 'triton' in sys.modules,"
+        " 'torch._inductor' in sys.modules, os.environ.get('TRITON_INTERPRET'))",
+        PYTHONPATH=".")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False", "1"]
+
+
+def test_a_user_setting_of_the_switch_is_left_alone():
+    done = run_python("import os, mtia_lab; print(os.environ['TRITON_INTERPRET'])",
+                      PYTHONPATH=".", TRITON_INTERPRET="0")
+    assert done.stdout.strip() == "0", done.stderr
