@@ -6,7 +6,8 @@ weights, no download; why not timm is said there) runs the same steps on the CPU
 - eager forward and backward in training mode: logits, every gradient, every buffer (BatchNorm
   running statistics are updated by the forward);
 - three AdamW steps: parameters, buffers and the optimizer's state after each run; the default
-  AdamW (foreach) for every model, `fused=True` for two;
+  AdamW (foreach) for every model, in strict mode (no op may fall back to the CPU), and
+  `fused=True` for two;
 - `torch.compile(backend="mtia_lab")` in eval mode under `no_grad`, and for one training step
   (forward, backward, AdamW step), against CPU eager.
 
@@ -137,7 +138,8 @@ def _assert_optimizer_state_matches(cpu_opt, device_opt) -> None:
 def test_three_adamw_steps_match_cpu(name):
     cpu_model, device_model, batch, device_batch = _pair(name, train=True)
     cpu_opt = _adamw_steps(cpu_model, batch, 3)
-    device_opt = _adamw_steps(device_model, device_batch, 3)
+    with mtia_lab.strict():  # every op of training, optimizer included, has a native kernel
+        device_opt = _adamw_steps(device_model, device_batch, 3)
     _assert_state_matches(cpu_model, device_model, "after 3 AdamW steps", **STEPPED)
     _assert_optimizer_state_matches(cpu_opt, device_opt)
 

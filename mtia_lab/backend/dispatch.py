@@ -132,7 +132,8 @@ class _OpPlan:
     facts. `registered` is the registry entry it was made from: registering or removing a kernel
     later makes the plan stale, and the next call makes a new one."""
 
-    __slots__ = ("registered", "kernel", "facts", "name", "first_alias")
+    __slots__ = ("registered", "kernel", "facts", "name", "first_alias", "host_sync",
+                 "before_run")
 
     def __init__(self, func: torch._ops.OpOverload, registered: Kernel | None) -> None:
         self.registered = registered
@@ -144,9 +145,14 @@ class _OpPlan:
             self.kernel = registered
         aliases = self.facts.return_aliases
         self.first_alias = aliases[0] if aliases else None
+        # Asked once here, not per call: hashing an OpOverload runs Python code (torch/_ops.py)
+        self.host_sync = func in _HOST_SYNCS
+        self.before_run = _BEFORE_RUN.get(func)
 
 
-_PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
+# Keyed by id(func): overloads are interned (torch.ops.aten.add.Tensor is always the same object,
+# alive as long as the process) and an int hashes in C, an OpOverload in Python.
+_PLANS: dict[int, _OpPlan] = {}
 # What a few ops need before they run: host index tensors copied to the device, as CUDA does
 # (host_indices.py); the capacity checked for results sized by their arguments (oom.py).
 _BEFORE_RUN = dict.fromkeys(host_indices.INDEX_OPS, host_indices.indices_to_device)
@@ -155,9 +161,9 @@ _BEFORE_RUN.update(dict.fromkeys(oom.RESULT_BYTES, oom.check_result))
 
 def _plan_of(func, registered: Kernel | None) -> _OpPlan:
     """The cached plan of `func`, made anew when its registry entry changed."""
-    plan = _PLANS.get(func)
+    plan = _PLANS.get(id(func))
     if plan is None or plan.registered is not registered:
-        plan = _PLANS[func] = _OpPlan(func, registered)
+        plan = _PLANS[id(func)] = _OpPlan(func, registered)
     return plan
 
 
@@ -176,11 +182,12 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
         return _answer_query(func, args, kwargs)
-    plan = _plan_of(func, registered)
+    plan = _PLANS.get(id(func))
+    if plan is None or plan.registered is not registered:
+        plan = _plan_of(func, registered)
     op_facts, kernel = plan.facts, plan.kernel
-    before_run = _BEFORE_RUN.get(func)
-    if before_run is not None:
-        args = before_run(func, args, kwargs)
+    if plan.before_run is not None:
+        args = plan.before_run(func, args, kwargs)
     # 1. unwrap, and find the one device the op runs on
     devices: list = []
     inner_args = tuple([_unwrap(a, devices) for a in args])
@@ -249,7 +256,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             func, kernel, inner_args, inner_kwargs, out, devices, target, device, duration
         )
     span = charge(device, duration) if duration is not None else None
-    if span is not None and (type(target) is not int or func in _HOST_SYNCS):
+    if span is not None and (type(target) is not int or plan.host_sync):
         # The host reads the result (`.cpu()`, `.item()`): it waits for the stream to finish,
         # unless the copy was non_blocking.
         if not (kwargs.get("non_blocking") or (func is _COPY and len(args) > 2 and args[2])):
