@@ -114,7 +114,9 @@ class FusionPlan:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ir"}
         data = asdict(FusionPlan(**data))
         data.pop("ir")
-        if self.ir is not None:  # dataflow inside kernels, shapes, users' names (for views)
+        # Dataflow inside kernels, shapes, users' names (for views): our IR has them; a plan of
+        # Inductor's carries an InductorGraph instead (mtia_lab/inductor), drawn without them.
+        if self.ir is not None and hasattr(self.ir, "buffers"):
             from .plan_detail import plan_detail
 
             data["detail"] = plan_detail(self.ir)
