@@ -327,12 +327,7 @@ def _absorbed(ours: FusionPlan, where: dict[str, list[int]]) -> list[str]:
     ir = ours.ir
     if ir is None:
         return []
-    users: dict[str, set[str]] = {}
-    for node in ir.nodes:
-        for buf in node.reads:
-            producer = ir.buffers[buf].producer
-            if producer is not None:
-                users.setdefault(producer, set()).add(node.name)
+    users = ir.node_users()
     found = []
     for node in reversed(ir.nodes):
         if node.name in where or node.name not in users:

@@ -142,6 +142,17 @@ class GraphIR:
     def nbytes(self, buffers) -> int:
         return sum(self.buffers[b].nbytes for b in buffers)
 
+    def node_users(self) -> dict[str, set[str]]:
+        """Scheduler node -> the scheduler nodes that read what it writes (graph inputs, which
+        no node produces, are left out)."""
+        users: dict[str, set[str]] = {}
+        for node in self.nodes:
+            for buf in node.reads:
+                producer = self.buffers[buf].producer
+                if producer is not None:
+                    users.setdefault(producer, set()).add(node.name)
+        return users
+
 
 class FusedSchedulerNode:
     """A group of scheduler nodes that runs as one kernel (Inductor's name for it)."""

@@ -90,12 +90,7 @@ def _realized_order(ir: GraphIR) -> None:
     """Number the nodes as Inductor's scheduler nodes are numbered (min_order/max_order, for
     the long-distance check): a pointwise op with one user, inlined while lowering, takes the
     number of the node it is inlined into."""
-    users: dict[str, set[str]] = {}
-    for node in ir.nodes:
-        for buf in node.reads:
-            producer = ir.buffers[buf].producer
-            if producer is not None:
-                users.setdefault(producer, set()).add(node.name)
+    users = ir.node_users()
     order = 0
     for node in ir.nodes:
         node.order = order
