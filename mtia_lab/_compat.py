@@ -205,3 +205,11 @@ def boxed(fn):
 def storage_alias(host: torch.UntypedStorage, device: torch.device) -> torch.UntypedStorage:
     """A storage that reports `device` but whose bytes are `host`'s (it does not own them)."""
     return torch._C._construct_storage_from_data_pointer(host.data_ptr(), device, host.nbytes())
+
+
+def is_fake(tensor: torch.Tensor) -> bool:
+    """A FakeTensor (metadata only, while torch.compile traces): asking for its data pointer
+    warns on torch 2.13 (and will raise later)."""
+    from torch._subclasses.fake_tensor import is_fake as fake
+
+    return fake(tensor)
