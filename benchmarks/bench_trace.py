@@ -156,6 +156,16 @@ def scale(events: int) -> list[tuple[str, float, str]]:
                      "equal" if loaded == t else "DIFFERENT"))
         if loaded != t:
             raise SystemExit("load_trace(save_trace(t)) differs from t")
+        # The same load without its progress bar (tqdm.auto, from io.PROGRESS_FROM events).
+        import mtia_lab.trace.io as trace_io
+
+        saved, trace_io.PROGRESS_FROM = trace_io.PROGRESS_FROM, float("inf")
+        start = time.perf_counter()
+        load_trace(path)
+        quiet = time.perf_counter() - start
+        trace_io.PROGRESS_FROM = saved
+        rows.append(("load_trace, no bar", quiet,
+                     f"the bar costs x{rows[-1][1] / quiet:.2f}"))
     start = time.perf_counter()
     chrome = to_chrome_trace(t)
     rows.append(("to_chrome_trace", time.perf_counter() - start,

@@ -45,6 +45,9 @@ from .trace import compiled as _compiled_trace  # noqa: E402
 
 _compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()` (trace/compiled.py)
 
+from .distributed import registration as _distributed  # noqa: E402
+
+_distributed.register()  # torch.distributed: the mtia_ccl backend for mtia_sim (distributed/)
 from .inductor import install_entry_when_imported as _inductor_entry  # noqa: E402
 
 _inductor_entry()  # torch.compile (Inductor) compiles mtia_sim graphs for the device (inductor/)

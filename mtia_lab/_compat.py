@@ -7,6 +7,8 @@ and tests/test_compat.py is the suite that says whether the hooks still behave.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.utils.backend_registration as _backend_registration
 
@@ -185,6 +187,23 @@ def aot_autograd_backend(fw_compiler, bw_compiler, decompositions):
     )
 
 
+def dynamo_input_sources(gm: torch.fx.GraphModule) -> list[str]:
+    """Where each input of a Dynamo graph came from, in the order AOTAutograd numbers them
+    (`primals_1`, `arg0_1`, ...): the graph module's own parameters and buffers, then its
+    placeholders. A placeholder's source is Dynamo's `meta["grapharg"].source.name`, e.g.
+    "L['self']._modules['fc1']._parameters['weight']"; "" when Dynamo did not record one."""
+    names = [name for name, _ in gm.named_parameters()]
+    names += [name for name, _ in gm.named_buffers()]
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        grapharg = node.meta.get("grapharg")
+        source = getattr(grapharg, "source", None)
+        name = getattr(source, "name", "") if source is not None else ""
+        names.append((name() if callable(name) else name) or "")
+    return names
+
+
 def core_aten_decompositions(extra_ops) -> dict:
     """PyTorch's core-aten decomposition table plus the decompositions of `extra_ops`."""
     from torch._decomp import core_aten_decompositions as core
@@ -213,3 +232,158 @@ def is_fake(tensor: torch.Tensor) -> bool:
     from torch._subclasses.fake_tensor import is_fake as fake
 
     return fake(tensor)
+
+
+# --- exceptions in backward (mtia_lab/backend/backward_errors.py) ---
+# The Python device guard of torch 2.13 (torch/csrc/acc/Module.cpp) calls into Python from
+# noexcept methods: a Python exception unwinding through the engine's stream guard aborts.
+
+
+def autograd_engine_class() -> type:
+    """The C++ autograd engine's Python type (subclassable)."""
+    return torch._C._ImperativeEngine
+
+
+def set_autograd_engine(engine_class: type) -> None:
+    """Make `torch.autograd` run backward through an instance of `engine_class` (a subclass
+    of the engine's type); `Variable._execution_engine` is read at each backward call."""
+    from torch.autograd.variable import Variable
+
+    if type(Variable._execution_engine) is not engine_class:
+        Variable._execution_engine = engine_class()
+
+
+def wrap_module_backward_hooks(wrap) -> None:
+    """nn.Module full backward (pre) hooks run as hooks on an autograd Node that
+    torch.utils.hooks.BackwardHook registers in `_apply_on_tensors(fn, args)`: replace that
+    method by `wrap(method)` once."""
+    from torch.utils.hooks import BackwardHook
+
+    if getattr(BackwardHook._apply_on_tensors, "__wrapped__", None) is None:
+        BackwardHook._apply_on_tensors = wrap(BackwardHook._apply_on_tensors)
+
+
+def wrap_storage_new(wrap) -> None:
+    """`torch.UntypedStorage.__new__` (C++ `THPStorage_pynew`, inherited from StorageBase)
+    becomes `wrap(original)` once: it segfaults for a device without a C++ allocator."""
+    current = torch.UntypedStorage.__new__
+    if getattr(current, "__wrapped__", None) is None:
+        torch.UntypedStorage.__new__ = staticmethod(wrap(current))
+
+
+def torch_function_mode_on_top(mode) -> bool:
+    """Is `mode` the innermost TorchFunctionMode of this thread (so exiting it is right)?"""
+    from torch.overrides import _get_current_function_mode
+
+    return _get_current_function_mode() is mode
+
+
+def remove_global_module_hooks_of(owner) -> None:
+    """Remove every global nn.Module forward (pre-)hook that is a method of `owner`: what
+    `register_module_forward_(pre_)hook` installed even if its handle was lost (an interrupt)."""
+    from torch.nn.modules import module
+
+    for hooks in (module._global_forward_pre_hooks, module._global_forward_hooks):
+        for key, hook in list(hooks.items()):
+            if getattr(hook, "__self__", None) is owner:
+                del hooks[key]
+                module._global_forward_hooks_always_called.pop(key, None)
+
+
+def wrap_saved_tensor_unpack_hooks(wrap) -> None:
+    """`torch.autograd.graph.saved_tensors_hooks` (and its subclasses: checkpointing,
+    save_on_cpu) push `wrap(unpack_hook)` instead of the unpack hook, once."""
+    from torch.autograd.graph import saved_tensors_hooks
+
+    enter = saved_tensors_hooks.__enter__
+    if getattr(enter, "__wrapped__", None) is not None:
+        return
+
+    def __enter__(self) -> None:
+        torch._C._autograd._push_saved_tensors_default_hooks(
+            self.pack_hook, wrap(self.unpack_hook)
+        )
+
+    __enter__.__wrapped__ = enter
+    saved_tensors_hooks.__enter__ = __enter__
+
+def enable_foreach_for(tensor_type: type) -> None:
+    """Let torch.optim (its foreach and fused defaults) and torch.nn.utils (clip_grad_norm_)
+    take their multi-tensor paths on tensors of `tensor_type`: they check `type(p)` against
+    these lists besides the device type. PyTorch adds DTensor the same way
+    (torch/distributed/tensor/__init__.py). Idempotent."""
+    from torch.optim import optimizer
+    from torch.utils import _foreach_utils
+
+    for supported in (optimizer._foreach_supported_types, _foreach_utils._foreach_supported_types):
+        if tensor_type not in supported:
+            supported.append(tensor_type)
+
+
+def keep_device_tensors_out_of_fake_constants() -> None:
+    """While torch.compile traces, FakeTensorMode computes ops whose inputs are all small
+    constants for real ("constant propagation", FakeTensorMode._dispatch_impl) and makes their
+    results constant fakes. `torch.tensor(c).to(x.device)` so runs the host->device copy for
+    real and gets a device tensor back: a wrapper subclass, which cannot be a fake's constant
+    (AssertionError "fake_tensor must be a FakeTensor with a constant", every backend).
+    A result on the simulated device is therefore never made a constant: tracing goes on with an
+    ordinary fake, as it does for CUDA tensors when CUDA is not initialised. Idempotent."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    original = FakeTensorMode.may_turn_const
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    def may_turn_const(self, t: torch.Tensor) -> bool:
+        return t.device.type != DEVICE_NAME and original(self, t)
+
+    may_turn_const._mtia_lab = True
+    FakeTensorMode.may_turn_const = may_turn_const
+
+
+def generate_storage_methods(name: str) -> None:
+    """`storage.is_<name>` and `storage.<name>()` (PyTorch's generated PrivateUse1 methods; the
+    Python-backend setup generates those of tensors and modules only). Idempotent."""
+    if not hasattr(torch.storage._StorageBase, f"is_{name}"):
+        _backend_registration._generate_storage_methods_for_privateuse1_backend(name)
+
+# --- torch.distributed (used by mtia_lab/distributed) ---
+
+
+class _MeshDeviceName(str):
+    """A device type name that passes init_device_mesh's letters-only check (see below)."""
+
+    __slots__ = ()
+
+    def isalpha(self) -> bool:
+        return True
+
+
+def allow_device_mesh_for(device_type: str) -> None:
+    """Let `init_device_mesh(device_type, ...)` accept `device_type` (idempotent).
+
+    torch 2.13's init_device_mesh rejects a device type that is not all letters, to catch
+    "cuda:0"; "mtia_sim" has an underscore (PrivateUse1 names may) and is refused with a
+    message about device indices. The wrapper hands torch's own function the same name as a
+    str subclass whose isalpha() is True, so everything else is PyTorch's code. It replaces
+    `torch.distributed.device_mesh.init_device_mesh` and `torch.distributed.init_device_mesh`;
+    a name imported from there before `import mtia_lab` keeps the original."""
+    import torch.distributed as dist
+    import torch.distributed.device_mesh as device_mesh
+
+    original = device_mesh.init_device_mesh
+    if getattr(original, "_allows", None) is not None:
+        original._allows.add(device_type)
+        return
+    allows = {device_type}
+
+    @functools.wraps(original)
+    def init_device_mesh(device_type, mesh_shape, *args, **kwargs):
+        if isinstance(device_type, str) and device_type in allows:
+            device_type = _MeshDeviceName(device_type)
+        return original(device_type, mesh_shape, *args, **kwargs)
+
+    init_device_mesh._allows = allows
+    device_mesh.init_device_mesh = init_device_mesh
+    if getattr(dist, "init_device_mesh", None) is original:
+        dist.init_device_mesh = init_device_mesh

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import keyword
 import os
+import re
 from typing import Any
 
 from IPython.core import magic_arguments
@@ -117,6 +119,7 @@ class TraceMagics(Magics):
         """
         __tracebackhide__ = True  # noqa: F841  (IPython hides this frame in tracebacks)
         args, extra = magic_arguments.parse_argstring(self.mtia_trace, line, partial=True)
+        _refuse_unknown_option(self.mtia_trace.parser, extra)
         for name in ("label", "save", "chrome"):  # IPython splits the line keeping quotes
             setattr(args, name, _unquote(getattr(args, name)))
         statement = " ".join(extra)
@@ -242,6 +245,30 @@ class TraceMagics(Magics):
             print(_error_note(trace, error, args.var, hidden))
             raise error
         return value
+
+
+_OPTION = re.compile(r"(--?)[A-Za-z][\w-]*(=.*)?")
+
+
+def _refuse_unknown_option(parser, extra: list[str]) -> None:
+    """`partial=True` hands every word argparse does not know to the statement, so a mistyped
+    option (`--veiw tree`) would reach Python as code and fail as a SyntaxError inside the
+    magic. A leading `--name` is never meant as code; a leading `-x` is, if the rest parses
+    (`%mtia_trace -x.sum()`)."""
+    if not extra or not _OPTION.fullmatch(extra[0]):
+        return
+    if extra[0].startswith("-") and not extra[0].startswith("--"):
+        try:
+            ast.parse(" ".join(extra))
+            return
+        except SyntaxError:
+            pass
+    known = sorted(o for o in parser._option_string_actions if o.startswith("--"))
+    name = extra[0].split("=", 1)[0]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"%mtia_trace: unknown option {name}{hint}; the options are "
+                     f"{', '.join(known)} (see %mtia_trace?)")
 
 
 def _unquote(value: str | None) -> str | None:

@@ -163,3 +163,39 @@ def test_mem_get_info_and_summary():
     assert total == torch.mtia_sim.get_device_properties().total_memory
     assert free == total - torch.mtia_sim.memory_reserved()
     assert "memory summary" in torch.mtia_sim.memory_summary()
+
+
+def test_medium_requests_reuse_the_remainder_of_a_split_segment_as_cuda_does():
+    """CUDA's default max_split_size is unlimited: 4 MiB tensors share 20 MiB segments (five
+    to a segment) and fill the device, instead of one segment each (OOM at 20% of capacity)."""
+    alloc = CachingAllocator(0, 200 * MiB)
+    blocks = []
+    with pytest.raises(torch.OutOfMemoryError):
+        while True:
+            blocks.append(alloc.malloc(4 * MiB))
+    assert len(blocks) == 50
+    assert {b.segment.size for b in blocks} == {LARGE_SEGMENT}
+    assert len({id(b.segment) for b in blocks}) == 10
+    for block in blocks:
+        alloc.free(block)
+    # A cached free block much larger than the request is split too (no size cap by default).
+    big = alloc.malloc(40 * MiB)
+    alloc.free(big)
+    piece = alloc.malloc(4 * MiB)
+    assert piece.segment is big.segment
+
+
+def test_max_split_size_keeps_oversized_blocks_whole_as_cuda_does():
+    """With max_split_size set (CUDA's max_split_size_mb), blocks of that size or more are never
+    split, and serve only requests within 20 MiB of their size (c10 get_free_block)."""
+    alloc = CachingAllocator(0, 400 * MiB)
+    alloc.max_split_size = 10 * MiB
+    big = alloc.malloc(60 * MiB)
+    alloc.free(big)
+    small = alloc.malloc(4 * MiB)  # under the limit: not from the oversized block
+    assert small.segment is not big.segment
+    near = alloc.malloc(45 * MiB)  # 60 < 45 + 20: the oversized block serves it, whole
+    assert near.segment is big.segment and near.size == 60 * MiB
+    alloc.free(near)
+    far = alloc.malloc(30 * MiB)  # 60 >= 30 + 20: too wasteful, a new segment
+    assert far.segment is not big.segment

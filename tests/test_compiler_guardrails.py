@@ -8,13 +8,23 @@ from mtia_lab.compiler import ConfigError, config, schedule, trace
 
 
 def chain6(x):
+    """Six muls, each returned: realized buffers, so six scheduler nodes for Inductor too (a
+    chain of single-use muls would be inlined into one node while lowering)."""
+    outs = []
     for _ in range(6):
         x = x * 2
-    return x
+        outs.append(x)
+    return tuple(outs)
 
 
 def three_inputs(a, b, c):
-    return (a + b) * c
+    s = a + b  # returned: realized, so the scheduler fuses it (a, b, c, s, mul: 5 buffers)
+    return s, s * c
+
+
+def two_users(x):
+    y = x * 2  # read by two kernels: realized, and an on-chip intermediate once both join
+    return y + 1, y * 3
 
 
 def refusal_reasons(plan, rule):
@@ -29,11 +39,12 @@ def x48():
     "setting, edge, fn, nargs, reason",
     [
         ("max_fusion_size", 6, chain6, 1, "max_fusion_size: 6 nodes > 5"),
-        ("max_fusion_unique_io_buffers", 4, three_inputs, 3,
-         "max_fusion_unique_io_buffers: 4 buffers > 3"),
-        ("on_chip_memory_budget", 128, lambda x: (x * 2) + 1, 1,
+        ("max_fusion_unique_io_buffers", 5, three_inputs, 3,
+         "max_fusion_unique_io_buffers: 5 buffers > 4"),
+        ("on_chip_memory_budget", 128, two_users, 1,
          "on_chip_memory_budget: 128 bytes of intermediates > 127"),
-        ("score_fusion_memory_threshold", 128, lambda x: (x * 2) + 1, 1,
+        # horizontal fusions only, as in Inductor (choices.can_fuse_horizontal)
+        ("score_fusion_memory_threshold", 128, lambda x: (x.sin(), x.cos()), 1,
          "score_fusion_memory_threshold: saves 128 bytes < 129"),
     ],
 )
@@ -45,7 +56,13 @@ def test_guardrail_edge(setting, edge, fn, nargs, reason):
     with config.patch({setting: below}):
         plan = schedule(ir)
     assert plan.kernel_count == 2
-    assert reason in refusal_reasons(plan, setting)
+    assert any(reason in r for r in refusal_reasons(plan, setting))
+
+
+def test_score_threshold_does_not_apply_to_producer_and_consumer():
+    ir = trace(lambda x: (lambda y: (y, y + 1))(x * 2), x48())  # vertical: 128 bytes shared
+    with config.patch(score_fusion_memory_threshold=10_000):
+        assert schedule(ir).kernel_count == 1
 
 
 def test_combo_kernel_max_num_args_edge():
@@ -129,3 +146,26 @@ def test_flipped_decisions_and_plain_data_for_the_playground():
     data = tight.to_dict()
     assert data["after"]["kernels"] == tight.kernel_count == 2
     assert json.loads(json.dumps(data, default=str))["decisions"][0]["rule"]
+
+
+def test_combo_kernels_count_each_members_arguments():
+    """Inductor's ComboKernel passes each sub-kernel its own reads and writes: a buffer two
+    members read counts twice."""
+    ir = trace(lambda a, b: (a.sin(), a[0].cos() * b), x48(), torch.randn(8))
+    with config.patch(combo_kernels=True, combo_kernel_max_num_args=4):
+        plan = schedule(ir)
+    assert plan.kernel_count == 2
+    assert any("5 args > 4" in r for r in refusal_reasons(plan, "combo_kernel_max_num_args"))
+    with config.patch(combo_kernels=True, combo_kernel_max_num_args=5):
+        assert schedule(ir).kernel_count == 1
+
+
+def test_combo_kernel_max_num_nodes():
+    ir = trace(lambda a, b, c: (a.sin(), b.cos(), c.exp()), x48(), x48(), x48())
+    with config.patch(combo_kernels=True):
+        assert schedule(ir).kernel_count == 1
+    with config.patch(combo_kernels=True, combo_kernel_max_num_nodes=2):
+        plan = schedule(ir)
+    assert plan.kernel_count == 2
+    assert refusal_reasons(plan, "combo_kernel_max_num_nodes") == [
+        "combo_kernel_max_num_nodes: 3 kernels > 2"]

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from fresh_python import run_python
 
 from mtia_lab.inductor import InductorDeviceError, errors
-from tests.fresh_python import run_python
 
 DEVICE = "mtia_sim"
 

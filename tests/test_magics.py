@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import get_ipython
+from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 import mtia_lab
@@ -25,7 +25,7 @@ FORMATS = ["text/plain", "text/html", "image/svg+xml"]
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = get_ipython()
+    shell = globalipapp.get_ipython()  # looked up now: a second start_ipython gives None
     saved = shell.display_formatter.active_types
     shell.display_formatter.active_types = FORMATS  # the test shell shows only text by default
     shell.run_line_magic("load_ext", "mtia_lab")
@@ -171,3 +171,26 @@ def test_compile_runs_the_cell_compiled_and_keeps_its_names(ip):
     kernels = ip.user_ns["ct"].filter(kind="compiled").events
     assert kernels and all(k.sim_end_us >= k.sim_start_us for k in kernels)
     assert all(k.op.split(".")[-1].startswith("kernel_") for k in kernels)
+
+
+def test_an_unknown_option_is_a_usage_error_not_a_syntax_error(ip):
+    result, _ = run(ip, "%mtia_trace --veiw tree (x * 2).sum()")
+    error = result.error_in_exec
+    assert isinstance(error, UsageError)
+    assert "unknown option --veiw (did you mean --view?)" in str(error)
+    assert "--no-times" in str(error)
+    result, _ = run(ip, "%mtia_trace --colour=red x.sum()")
+    assert isinstance(result.error_in_exec, UsageError) and "--colour" in str(result.error_in_exec)
+    result, _ = run(ip, "%mtia_trace -q x.sum()")  # not Python either: an option
+    assert isinstance(result.error_in_exec, UsageError)
+    result, _ = run(ip, "%mtia_trace --view none -x")  # code that starts with a minus
+    assert result.success
+    torch.testing.assert_close(result.result.cpu(), -ip.user_ns["host"])
+
+
+def test_code_that_never_touches_the_device_says_so(ip):
+    result, out = run(ip, "%mtia_trace --no-times host + 1")
+    assert result.success and len(ip.user_ns["_mtia_trace"]) == 0
+    shown = out.outputs[0].data["text/plain"]
+    assert shown.startswith("trace '%mtia_trace': no op reached the mtia_sim device")
+    assert ".to(\"mtia_sim\")" in shown and "events" not in shown

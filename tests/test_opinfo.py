@@ -52,8 +52,8 @@ NATIVE = [
 FALLBACK = {
     "cumsum": "aten::cumsum",
     "cumprod": "aten::cumprod",
-    "nn.functional.conv2d": "aten::convolution",
-    "nn.functional.max_pool2d": "aten::max_pool2d_with_indices",
+    "nn.functional.interpolate.bilinear": "aten::upsample_bilinear2d",
+    "nn.functional.grid_sample": "aten::grid_sampler_2d",
     "median": "aten::median.dim",
     "kthvalue": "aten::kthvalue",
     "nonzero": "aten::nonzero",

@@ -358,7 +358,7 @@ def recorded_training_step() -> Trace:
 
 def test_save_load_round_trip(tmp_path, no_cumsum_kernel):
     t = recorded_training_step()
-    assert {"fallback", "view", "native", "backward"} <= set(t.kinds())
+    assert {"fallback", "view", "native"} <= set(t.kinds()) and t.phases()["backward"] > 0
     path = tmp_path / "trace.json"
     save_trace(t, path)
     loaded = load_trace(path)

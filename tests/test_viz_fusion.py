@@ -29,9 +29,11 @@ def mlp(x, w1, b1, w2, b2):
 
 
 def chain(x):
+    outs = []  # every sin returned: 80 realized nodes (a single-use chain would be inlined)
     for _ in range(80):
         x = torch.sin(x)
-    return x
+        outs.append(x)
+    return tuple(outs)
 
 
 def independent(a, b):
@@ -92,7 +94,7 @@ def _expected_tree(plan) -> str:
 
 
 def test_tree_text_is_the_plan_exactly(ir):
-    plan = _schedule(ir, max_fusion_size=2)  # refusals by a guardrail and by a rule
+    plan = _schedule(ir, max_fusion_size=1)  # refusals by a guardrail and by a rule
     view = FusionGraph(plan, width=200)
     assert view.to_text() == _expected_tree(plan)
     assert any(d.rule == "max_fusion_size" for d in plan.refusals())
@@ -116,7 +118,7 @@ def test_text_twin_in_bundle_rich_and_after_json_round_trip(ir):
 # ---- graphviz -----------------------------------------------------------------------------
 
 def test_dot_clusters_per_kernel_with_cost_and_blocked_edges(ir):
-    plan = _schedule(ir, max_fusion_size=2)
+    plan = _schedule(ir, max_fusion_size=1)
     view = FusionGraph(plan)
     dot = view.to_dot()
     assert "newrank=" in dot and '"true"' in dot.split("newrank=")[1][:8]
@@ -142,7 +144,7 @@ def test_dot_clusters_per_kernel_with_cost_and_blocked_edges(ir):
     assert any("refused: template_epilogue\"" in line for line in every)  # rule name only
     size_refusal = next(d for d in plan.refusals() if d.rule == "max_fusion_size")
     assert any(size_refusal.reason in line for line in refused)  # guardrail name and numbers
-    assert "3 nodes > 2" in size_refusal.reason
+    assert "2 nodes > 1" in size_refusal.reason
 
 
 def test_svg_draws_every_kernel_and_bundle_holds_the_picture(ir):
@@ -196,33 +198,48 @@ def test_bad_input_says_what_to_pass(ir):
 
 @pytest.fixture(scope="module")
 def comparison(mlp_args):
-    from torch.fx.experimental.proxy_tensor import make_fx
+    from mtia_lab.compiler.inductor_compare import compare
 
-    from mtia_lab.compiler.backend import decompositions
-    from mtia_lab.compiler.inductor_compare import compare_graph
-
-    gm = make_fx(mlp, decomposition_table=decompositions())(*mlp_args)
-    return compare_graph(gm, "mlp")
+    return compare(mlp, *[a.to("mtia_sim") for a in mlp_args])[0]
 
 
-def test_plan_compare_numbers_and_groups(comparison):
+def test_plan_compare_numbers_groups_and_differences(comparison):
     view = plan_compare(comparison)
-    ours, theirs = comparison.ours, comparison.inductor
+    ours, priced = comparison.ours, comparison.priced
     rows = dict((r[0], r[1:]) for r in view.rows())
-    assert rows["kernels"] == (str(ours.kernel_count), str(theirs.kernel_count))
-    assert rows["bytes moved"] == (f"{ours.bytes_moved:,}", f"{theirs.bytes_moved:,}")
-    assert rows["simulated"] == (f"{ours.after.time_us:.2f} us", f"{theirs.time_us:.2f} us")
+    assert rows["kernels"] == (str(ours.kernel_count), str(comparison.inductor.kernel_count))
+    assert rows["bytes moved"] == (f"{ours.bytes_moved:,}", f"{priced.bytes_moved:,}")
+    assert rows["kept on chip"] == (f"{ours.sram_bytes:,}", f"{priced.sram_bytes:,}")
+    assert rows["simulated"] == (f"{ours.after.time_us:.2f} us", f"{priced.time_us:.2f} us")
     text = view.to_text()
-    for group in [g.nodes for g in ours.groups] + [k.nodes for k in theirs.kernels if k.nodes]:
+    for group in [g.nodes for g in ours.groups] + [g for g in comparison.groups if g]:
         assert ", ".join(group) in text
-    same = {tuple(g.nodes) for g in ours.groups} & {k.nodes for k in theirs.kernels}
+    same = {tuple(g.nodes) for g in ours.groups} & set(comparison.groups)
     marked = [line for line in text.splitlines() if re.match(r"^\s*\d+\s+=\s", line)]
     assert len(marked) == 2 * len(same)
+    assert f"differences: {len(comparison.differences)}" in text
+    for difference in comparison.differences:  # each one, with its rule, nothing hidden
+        assert str(difference) in " ".join(text.split())
     svg = ET.fromstring(view.to_svg())
     clusters = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") ==
                 "cluster"]
     assert len(clusters) == 2
     assert view._repr_mimebundle_()["text/plain"] == text
+
+
+def test_plan_compare_explorer_details_match_the_picture(comparison):
+    view = plan_compare(comparison)
+    details = view.details()
+    svg = ET.fromstring(view.to_svg())
+    titles = {g.findtext("{http://www.w3.org/2000/svg}title")
+              for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "node"}
+    assert set(details) == titles
+    same = {tuple(g.nodes) for g in comparison.ours.groups} & \
+        {k.nodes for k in comparison.inductor.kernels}
+    for i, g in enumerate(comparison.ours.groups):
+        rows = dict(details[f"mtia_lab_{i}"]["rows"])
+        assert rows["nodes"] == ", ".join(g.nodes)
+        assert ("too" in rows["other plan"]) == (tuple(g.nodes) in same)
 
 
 def test_plan_compare_rejects_a_plan():
@@ -237,15 +254,15 @@ def test_playground_reschedules_like_the_scheduler(ir):
     pg = playground(ir)
     assert [g.nodes for g in pg.baseline.groups] == [g.nodes for g in
                                                      compiler.schedule(ir).groups]
-    plan = pg.set(max_fusion_size=2)
-    expected = _schedule(ir, max_fusion_size=2)
+    plan = pg.set(max_fusion_size=1)
+    expected = _schedule(ir, max_fusion_size=1)
     assert [g.nodes for g in plan.groups] == [g.nodes for g in expected.groups]
     assert plan.kernel_count > pg.baseline.kernel_count
     flips = pg.flipped
     assert flips and all(b.fused and not a.fused and a.rule == "max_fusion_size"
                          for b, a in flips)
     text = pg.to_text()
-    assert f"max_fusion_size=2 (was {before['max_fusion_size']})" in text
+    assert f"max_fusion_size=1 (was {before['max_fusion_size']})" in text
     assert f"decisions that flipped: {len(flips)}" in text
     assert config.snapshot() == before  # the playground never changes the global config
 
@@ -267,7 +284,7 @@ def test_playground_keeps_the_last_good_plan_on_invalid_values(ir):
 def test_playground_widget_changes_update_state_and_output(ir):
     pg = playground(ir)
     w = pg.widget(show_graph=False)
-    unfused = pg.plan.before.kernels
+    unfused = _schedule(ir, max_fusion_size=1).kernel_count  # only inlining (lowering) left
     w.controls["max_fusion_size"].value = 1
     assert pg.plan.kernel_count == unfused
     assert f"<b>{unfused}</b>" in w.numbers.value

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from mtia_lab.inspect import LayoutError, layout_of, strided_layout
 from mtia_lab.viz import LayoutExplorer, layout_view, layout_view_from
-from mtia_lab.viz.layout import MAX_CELLS, element_colour
+from mtia_lab.viz.layout import MAX_CELLS, cell_colour
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -216,19 +216,31 @@ def test_svg_has_one_box_per_storage_cell_and_per_element(name):
         assert len(_rects(root, "element")) == t.numel()
 
 
-def test_svg_colours_each_cell_like_the_element_that_reads_it():
-    t = torch.arange(30.0).as_strided((3, 4), (2, 1), 3)
+def test_svg_colours_each_element_like_the_cell_it_reads():
+    t = torch.arange(30.0).as_strided((3, 4), (2, 1), 3)  # overlapping rows: cells read twice
     record = layout_of(t)
-    cells = _rects(_svg_tree(layout_view(t).to_svg()), "storage-cell")
+    root = _svg_tree(layout_view(t).to_svg())
+    cells = _rects(root, "storage-cell")
     for cell, rect in enumerate(cells):
         readers = record.readers(cell)
         if not readers:
             assert rect.get("fill") == "#ffffff" and rect.get("stroke-dasharray")
             continue
-        first = readers[0][0] * 4 + readers[0][1]
-        assert rect.get("fill") == element_colour(first)
+        assert rect.get("fill") == cell_colour(cell)
         assert (rect.get("stroke-width") == "2.5") == (len(readers) > 1)
+    fills = {cell: rect.get("fill") for cell, rect in enumerate(cells)}
+    for flat, rect in enumerate(_rects(root, "element")):  # every element, several per cell
+        assert rect.get("fill") == fills[int(record.cells[flat])]
     assert len(cells[0].get("fill")) == 7  # 6-digit hex colours
+
+
+def test_two_views_of_one_storage_colour_the_same_cells_alike():
+    base = torch.arange(12.0).reshape(3, 4)
+    views = {"base": base, "col": base[:, 1], "wide": base[1:2].expand(3, 4)}
+    for name, v in views.items():
+        record = layout_of(v, name)
+        for flat, rect in enumerate(_rects(_svg_tree(layout_view(v, name).to_svg()), "element")):
+            assert rect.get("fill") == cell_colour(int(record.cells[flat])), name
 
 
 def test_svg_of_a_large_storage_is_truncated():
@@ -263,7 +275,7 @@ def test_mimebundle_and_rich():
     console.print(view)
     exported = console.export_text(styles=False, clear=False)
     assert [line.rstrip() for line in exported.splitlines()] == view.to_text().splitlines()
-    assert element_colour(0)[1:].lower() in console.export_html().lower()
+    assert cell_colour(0)[1:].lower() in console.export_html().lower()
 
 
 def test_view_from_numbers_and_widget_opens_from_a_view():
@@ -274,6 +286,24 @@ def test_view_from_numbers_and_widget_opens_from_a_view():
     assert explorer.offset.value == 1 and explorer.storage_len.value == 5
 
 
+def test_explorer_names_the_tensor_and_its_device_and_keeps_a_static_form():
+    x = torch.arange(12.0, device="mtia_sim").reshape(3, 4)
+    explorer = layout_view(x.t(), "xt", x=x).widget()
+    assert explorer.record.name == "xt" and explorer.record.device == "mtia_sim:0"
+    assert [o.name for o in explorer.record.others] == ["x"]
+    text = explorer.to_text()
+    assert text.splitlines()[0].startswith("xt: size (4, 3), stride (1, 4)")
+    assert "float32 on mtia_sim:0" in text.splitlines()[0] and "shares storage with: x" in text
+    bundle = explorer._repr_mimebundle_()
+    assert set(bundle) == {"application/vnd.jupyter.widget-view+json", "text/plain",
+                           "text/html"}
+    assert bundle["text/plain"] == text and "children=" not in bundle["text/plain"]
+    assert bundle["text/html"].startswith('<img src="data:image/svg+xml;base64,')
+    explorer.stride.value = "9, 9"  # refused: the static form says why
+    bundle = explorer._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("layout explorer: ") and "<pre>" in bundle["text/html"]
+
+
 def test_explorer_reacts_to_every_input():
     explorer = LayoutExplorer((3, 4), (4, 1), 0, 12)
     assert explorer.record.is_contiguous and explorer.error == ""
@@ -281,7 +311,9 @@ def test_explorer_reacts_to_every_input():
 
     explorer.stride.value = "1, 3"  # column-major: still 12 cells, now a transpose-like layout
     assert explorer.record.stride == (1, 3) and not explorer.record.is_contiguous
-    assert "stride (1, 3)" in explorer.message.value
+    assert explorer.message.value == ""  # the summary is in the picture, not said twice
+    assert "stride (1, 3)" in base64.b64decode(explorer.picture.value.split(",", 1)[1]
+                                               .split('"', 1)[0]).decode()
 
     explorer.offset.value = 1  # now reads cell 12 of a 12-cell storage
     assert explorer.record is None

@@ -58,7 +58,7 @@ def test_exact_text_of_a_recorded_snapshot():
         "2 of 3 blocks allocated\n"
         "      offset         size  state        requested  op / source\n"
         "   +0x000000        512 B  allocated        400 B  aten::randn  train.py:12\n"
-        "   +0x000200     1.00 KiB  allocated       1000 B  aten::mul.Tensor  cell:3\n"
+        "   +0x000200     1.00 KiB  allocated       1000 B  aten::mul.Tensor  In [?], line 3\n"
         "   +0x000600     2.00 MiB  free\n"
         "\n"
         "segment 0x7f0000200000 on mtia_sim:0, large pool, 20.00 MiB, private pool (1, 0): "
@@ -106,7 +106,7 @@ def test_diagram_of_a_recorded_snapshot():
     tips = [a.get(XLINK_TITLE) for a in root.iter(f"{SVG}a")]
     assert tips == [
         "+0x0: 512 B allocated (400 B requested) by aten::randn at train.py:12",
-        "+0x200: 1.00 KiB allocated (1000 B requested) by aten::mul.Tensor at cell:3",
+        "+0x200: 1.00 KiB allocated (1000 B requested) by aten::mul.Tensor at In [?], line 3",
         "+0x600: 2.00 MiB cached, free",
         "+0x0: 20.00 MiB cached, free",
     ]
@@ -165,7 +165,7 @@ def test_mimebundle_and_rich():
     console = Console(width=140, record=True, file=io.StringIO())
     console.print(view)
     text = console.export_text()
-    assert "aten::mul.Tensor" in text and "cell:3" in text and "+0x600" in text
+    assert "aten::mul.Tensor" in text and "In [?], line 3" in text and "+0x600" in text
 
 
 def test_missing_renderer_names_the_package_and_the_fix(monkeypatch, tmp_path):

@@ -7,6 +7,7 @@ twins are compared exactly where their input is fixed.
 
 from __future__ import annotations
 
+import html
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -27,6 +28,7 @@ from mtia_lab.viz import (
     trace_table,
     trace_tree,
 )
+from mtia_lab.viz.trace_format import tensor_brief
 from mtia_lab.viz.trace_graph import FALLBACK_FILL, dataflow
 from mtia_lab.viz.trace_summary import op_rows
 
@@ -301,7 +303,7 @@ def test_explorer_filters_sort_and_pages(recorded):
     ex.next.click()
     assert ex.page == 1 and ex.page_rows == ex.rows[4:8]
     assert f"page 2 of {ex.pages} (rows 5..8)" in ex.status.value
-    assert [value for _, value in ex.table.options] == list(range(4, 4 + len(ex.page_rows)))
+    assert [value for _, value in ex.event.options] == list(range(4, 4 + len(ex.page_rows)))
     for _ in range(ex.pages + 2):  # past the end: stays on the last page
         ex.next.click()
     assert ex.page == ex.pages - 1 and ex.next.disabled
@@ -348,13 +350,13 @@ def test_explorer_pages_a_100k_event_trace(recorded):
     big = Trace([events[i % len(events)]._replace(index=i) for i in range(100_000)],
                 dict(recorded.metadata))
     ex = TraceExplorer(big, page_size=50)
-    assert ex.pages == 2000 and len(ex.table.options) == 50
+    assert ex.pages == 2000 and len(ex.event.options) == 50
     ex.kind.value = "native"
     assert all(e.kind == "native" for e in ex.rows)
     assert len(ex.rows) == sum(e.kind == "native" for e in big)
     ex.turn(+500)
     assert ex.page_rows == ex.rows[25_000:25_050]
-    ex.table.value = 25_010
+    ex.event.value = 25_010
     assert ex.selected is ex.rows[25_010]
     assert len(trace_table(big, page=3, page_size=50).to_text().splitlines()) == 53
 
@@ -371,3 +373,45 @@ def test_long_tables_and_trees_are_cut_with_their_totals():
     text = trace_tree(trace, times="sim").to_text()
     assert "... 6 more modules  6 events (native 6)  sim 6.00 us" in text
     assert text.count("layer") == 24
+
+
+def test_explorer_device_selector_shows_a_choice_and_filters(recorded):
+    ex = trace_explorer(recorded)
+    # A Dropdown whose value is None draws an empty box: "(all)" must be a real choice.
+    assert ex.device.label == "(all)" and ex.device.value is not None
+    assert [label for label, _ in ex.device.options] == ["(all)", "mtia_sim:0"]
+    ex.device.value = 0
+    assert ex.filters()["device"] == 0 and ex.rows == recorded.filter(device=0).events
+    ex.set_filters(device=None)
+    assert ex.device.label == "(all)" and ex.filters()["device"] is None
+
+
+def test_explorer_details_follow_the_filters(recorded):
+    ex = trace_explorer(recorded, page_size=4)
+    assert ex.selected is recorded.events[0]  # the first event is open from the start
+    addmm = next(e for e in recorded if e.op == "aten::addmm")
+    ex.select(addmm.index)
+    ex.kind.value = "native"  # addmm is still listed on the first page: it stays open
+    assert ex.selected is addmm and ex.event.value == ex.rows.index(addmm)
+    ex.kind.value = "view"  # addmm is filtered out: the details show the first view instead
+    assert ex.selected is ex.rows[0] and ex.selected.kind == "view"
+    assert ex.details.startswith(f"#{ex.rows[0].index} {ex.rows[0].op}")
+    ex.next.click()  # a page turn opens an event of the new page
+    assert ex.selected is ex.page_rows[0]
+    ex.set_filters(kind="fallback", phase="backward")  # nothing matches
+    assert ex.rows == [] and ex.selected is None and ex.details == ""
+    assert "no event matches" in ex.detail_html.value and ex.tensor.options == ()
+
+
+def test_explorer_table_has_aligned_uncut_columns(recorded):
+    ex = trace_explorer(recorded)
+    addmm = next(e for e in recorded if e.op == "aten::addmm")
+    ex.select(addmm.index)
+    table = ex.table.value
+    assert table.count("<tr") == 1 + len(ex.page_rows) and "overflow-x:auto" in table
+    assert "<p>" not in table  # the status line above says which page this is, once
+    assert 'white-space:pre"' in ex.detail_html.value  # long lines scroll, words stay whole
+    full = ", ".join(tensor_brief(t) for t in addmm.inputs)  # the whole cell, no "..."
+    assert html.escape(full) in table
+    assert "background:#fff3b0" in table and table.count("background:#fff3b0") == 1
+    assert table.count("white-space:nowrap") == len(ex.page_rows) * 3  # #, sim, host

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import types
 
+from .. import _compat
 from . import amp, device_module, dispatch, kernels, registration, serialization
 from .dispatch import StrictModeError, set_strict, strict
 from .fallback import fallback_counts, reset_fallback_counts
@@ -30,14 +31,35 @@ def _as_module() -> types.ModuleType:
         for name in device_module.__all__ + ["_is_in_bad_fork", "_lazy_init", "DeviceProperties"]:
             setattr(module, name, getattr(device_module, name))
         sys.modules["torch.mtia_sim"] = module
+        sys.modules["torch.mtia_sim.memory"] = device_module.memory
     return module
 
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
+    from . import (  # the parts that make the device behave as CUDA does (issue 9)
+        accelerator,
+        backward_errors,
+        dlpack,
+        pinned_memory,
+        rebind,
+        resize,
+        storage_methods,
+        storages,
+    )
+
     if not KERNELS:
         kernels.register_native_families()
+    resize.register()  # resize_ / resize_as_ keep memory_format (not the fallback)
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
+    rebind.register()  # set_(tensor): rebind to other memory
+    backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
+    storages.install()  # torch.UntypedStorage(n, device="mtia_sim"): a clear error
+    pinned_memory.register()  # t.pin_memory() / is_pinned(), as with CUDA
+    storage_methods.register()  # storage.is_mtia_sim, storage.mtia_sim()
+    dlpack.register()  # DLPack export of device tensors: a clear refusal
+    accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
+    _compat.enable_foreach_for(MTIATensor)  # torch.optim's multi-tensor path (kernels_nn.py)

@@ -18,6 +18,13 @@ requests are served only from segments of its own pool, and blocks freed there g
 pool, never to the shared cache, so the addresses a captured graph uses stay reserved for it until
 the pool is released (`release_pool`, when no graph uses it any more). Graphs may share a pool.
 
+Like CUDA's allocator (one mutex per device), it is safe to call from several threads, and from
+inside itself: a garbage collection that runs in the middle of a split or a merge may free device
+tensors (reference cycles), which calls `free` again. A free that finds the allocator busy is
+*deferred*: queued, and done by whoever holds the allocator as it leaves. A KeyboardInterrupt
+(or any exception) in the middle of an operation leaves it marked *dirty*; the next call rebuilds
+the free lists and the statistics from the segments, which are the truth (`_repair`).
+
 Addresses here are simulated device addresses; the bytes of a tensor live in host memory owned by
 the tensor (see tensor.py). The allocator only decides *where on the device* they would live,
 which is what the memory statistics and snapshots report.
@@ -26,7 +33,9 @@ which is what the memory statistics and snapshots report.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -37,6 +46,10 @@ SMALL_SEGMENT = 2 << 20  # the small pool grows 2 MiB at a time
 LARGE_SEGMENT = 20 << 20  # requests under 10 MiB share 20 MiB segments
 MIN_LARGE_ALLOC = 10 << 20
 ROUND_LARGE = 2 << 20  # larger requests are rounded to 2 MiB
+# CUDA's `max_split_size_mb` (PYTORCH_CUDA_ALLOC_CONF): blocks of this size or more are never
+# split and serve only requests within LARGE_SEGMENT of their size. CUDA's default is unlimited,
+# and so is ours (None): a 4 MiB request may take a piece of any larger cached block.
+MAX_SPLIT_SIZE: int | None = None
 DEVICE_BASE_ADDRESS = 0x7F00_0000_0000
 DEFAULT_POOL = (0, 0)  # the id the snapshot reports for the shared cache, as CUDA does
 
@@ -164,12 +177,43 @@ class CachingAllocator:
         self._num_ooms = 0
         self._next_address = DEVICE_BASE_ADDRESS + physical_index * (1 << 40)
         self._order = itertools.count()
+        self.max_split_size = MAX_SPLIT_SIZE
+        # Re-entrancy and threads (see the module docstring): the lock is held by one thread at a
+        # time; `_busy` says an operation is under way on it (so a free arriving now, from a
+        # garbage collection inside that operation, is deferred to `_pending`); `_dirty` says an
+        # operation began and did not finish (an exception), so the next one repairs first.
+        self._lock = threading.RLock()
+        self._busy = False
+        self._dirty = False
+        self._pending: list[Block] = []
+        self._in_flight: Block | None = None  # the block a malloc was handing out
 
     # -- allocation -------------------------------------------------------------------------
     def malloc(
         self, nbytes: int, op: str = "", source: str = "", pool: PoolId | None = None
     ) -> Block:
         """A block of at least `nbytes`; from the private pool `pool` if given (see retain_pool)."""
+        with self._lock:
+            if self._busy:
+                raise RuntimeError(
+                    f"mtia_sim:{self.device_index}: device memory was requested from inside the "
+                    "caching allocator (a __del__ run by a garbage collection during an "
+                    "allocation). Allocate device tensors outside __del__ methods."
+                )
+            try:
+                self._busy = True
+                if self._dirty:
+                    self._repair()
+                self._dirty, self._in_flight = True, None
+                block = self._malloc(nbytes, op, source, pool)
+                self._dirty = False
+            finally:
+                self._busy = False
+        if self._pending:
+            self._drain()
+        return block
+
+    def _malloc(self, nbytes: int, op: str, source: str, pool: PoolId | None) -> Block:
         size = round_size(nbytes)
         is_small = size <= SMALL_SIZE
         private = None if pool is None else self._private(pool)
@@ -178,12 +222,52 @@ class CachingAllocator:
             self._count(is_small, "inactive_split_bytes", -block.size)
         if block is None:
             block = self._new_segment(size, is_small, nbytes, op, private)
+        self._in_flight = block
         block = self._split(block, size)
         block.allocated, block.requested, block.op, block.source = True, nbytes, op, source
-        self._count_block(is_small, size, nbytes, +1)
+        # The whole block counts, as in CUDA: a large block keeps a remainder of up to 1 MiB
+        # unsplit, and free() gives back block.size.
+        self._count_block(is_small, block.size, nbytes, +1)
         return block
 
     def free(self, block: Block) -> None:
+        """Give a block back. Called from `DeviceStorage.__del__`, so at any moment: if the
+        allocator is busy (this thread is inside an operation, or another thread is), the free
+        is queued and done when that operation ends."""
+        self._pending.append(block)  # list.append is atomic: safe from any thread
+        self._drain()
+
+    def _drain(self) -> None:
+        """Do the queued frees, unless someone else holds the allocator (they will)."""
+        errors = []
+        while self._pending:
+            if not self._lock.acquire(blocking=False):
+                return  # another thread: it drains when it leaves
+            try:
+                if self._busy:
+                    return  # this thread, inside an operation (a GC): it drains when it leaves
+                try:
+                    self._busy = True
+                    if self._dirty:
+                        self._repair()
+                    while self._pending:
+                        # First in, first out: other threads append while we pop.
+                        self._in_flight = self._pending[0]
+                        self._dirty = True
+                        block = self._pending.pop(0)
+                        try:
+                            self._free_block(block)
+                        except RuntimeError as error:  # a double free: report after the rest
+                            errors.append(error)
+                        self._dirty = False
+                finally:
+                    self._busy = False
+            finally:
+                self._lock.release()
+        if errors:
+            raise errors[0]
+
+    def _free_block(self, block: Block) -> None:
         if not block.allocated:
             raise RuntimeError(f"double free of device block at {block.address:#x}")
         is_small = block.segment.is_small
@@ -198,6 +282,10 @@ class CachingAllocator:
     def empty_cache(self) -> int:
         """Return every fully free segment of the shared cache (and of released private pools)
         to the device; the bytes released. Pools still used by a graph keep their segments."""
+        with self._guarded():
+            return self._empty_cache()
+
+    def _empty_cache(self) -> int:
         released = 0
         for segment in list(self.segments):
             if segment.is_free() and (segment.pool is None or segment.pool.use_count == 0):
@@ -207,6 +295,10 @@ class CachingAllocator:
     # -- private pools (graph captures) -----------------------------------------------------
     def retain_pool(self, pool: PoolId) -> None:
         """One more graph uses `pool`: create it on first use (like CUDA's pool use count)."""
+        with self._guarded():
+            self._retain_pool(pool)
+
+    def _retain_pool(self, pool: PoolId) -> None:
         private = self._pools.get(pool)
         if private is None:
             self._pools[pool] = PrivatePool(tuple(pool))
@@ -216,6 +308,10 @@ class CachingAllocator:
     def release_pool(self, pool: PoolId) -> int:
         """One graph fewer uses `pool`. At zero its free segments go back to the device at once
         and the others as their last tensor dies; returns the bytes released now."""
+        with self._guarded():
+            return self._release_pool(pool)
+
+    def _release_pool(self, pool: PoolId) -> int:
         private = self._private(pool)
         private.use_count -= 1
         if private.use_count > 0:
@@ -228,10 +324,12 @@ class CachingAllocator:
         return released
 
     def pool_ids(self) -> list[PoolId]:
+        self._settle()
         return list(self._pools)
 
     def pool_reserved_bytes(self, pool: PoolId) -> int:
         """Bytes of the segments that belong to a live private pool."""
+        self._settle()
         private = self._pools.get(pool)
         return sum(s.size for s in self.segments if private is not None and s.pool is private)
 
@@ -248,22 +346,27 @@ class CachingAllocator:
     # -- statistics --------------------------------------------------------------------------
     @property
     def allocated_bytes(self) -> int:
+        self._settle()
         return self._stats["all"].allocated_bytes.current
 
     @property
     def reserved_bytes(self) -> int:
+        self._settle()
         return self._stats["all"].reserved_bytes.current
 
     def peak(self, name: str) -> int:
         """Peak of a stat over both pools, as PyTorch reports `<name>.all.peak`."""
+        self._settle()
         return getattr(self._stats["all"], name).peak
 
     def reset_peak_stats(self) -> None:
+        self._settle()
         for pool in self._stats.values():
             for stat in vars(pool).values():
                 stat.reset_peak()
 
     def reset_accumulated_stats(self) -> None:
+        self._settle()
         for pool in self._stats.values():
             for stat in vars(pool).values():
                 stat.allocated = stat.freed = 0
@@ -271,6 +374,7 @@ class CachingAllocator:
 
     def memory_stats(self) -> dict[str, int]:
         """The flat dict of `torch.cuda.memory_stats`: `<stat>.<pool>.<current|peak|...>`."""
+        self._settle()
         out: dict[str, int] = {}
         for name in vars(_PoolStats()):
             for pool_name, pool in self._stats.items():
@@ -284,6 +388,7 @@ class CachingAllocator:
 
     def snapshot(self) -> list[dict]:
         """Segments and their blocks, shaped like `torch.cuda.memory_snapshot()`."""
+        self._settle()
         out = []
         for segment in sorted(self.segments, key=lambda s: s.address):
             blocks = segment.blocks()
@@ -311,6 +416,135 @@ class CachingAllocator:
                 }
             )
         return out
+
+    # -- safety: threads, re-entrant frees, interrupted operations ---------------------------
+    @contextlib.contextmanager
+    def _guarded(self):
+        """One whole operation: under the lock, repaired first if the last one was interrupted,
+        marked dirty until it finishes; queued frees are done as it leaves."""
+        with self._lock:
+            if self._busy:
+                raise RuntimeError(
+                    f"mtia_sim:{self.device_index}: the caching allocator was called from inside "
+                    "itself (a __del__ run by a garbage collection during an allocator operation)"
+                )
+            try:
+                self._busy = True
+                if self._dirty:
+                    self._repair()
+                self._dirty, self._in_flight = True, None
+                yield
+                self._dirty = False
+            finally:
+                self._busy = False
+        if self._pending:
+            self._drain()
+
+    def _settle(self) -> None:
+        """Before reading statistics: do queued frees, repair after an interrupted operation
+        (unless this thread is inside an operation, whose figures are the live ones)."""
+        if self._pending:
+            self._drain()
+        if self._dirty:
+            with self._lock:
+                if self._dirty and not self._busy:
+                    try:
+                        self._busy = True
+                        self._repair()
+                    finally:
+                        self._busy = False
+
+    def _repair(self) -> None:
+        """Rebuild everything derived from the segments after an operation was interrupted
+        (a KeyboardInterrupt, an exception): each segment's chain of blocks, walked by `next`
+        and by address, is the truth; sizes, `prev` links, merges of free neighbours, the free
+        lists and the current statistics follow from it. The block an interrupted malloc was
+        handing out (or an interrupted free giving back) reached no tensor: it is free."""
+        if self._in_flight is not None:
+            block = self._in_flight
+            block.allocated, block.requested, block.op, block.source = False, 0, "", ""
+            if any(queued is block for queued in self._pending):
+                self._pending.remove(block)  # its free was under way: done now
+            self._in_flight = None
+        lists = [self._free] + [pool.free for pool in self._pools.values()]
+        lists += [s.pool.free for s in self.segments if s.pool is not None]
+        for free in lists:
+            free[True].clear()
+            free[False].clear()
+        fresh = {"small_pool": _PoolStats(), "large_pool": _PoolStats()}
+        for segment in self.segments:
+            stats = fresh["small_pool" if segment.is_small else "large_pool"]
+            stats.reserved_bytes.current += segment.size
+            stats.segment.current += 1
+            block, end, previous = segment.first, segment.address + segment.size, None
+            while block is not None:
+                following = block.next
+                while following is not None and not following.allocated and not block.allocated:
+                    following = following.next  # merge free neighbours
+                if following is not None and not (block.address < following.address < end):
+                    following = None  # a link an interrupted split left half made
+                block.prev, block.next = previous, following
+                block.size = (following.address if following is not None else end) - block.address
+                previous, block = block, following
+            for block in segment.blocks():
+                if block.allocated:
+                    for stat, amount in (
+                        (stats.allocated_bytes, block.size), (stats.requested_bytes,
+                                                              block.requested),
+                        (stats.active_bytes, block.size), (stats.allocation, 1),
+                        (stats.active, 1),
+                    ):
+                        stat.current += amount
+                else:
+                    bisect.insort(self._free_lists(segment)[segment.is_small],
+                                  (block.size, block.address, block))
+                    if block.prev is not None or block.next is not None:
+                        stats.inactive_split_bytes.current += block.size
+        for name in vars(_PoolStats()):
+            small = getattr(fresh["small_pool"], name).current
+            large = getattr(fresh["large_pool"], name).current
+            for pool_name, current in (("small_pool", small), ("large_pool", large),
+                                       ("all", small + large)):
+                stat = getattr(self._stats[pool_name], name)
+                stat.current, stat.peak = current, max(stat.peak, current)
+                stat.freed = max(0, stat.allocated - current)
+                stat.allocated = stat.freed + current
+        self._dirty = False
+
+    def consistency_errors(self) -> list[str]:
+        """What is wrong with the allocator's bookkeeping (empty when sound): the free lists
+        and the statistics against the segments' blocks. For tests."""
+        self._settle()
+        errors = []
+        with self._lock:
+            listed = {id(entry[2]) for free in [self._free] + [
+                s.pool.free for s in self.segments if s.pool is not None
+            ] for entry in free[True] + free[False]}
+            allocated = reserved = 0
+            for segment in self.segments:
+                reserved += segment.size
+                address = segment.address
+                for block in segment.blocks():
+                    if block.address != address:
+                        errors.append(f"block at {block.address:#x} expected at {address:#x}")
+                    address += block.size
+                    if block.allocated:
+                        allocated += block.size
+                        if id(block) in listed:
+                            errors.append(f"allocated block {block.address:#x} is listed free")
+                    elif id(block) not in listed:
+                        errors.append(f"free block {block.address:#x} is not in a free list")
+                    if (not block.allocated and block.next is not None
+                            and not block.next.allocated):
+                        errors.append(f"free neighbours at {block.address:#x} not merged")
+                if address != segment.address + segment.size:
+                    errors.append(f"segment at {segment.address:#x} blocks do not add up")
+            stats = self._stats["all"]
+            if stats.allocated_bytes.current != allocated:
+                errors.append(f"allocated_bytes {stats.allocated_bytes.current} != {allocated}")
+            if stats.reserved_bytes.current != reserved:
+                errors.append(f"reserved_bytes {stats.reserved_bytes.current} != {reserved}")
+        return errors
 
     # -- internals ---------------------------------------------------------------------------
     def _count(self, is_small: bool, name: str, amount: int) -> None:
@@ -357,10 +591,13 @@ class CachingAllocator:
         index = bisect.bisect_left(free, (size, 0))
         if index == len(free):
             return None
-        # Like the CUDA allocator, do not hand a huge cached block to a small large-pool request.
         _, _, block = free[index]
-        if not is_small and size < MIN_LARGE_ALLOC and block.size >= MIN_LARGE_ALLOC:
-            return None
+        limit = self.max_split_size
+        if limit is not None and not is_small:  # CUDA's get_free_block, with max_split_size set
+            if size < limit <= block.size:
+                return None  # do not return an oversized block for a smaller request
+            if size >= limit and block.size >= size + LARGE_SEGMENT:
+                return None  # an oversized block serves requests within 20 MiB of its size
         del free[index]
         return block
 
@@ -380,7 +617,7 @@ class CachingAllocator:
         seg_size = segment_size_for(size)
         if self.reserved_bytes + seg_size > self.capacity:
             self._num_alloc_retries += 1
-            self.empty_cache()
+            self._empty_cache()
             if self.reserved_bytes + seg_size > self.capacity:
                 self._num_ooms += 1
                 raise torch.OutOfMemoryError(self._oom_message(requested, seg_size, op))
@@ -401,14 +638,21 @@ class CachingAllocator:
 
     def _split(self, block: Block, size: int) -> Block:
         remaining = block.size - size
-        should_split = remaining >= MIN_BLOCK if block.segment.is_small else remaining > SMALL_SIZE
+        if block.segment.is_small:
+            should_split = remaining >= MIN_BLOCK
+        else:  # CUDA's should_split: blocks of max_split_size or more stay whole
+            limit = self.max_split_size
+            should_split = remaining > SMALL_SIZE and (limit is None or size < limit)
         if should_split:
+            # Ordered so that an interruption at any point leaves a chain `_repair` can mend:
+            # the `next` links and addresses are the truth, sizes and `prev` follow from them.
             rest = Block(
                 block.segment, block.address + size, remaining, prev=block, next=block.next
             )
             if block.next is not None:
                 block.next.prev = rest
-            block.next, block.size = rest, size
+            block.next = rest
+            block.size = size
             self._insert_free(rest)
             self._count(block.segment.is_small, "inactive_split_bytes", remaining)
         return block

@@ -4,11 +4,14 @@ A kernel is limited either by arithmetic or by memory traffic, whichever is slow
 "roofline"), plus a fixed launch overhead:
 
     duration = launch + max(gemm_flops / gemm_peak, vector_flops / vector_peak,
-                            bytes_moved / memory_bandwidth)
+                            dram_bytes / dram_bandwidth + sram_bytes / sram_bandwidth)
 
 GEMM-like ops (mm, addmm, bmm, baddbmm) run on the chip's GEMM engine; everything else on its
-vector units. Peaks and bandwidths come from the chip profile (profile.py). Data that moves
-between host and device (copies, the CPU fallback) goes over the host link instead.
+vector units. The peak follows the data type: INT8, FP16/BF16, or FP32 (the FP32 GEMM rate is
+not published: half the BF16 rate, an assumption -- see docs/chip-profile.md). A kernel's
+inputs and outputs move at LPDDR5 bandwidth; the intermediates a fused kernel keeps on chip
+move at SRAM bandwidth (13x faster on MTIA v2), which is why fusion pays on this chip. Data
+that moves between host and device (copies, the CPU fallback) goes over the host link.
 The same function prices an eager op and a fused kernel of the scheduler, so their simulated
 times are comparable.
 """
@@ -22,7 +25,8 @@ import torch
 from .profile import ChipProfile
 
 aten = torch.ops.aten
-_LOW_PRECISION = (torch.bfloat16, torch.float16, torch.int8, torch.uint8)
+_LOW_PRECISION = (torch.bfloat16, torch.float16)
+_INT8 = (torch.int8, torch.uint8)
 
 
 @dataclass(frozen=True)
@@ -32,12 +36,16 @@ class KernelCost:
     bytes_read: int = 0
     bytes_written: int = 0
     host_link_bytes: int = 0  # bytes that cross PCIe (copies, fallbacks)
-    low_precision: bool = False
+    low_precision: bool = False  # FP16/BF16 peaks
+    sram_bytes: int = 0  # intermediates written and read inside a fused kernel, on chip
+    spill_bytes: int = 0  # intermediates that did not fit the SRAM: they go through DRAM
+    int8: bool = False  # INT8 peaks
 
     def duration_us(self, profile: ChipProfile) -> float:
         return roofline_us(
-            profile, self.gemm_flops, self.vector_flops, self.bytes_read + self.bytes_written,
-            self.host_link_bytes, self.low_precision,
+            profile, self.gemm_flops, self.vector_flops,
+            self.bytes_read + self.bytes_written + self.spill_bytes, self.host_link_bytes,
+            self.low_precision, self.sram_bytes, self.int8,
         )
 
     def __add__(self, other: KernelCost) -> KernelCost:
@@ -48,6 +56,9 @@ class KernelCost:
             self.bytes_written + other.bytes_written,
             self.host_link_bytes + other.host_link_bytes,
             self.low_precision or other.low_precision,
+            self.sram_bytes + other.sram_bytes,
+            self.spill_bytes + other.spill_bytes,
+            self.int8 or other.int8,
         )
 
 
@@ -58,15 +69,18 @@ def roofline_us(
     bytes_moved: int,
     host_link_bytes: int = 0,
     low_precision: bool = False,
+    sram_bytes: int = 0,
+    int8: bool = False,
 ) -> float:
-    """The formula of the module docstring, in microseconds."""
-    if low_precision:
+    """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes)."""
+    if int8:
+        gemm_peak, vector_peak = profile.gemm_ops_int8, profile.vector_ops_int8
+    elif low_precision:
         gemm_peak, vector_peak = profile.gemm_flops_bf16, profile.vector_flops_bf16
     else:
-        gemm_peak, vector_peak = profile.gemm_flops_bf16 / 2, profile.vector_flops_fp32
-    seconds = max(
-        gemm_flops / gemm_peak, vector_flops / vector_peak, bytes_moved / profile.dram_bandwidth
-    )
+        gemm_peak, vector_peak = profile.gemm_flops_fp32, profile.vector_flops_fp32
+    memory = bytes_moved / profile.dram_bandwidth + sram_bytes / profile.sram_bandwidth
+    seconds = max(gemm_flops / gemm_peak, vector_flops / vector_peak, memory)
     seconds += host_link_bytes / profile.host_link_bandwidth
     return profile.kernel_launch_us + seconds * 1e6
 
@@ -98,6 +112,12 @@ _GEMM_OPERANDS = {
 }
 
 
+# overload -> rule(inner_args, out) -> (gemm_flops, vector_flops, bytes_written or None): ops
+# whose work is not one vector op per output element (convolutions on the GEMM engine, fused
+# optimizer steps that write their arguments); filled by kernels_nn.py.
+FLOP_RULES: dict = {}
+
+
 def gemm_flops(func, args) -> float:
     """2*M*N*K multiply-adds of the matmul-like ops (times the batch); 0 for anything else."""
     operands = _GEMM_OPERANDS.get(func)
@@ -110,9 +130,10 @@ def gemm_flops(func, args) -> float:
     return 2.0 * a[0] * a[1] * b[1]
 
 
-def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]:
-    """(gemm_flops, vector_flops, bytes_read, bytes_written, low_precision) of one eager kernel:
-    bytes of its tensor inputs and outputs, flops by class (one vector op per output element)."""
+def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool, bool]:
+    """(gemm_flops, vector_flops, bytes_read, bytes_written, low_precision, int8) of one eager
+    kernel: bytes of its tensor inputs and outputs, flops by class (one vector op per output
+    element), the precision from the output's dtype (INT8 also from an int8 GEMM operand)."""
     read = 0
     for arg in inner_args:  # tensor_bytes(inner_args), unrolled one level: this runs once per op
         if isinstance(arg, torch.Tensor):
@@ -121,27 +142,34 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool]
             read += tensor_bytes(arg)
     if isinstance(out, torch.Tensor):
         written = out.nbytes
-        low = out.dtype in _LOW_PRECISION
+        low, int8 = out.dtype in _LOW_PRECISION, out.dtype in _INT8
     else:
-        written, low = tensor_bytes(out), False
+        written, low, int8 = tensor_bytes(out), False, False
+    rule = FLOP_RULES.get(func)
+    if rule is not None:
+        gemm, vector, rule_written = rule(inner_args, out)
+        return (gemm, vector, read, written if rule_written is None else rule_written, low,
+                int8)
     flops = gemm_flops(func, inner_args) if func in _GEMM_OPERANDS else 0.0
     if flops:
-        return flops, 0.0, read, written, low
+        first = inner_args[_GEMM_OPERANDS[func][0]]
+        int8 = int8 or getattr(first, "dtype", None) in _INT8
+        return flops, 0.0, read, written, low, int8
     elements = written // 4 if written else read // 4
-    return 0.0, float(elements), read, written, low
+    return 0.0, float(elements), read, written, low, int8
 
 
 def estimate(func, inner_args, out) -> KernelCost:
     """Cost of one eager kernel (see `estimate_terms`)."""
-    gemm, vector, read, written, low = estimate_terms(func, inner_args, out)
-    return KernelCost(gemm, vector, read, written, 0, low)
+    gemm, vector, read, written, low, int8 = estimate_terms(func, inner_args, out)
+    return KernelCost(gemm, vector, read, written, 0, low, int8=int8)
 
 
 def estimate_us(func, inner_args, out, profile: ChipProfile) -> float:
     """`estimate(...).duration_us(profile)` without building the KernelCost: the dispatcher's
     path when nobody is watching (no observer to hand the KernelCost to)."""
-    gemm, vector, read, written, low = estimate_terms(func, inner_args, out)
-    return roofline_us(profile, gemm, vector, read + written, 0, low)
+    gemm, vector, read, written, low, int8 = estimate_terms(func, inner_args, out)
+    return roofline_us(profile, gemm, vector, read + written, 0, low, 0, int8)
 
 
 def transfer(nbytes: int) -> KernelCost:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import torch
 
 from .._compat import DEVICE_NAME
+from . import memory_tools as memory  # torch.mtia_sim.memory
 from . import streams
 from .allocator import format_bytes
+from .graphed import make_graphed_callables
 from .graphs import (
     GraphCaptureError,
     MTIAGraph,
@@ -23,8 +25,23 @@ from .graphs import (
     is_current_stream_capturing,
     refuse_if_capturing,
 )
+from .memory_tools import (
+    MemPool,
+    attach_out_of_memory_observer,
+    memory_stats_as_nested_dict,
+    use_mem_pool,
+)
 from .runtime import RUNTIME
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
+from .streams import (
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+from .streams import _device_index as _stream_device_index
 
 __all__ = [
     "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "synchronize",
@@ -37,6 +54,9 @@ __all__ = [
     "reset_accumulated_memory_stats", "empty_cache", "set_per_process_memory_fraction",
     "mem_get_info", "MTIAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
     "GraphCaptureError",
+    # CUDA parity (issue 9)
+    "init", "device_of", "StreamContext", "memory", "MemPool", "use_mem_pool",
+    "attach_out_of_memory_observer", "memory_stats_as_nested_dict", "make_graphed_callables",
 ]
 
 
@@ -52,15 +72,18 @@ def synchronize(device=None) -> None:
 
 
 def _index(device=None) -> int:
-    if device is None:
-        return RUNTIME.current_index
-    if isinstance(device, int):
-        RUNTIME.device(device)
-        return device
-    device = torch.device(device)
-    if device.type != DEVICE_NAME:
-        raise ValueError(f"expected a {DEVICE_NAME} device, got {device}")
-    return RUNTIME.device(device.index).index
+    """The device index an argument names (None: the current device); a clear error for anything
+    else, a negative index (torch.cuda's queries raise too: only set_device, device and Stream
+    take one, as "no device" or "the current one") or an index that does not exist."""
+    if _is_negative(device):
+        raise ValueError(
+            f"device index must be >= 0 (got {device}); pass None for the current device"
+        )
+    return RUNTIME.device(_stream_device_index(device)).index
+
+
+def _is_negative(device) -> bool:
+    return isinstance(device, int) and not isinstance(device, bool) and device < 0
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -80,6 +103,10 @@ def _lazy_init() -> None:
     pass
 
 
+def init() -> None:
+    """Initialize the device (as torch.cuda.init): the simulator is ready at import."""
+
+
 def device_count() -> int:
     return len(RUNTIME.devices)
 
@@ -89,14 +116,18 @@ def current_device() -> int:
 
 
 def set_device(device) -> None:
+    """Make `device` current; a no-op for a negative index, as torch.cuda.set_device."""
+    if _is_negative(device):
+        return
     RUNTIME.current_index = _index(device)
 
 
 class device(contextlib.ContextDecorator):
-    """Context manager that changes the current device (shaped like torch.cuda.device)."""
+    """Context manager that changes the current device (shaped like torch.cuda.device): a no-op
+    for None or a negative index."""
 
     def __init__(self, device) -> None:
-        self.index = _index(device) if device is not None else None
+        self.index = None if device is None or _is_negative(device) else _index(device)
 
     def __enter__(self):
         self.previous = RUNTIME.current_index
@@ -106,6 +137,14 @@ class device(contextlib.ContextDecorator):
     def __exit__(self, *exc) -> bool:
         RUNTIME.current_index = self.previous
         return False
+
+
+class device_of(device):
+    """Context manager that makes the device of `obj` (a tensor or storage) current; a no-op for
+    an object that is not on mtia_sim (as torch.cuda.device_of)."""
+
+    def __init__(self, obj) -> None:
+        super().__init__(obj.get_device() if obj.device.type == DEVICE_NAME else -1)
 
 
 @dataclass(frozen=True)
@@ -180,14 +219,18 @@ def manual_seed_all(seed: int) -> None:
         state.initial_seed = int(seed)
 
 
-def seed() -> None:
+def seed() -> int:
+    """Seed the current device's generator with a random number; returns it (as torch.seed)."""
     state = RUNTIME.device(RUNTIME.current_index)
     state.initial_seed = state.generator.seed()
+    return state.initial_seed
 
 
-def seed_all() -> None:
+def seed_all() -> int:
+    """Seed every device's generator with one random number; returns it."""
     first = RUNTIME.devices[0].generator.seed()
     manual_seed_all(first)
+    return first
 
 
 def initial_seed() -> int:
@@ -249,10 +292,14 @@ def empty_cache() -> None:
         state.allocator.empty_cache()
 
 
-def memory_snapshot(device=None) -> list[dict]:
-    """Segments and blocks of every device (or one), as torch.cuda.memory_snapshot()."""
-    states = RUNTIME.devices if device is None else [RUNTIME.device(_index(device))]
-    return [segment for state in states for segment in state.allocator.snapshot()]
+def memory_snapshot(mempool_id=None, include_traces: bool = True, device=None) -> list[dict]:
+    """Segments and blocks of every device, as torch.cuda.memory_snapshot(): with `stream` and
+    each block's `frames`. `mempool_id` (a pool id tuple) keeps that pool's segments; given a
+    device (index, string or torch.device) instead, as this function took before, that device's.
+    `include_traces` is accepted for CUDA code (the history is in memory._snapshot())."""
+    if isinstance(mempool_id, tuple):
+        return [s for s in memory.segments(device) if tuple(s["segment_pool_id"]) == mempool_id]
+    return memory.segments(mempool_id if mempool_id is not None else device)
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
@@ -262,13 +309,15 @@ def mem_get_info(device=None) -> tuple[int, int]:
 
 
 def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    if isinstance(fraction, bool) or not isinstance(fraction, (float, int)):
+        raise TypeError(f"fraction must be a float in (0, 1], got {fraction!r}")
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     state = RUNTIME.device(_index(device))
     state.allocator.capacity = int(RUNTIME.capacity * fraction)
 
 
-def memory_summary(device=None) -> str:
+def memory_summary(device=None, abbreviated: bool = False) -> str:
     allocator = _allocator(device)
     stats = allocator.memory_stats()
     rows = [
@@ -292,3 +341,11 @@ def memory_summary(device=None) -> str:
         f"OOMs: {stats['num_ooms']}"
     )
     return "\n".join(lines)
+
+
+# torch.mtia_sim.memory also answers what torch.cuda.memory does about the allocator.
+for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+              "memory_stats", "memory_snapshot", "memory_summary", "reset_peak_memory_stats",
+              "reset_accumulated_memory_stats", "empty_cache", "mem_get_info",
+              "set_per_process_memory_fraction"):
+    setattr(memory, _name, globals()[_name])

@@ -19,7 +19,7 @@ import torch
 
 from .._compat import DEVICE_NAME
 from .._compat import compile_session as _session
-from . import cost, fallback
+from . import cost, fallback, host_indices, oom
 from .registry import KERNELS, Kernel, run_on_device
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
@@ -107,6 +107,21 @@ def _target_device(kernel: Kernel | None, devices: list, kwargs: dict) -> int | 
     return index if index is not None else first
 
 
+def _check_written_on_device(op_facts, args, kwargs, target: int) -> None:
+    """A host scalar may ride along as an input, but never as what the op writes (`out=`,
+    in-place `self`): CUDA refuses it too, else the result would land on the host."""
+    for where in op_facts.mutated:
+        written = op_facts.arg(args, kwargs, where)
+        for tensor in written if isinstance(written, (list, tuple)) else (written,):
+            if isinstance(tensor, torch.Tensor) and tensor.device.type != DEVICE_NAME:
+                raise RuntimeError(
+                    f"{op_facts.name}: expected '{where[1]}' to be on {DEVICE_NAME}:{target}, "
+                    f"but got a tensor on {tensor.device} (the op runs on {DEVICE_NAME}:{target} "
+                    f"and writes its result there). Pass a tensor made on the device, e.g. "
+                    f"torch.empty(..., device='{DEVICE_NAME}:{target}'), or omit out=."
+                )
+
+
 def _as_device(device) -> torch.device:
     return torch.device(DEVICE_NAME, device) if isinstance(device, int) else device
 
@@ -132,6 +147,10 @@ class _OpPlan:
 
 
 _PLANS: dict[torch._ops.OpOverload, _OpPlan] = {}
+# What a few ops need before they run: host index tensors copied to the device, as CUDA does
+# (host_indices.py); the capacity checked for results sized by their arguments (oom.py).
+_BEFORE_RUN = dict.fromkeys(host_indices.INDEX_OPS, host_indices.indices_to_device)
+_BEFORE_RUN.update(dict.fromkeys(oom.RESULT_BYTES, oom.check_result))
 
 
 def _plan_of(func, registered: Kernel | None) -> _OpPlan:
@@ -159,6 +178,9 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         return _answer_query(func, args, kwargs)
     plan = _plan_of(func, registered)
     op_facts, kernel = plan.facts, plan.kernel
+    before_run = _BEFORE_RUN.get(func)
+    if before_run is not None:
+        args = before_run(func, args, kwargs)
     # 1. unwrap, and find the one device the op runs on
     devices: list = []
     inner_args = tuple([_unwrap(a, devices) for a in args])
@@ -169,6 +191,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     else:
         kwargs, inner_kwargs = {}, {}
     target = _target_device(registered, devices, kwargs)
+    if op_facts.mutated and type(target) is int and not (kernel and kernel.cross_device):
+        _check_written_on_device(op_facts, args, kwargs, target)
     if type(target) is int:
         device_index = target
     else:  # the results leave the device; the work is still the device's
@@ -190,7 +214,10 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             observer.before_op(func, "fallback", args, kwargs, device)
         if _CAPTURE is not None:  # a graph cannot replay host work: it raises, naming the op
             _CAPTURE.refuse_fallback(func)
-        out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
+        try:
+            out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
+        except RuntimeError as error:  # a host allocation failure is the device's OOM
+            raise oom.device_error(error, device.index, plan.name)  # noqa: B904
         kind = "fallback"
         # The op ran on the host: its inputs went up the host link and its results came back.
         price = cost.transfer(cost.tensor_bytes(inner_args) + cost.tensor_bytes(out))
@@ -199,7 +226,10 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         kind = kernel.kind
         if observer is not None:
             observer.before_op(func, kind, args, kwargs, device)
-        out = kernel.fn(func, inner_args, inner_kwargs, device)
+        try:
+            out = kernel.fn(func, inner_args, inner_kwargs, device)
+        except RuntimeError as error:  # a host allocation failure is the device's OOM
+            raise oom.device_error(error, device.index, plan.name)  # noqa: B904
         if kernel.cross_device and not (
             type(target) is int and devices and all(d == target for d in devices)
         ):  # a copy between host and device, or between two devices: it crosses the link
@@ -207,6 +237,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             duration = price.duration_us(device.profile)
         elif kind == "view":
             duration = None  # views move no data: no device work
+        elif kind == "collective":  # mtia_ccl charges the interconnect (distributed/)
+            duration = None
         elif observer is not None and getattr(observer, "wants_prices", True):
             price = cost.estimate(func, inner_args, out)
             duration = price.duration_us(device.profile)
@@ -258,7 +290,10 @@ def _traced(func, args, kwargs):
         return _answer_query(func, args, kwargs)
     plan = _plan_of(func, registered)
     devices: list = []
-    inner_args = tuple([_unwrap_traced(a, devices) for a in args])
+    if func in host_indices.INDEX_OPS:
+        inner_args = host_indices.unwrap_traced(args, _unwrap_traced, devices)
+    else:
+        inner_args = tuple([_unwrap_traced(a, devices) for a in args])
     kwargs = kwargs or {}
     inner_kwargs = {k: _unwrap_traced(v, devices) for k, v in kwargs.items()}
     if "device" in inner_kwargs:
@@ -341,11 +376,19 @@ def _sync_metadata(tensor: MTIATensor, name: str) -> None:
         and inner.stride() == tensor.stride()
         and inner.storage_offset() == tensor.storage_offset()
         and inner.untyped_storage().nbytes() == tensor._storage.nbytes
+        and _same_memory(inner, tensor._storage)  # set_(other) rebinds to other's memory
     ):
         return
     resized = wrap(inner, tensor._storage.device_index, name)
     tensor.data = resized
     tensor._inner, tensor._storage = resized._inner, resized._storage
+
+
+def _same_memory(inner: torch.Tensor, storage) -> bool:
+    try:
+        return inner.untyped_storage().data_ptr() == storage.host_ptr or not storage.nbytes
+    except RuntimeError:  # a fake tensor while torch.compile traces: no memory
+        return True
 
 
 def _strict_message(name: str) -> str:
@@ -362,6 +405,7 @@ def _strict_message(name: str) -> str:
 @contextlib.contextmanager
 def strict(enabled: bool = True):
     """Within the block, an op without a native kernel raises StrictModeError."""
+    _check_strict(enabled)
     previous = RUNTIME.strict
     RUNTIME.strict = enabled
     try:
@@ -371,7 +415,13 @@ def strict(enabled: bool = True):
 
 
 def set_strict(enabled: bool) -> None:
+    _check_strict(enabled)
     RUNTIME.strict = enabled
+
+
+def _check_strict(enabled) -> None:
+    if not isinstance(enabled, bool):  # set_strict("no") must not turn strict mode on
+        raise TypeError(f"strict mode is True or False, got {enabled!r}")
 
 
 MTIATensor.__torch_dispatch__ = classmethod(torch_dispatch)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from .kernels_nn import NN_FAMILIES
+from .kernels_nn import register_prices as _register_nn_prices
 from .registry import register_kernel, run_on_device
 
 aten = torch.ops.aten
@@ -108,6 +110,7 @@ NATIVE_FAMILIES = {
     "reductions": REDUCTIONS,
     "linear algebra": LINEAR_ALGEBRA,
     "nn": NN,
+    **NN_FAMILIES,  # convolution, batch norm, pooling, attention, optimizers: kernels_nn.py
 }
 
 
@@ -129,6 +132,7 @@ def register_native_families() -> None:
     _register_copies()
     _register_device_random()
     _keep_whole(WHOLE_OUT_OPS)
+    _register_nn_prices()
 
 
 def _keep_whole(overloads: list[str]) -> None:
@@ -148,7 +152,8 @@ def _keep_whole(overloads: list[str]) -> None:
 
 
 def _same_elements(dst: torch.Tensor, src: torch.Tensor) -> bool:
-    if not (dst.dtype == src.dtype and dst.numel() == src.numel() and dst.numel() > 0):
+    # Same shape too: `x.view(2, 3).copy_(x.view(3, 2))` must raise as on the CPU.
+    if not (dst.dtype == src.dtype and dst.shape == src.shape and dst.numel() > 0):
         return False
     try:
         same_ptr = dst.data_ptr() == src.data_ptr()

@@ -1,7 +1,8 @@
 """Chip profiles: the published figures of the chip the simulated device imitates.
 
-Every number here is a public figure, not a measurement; its source is beside it. The cost model
-(mtia_lab/backend/cost.py) and `get_device_properties` read them from here and nowhere else.
+Every number here is a public figure or a named assumption, not a measurement; docs/chip-profile.md
+is the one table of figures with the source of each. The cost model (mtia_lab/backend/cost.py)
+and `get_device_properties` read them from here and nowhere else.
 Users can describe their own chip with `ChipProfile(...)` and `mtia_lab.configure(profile=...)`.
 """
 
@@ -36,6 +37,18 @@ class ChipProfile:
     kernel_launch_us: float  # fixed cost of one kernel launch (modelling assumption)
     major: int
     minor: int
+    # Chip-to-chip interconnect, read by mtia_lab/distributed/interconnect.py (docs/interconnect.md)
+    interconnect: str = "PCIe peer-to-peer through a switch (assumed)"
+    link_bandwidth: float = 32 * GB  # bytes/s one direction, per chip
+    link_latency_us: float = 5.0  # alpha: fixed cost of one message (modelling assumption)
+    vector_ops_int8: float = 0.0  # OP/s on the vector units in INT8 (0: 2x the BF16 rate)
+    gemm_flops_fp32: float = 0.0  # not published for either chip (0: half the BF16 rate)
+
+    def __post_init__(self) -> None:
+        if not self.vector_ops_int8:
+            object.__setattr__(self, "vector_ops_int8", 2 * self.vector_flops_bf16)
+        if not self.gemm_flops_fp32:  # assumption: FP32 GEMM at half the BF16 rate
+            object.__setattr__(self, "gemm_flops_fp32", self.gemm_flops_bf16 / 2)
 
     @property
     def num_pes(self) -> int:
@@ -45,7 +58,8 @@ class ChipProfile:
         return replace(self, **changes)
 
 
-# MTIA v2, "next-generation MTIA", Meta engineering blog, April 2024 (TSMC 5 nm).
+# MTIA v2, "next-generation MTIA", Meta engineering blog, April 2024 (TSMC 5 nm): the chip
+# column of its comparison table. Sources and assumptions: docs/chip-profile.md.
 MTIA_V2 = ChipProfile(
     name="MTIA v2 (simulated)",
     process_nm=5,
@@ -59,17 +73,25 @@ MTIA_V2 = ChipProfile(
     sram_bytes=256 * MiB,  # 256 MB on-chip SRAM
     sram_bandwidth=2.7 * TB,  # at 2.7 TB/s
     local_memory_per_pe=384 * 1024,  # 384 KB per PE at 1 TB/s
-    dram_bytes=64 * GiB,  # LPDDR5, 128 GB per board of two chips
+    dram_bytes=128 * GiB,  # off-chip LPDDR5: 128 GB (the table's MTIA v2 column)
     dram_bandwidth=204.8 * GB,  # 204.8 GB/s
     host_link="PCIe Gen5 x8",
     host_link_bandwidth=32 * GB,  # PCIe Gen5: 32 GT/s x 8 lanes, about 32 GB/s per direction
     kernel_launch_us=4.0,  # assumption: a few microseconds, as on other accelerators
     major=2,
     minor=0,
+    # No chip-to-chip link is published for MTIA v2: chips on a board talk over PCIe Gen5 x8
+    # through the board's switch, the same 32 GB/s per direction as the host link.
+    interconnect="PCIe Gen5 x8 peer-to-peer (assumed)",
+    link_bandwidth=32 * GB,
+    link_latency_us=5.0,  # assumption: one PCIe peer-to-peer round trip plus software
+    vector_ops_int8=11.06 * TB,  # vector/SIMD: 11.06 TOPS INT8
+    gemm_flops_fp32=177 * TB / 2,  # assumption: not published; half the BF16 rate
 )
 
 # MTIA v1, Firoozshahian et al., "MTIA: First Generation Silicon Targeting Meta's Recommendation
-# Systems", ISCA 2023 (TSMC 7 nm).
+# Systems", ISCA 2023 (TSMC 7 nm); vector figures from the MTIA v1 column of the April 2024
+# blog's comparison table (docs/chip-profile.md).
 MTIA_V1 = ChipProfile(
     name="MTIA v1 (simulated)",
     process_nm=7,
@@ -78,8 +100,8 @@ MTIA_V1 = ChipProfile(
     pe_grid=(8, 8),
     gemm_flops_bf16=51.2 * TB,
     gemm_ops_int8=102.4 * TB,
-    vector_flops_fp32=51.2 * TB / 16,  # not published: assumed 1/16 of GEMM, as in v2's ratio
-    vector_flops_bf16=51.2 * TB / 8,
+    vector_flops_fp32=0.8 * TB,  # vector: 0.8 TFLOPS FP32
+    vector_flops_bf16=1.6 * TB,  # vector: 1.6 TFLOPS FP16/BF16
     sram_bytes=128 * MiB,  # 128 MB at 800 GB/s
     sram_bandwidth=800 * GB,
     local_memory_per_pe=128 * 1024,
@@ -90,6 +112,11 @@ MTIA_V1 = ChipProfile(
     kernel_launch_us=4.0,
     major=1,
     minor=0,
+    interconnect="PCIe Gen4 x8 peer-to-peer (assumed)",
+    link_bandwidth=16 * GB,
+    link_latency_us=5.0,
+    vector_ops_int8=3.2 * TB,  # vector: 3.2 TOPS INT8
+    gemm_flops_fp32=51.2 * TB / 2,  # assumption: not published; half the BF16 rate
 )
 
 PROFILES = {"mtia_v2": MTIA_V2, "mtia_v1": MTIA_V1}

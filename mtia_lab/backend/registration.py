@@ -10,11 +10,13 @@ PrivateUse1 is computed on the host and moved to the device by one boxed fallbac
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .. import _compat
 from .._compat import DEVICE_NAME
-from . import cost, dispatch, fallback
+from . import cost, dispatch, fallback, oom
 from .runtime import RUNTIME
 from .streams import charge, current_stream
 from .tensor import MTIATensor, device_of, wrap
@@ -36,15 +38,21 @@ def _empty_memory_format(
     size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
     index = _index(device)
-    host = torch.empty(
-        size, dtype=dtype, layout=layout, memory_format=memory_format or torch.contiguous_format
+    nbytes = math.prod(size) * (dtype or torch.get_default_dtype()).itemsize
+    host = oom.on_host(  # the device's capacity is checked before the host allocates
+        index, nbytes, "aten::empty.memory_format", torch.empty, size, dtype=dtype,
+        layout=layout, memory_format=memory_format or torch.contiguous_format,
     )
     return wrap(host, index, "aten::empty.memory_format")
 
 
 def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     index = _index(device)
-    host = torch.empty_strided(size, stride, dtype=dtype, layout=layout)
+    nbytes = oom.strided_bytes(size, stride, (dtype or torch.get_default_dtype()).itemsize)
+    host = oom.on_host(  # the device's capacity is checked before the host allocates
+        index, nbytes, "aten::empty_strided", torch.empty_strided, size, stride, dtype=dtype,
+        layout=layout,
+    )
     return wrap(host, index, "aten::empty_strided")
 
 
@@ -52,8 +60,10 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
              memory_format=None):
     """Host -> device: the copy keeps dense layouts (transposed, channels_last) as `.to` does."""
     index = _index(device)
-    host = torch.ops.aten._to_copy.default(
-        x, dtype=dtype, layout=layout, memory_format=memory_format
+    host = oom.on_host(
+        index, x.numel() * (dtype or x.dtype).itemsize, "aten::_to_copy",
+        torch.ops.aten._to_copy.default, x, dtype=dtype, layout=layout,
+        memory_format=memory_format,
     )
     if host is x:
         host = x.clone(memory_format=torch.preserve_format)
@@ -79,6 +89,7 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     """An op reached PrivateUse1 with no kernel: a factory we did not write. Compute it on the
     host with the same arguments, then move the result to the requested device."""
     name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
+    _refuse_foreign_tensors(name, args, kwargs)
     if RUNTIME.strict:
         from .dispatch import StrictModeError, _strict_message
 
@@ -86,10 +97,26 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     fallback._COUNTS[name] += 1
     index = _index(kwargs.get("device"))
     host_kwargs = dict(kwargs, device=torch.device("cpu"))
-    out = op(*args, **host_kwargs)
+    try:
+        out = op(*args, **host_kwargs)
+    except RuntimeError as error:  # a host allocation failure is the device's OOM
+        raise oom.device_error(error, index, name)  # noqa: B904
     if isinstance(out, torch.Tensor):
         return wrap(out.clone() if out._base is not None else out, index, name)
     return out
+
+
+def _refuse_foreign_tensors(name: str, args, kwargs) -> None:
+    """A plain tensor that says mtia_sim but is no device tensor of ours (made by DLPack's
+    from_dlpack or torch.from_blob from a foreign pointer) has no memory we know: say so."""
+    for value in (*args, *kwargs.values()):
+        if type(value) is torch.Tensor and value.device.type == DEVICE_NAME:
+            raise RuntimeError(
+                f"{name}: this tensor reports {value.device} but is not a device tensor made by "
+                "mtia_lab (it was built from a raw pointer, e.g. by DLPack's from_dlpack or "
+                "torch.from_blob), so it has no device memory behind it. Make device tensors "
+                f"with torch factories or `.to('{DEVICE_NAME}')`."
+            )
 
 
 def _observed(fn, op, kind: str):
@@ -122,6 +149,7 @@ def register_backend(device_module) -> None:
     _compat.check_torch_version()
     if _compat.privateuse1_name() != DEVICE_NAME:
         _compat.setup_python_backend(DEVICE_NAME, device_module)
+    _compat.keep_device_tensors_out_of_fake_constants()  # `torch.tensor(c).to(x.device)` compiles
     lib = torch.library.Library("aten", "IMPL")
     aten = torch.ops.aten
     lib.impl("empty.memory_format", _observed(

@@ -37,18 +37,42 @@ def resolve_overloads(op: str | torch._ops.OpOverload | torch._ops.OpOverloadPac
     if isinstance(op, str):
         namespace, _, rest = op.partition("::")
         packet_name, _, overload = rest.partition(".")
-        packet = getattr(getattr(torch.ops, namespace), packet_name)
-        if overload:
-            return [getattr(packet, overload)]
+        if not namespace or not packet_name:
+            raise ValueError(
+                f"op {op!r}: name an aten operator as 'namespace::name' or "
+                f"'namespace::name.overload', e.g. 'aten::{op or 'add'}' or "
+                f"'aten::{op or 'add'}.Tensor' (or pass torch.ops.aten.add.Tensor)"
+            )
+        try:
+            packet = getattr(getattr(torch.ops, namespace), packet_name)
+            if overload:
+                return [getattr(packet, overload)]
+        except (AttributeError, RuntimeError) as error:
+            raise ValueError(f"op {op!r} does not exist: {error}") from None
         op = packet
+    if not isinstance(op, torch._ops.OpOverloadPacket):
+        raise TypeError(
+            f"op must be a string such as 'aten::add.Tensor', a torch.ops OpOverload or "
+            f"OpOverloadPacket, got {op!r} ({type(op).__name__})"
+        )
     return [getattr(op, name) for name in op.overloads()]
+
+
+# How a kernel serves its op; "collective" is mtia_lab.distributed's (bytes move between ranks).
+KERNEL_KINDS = ("native", "view", "query", "collective")
 
 
 def register_kernel(op, *, kind: str = "native", cross_device: bool = False):
     """Decorator: make `fn` the device kernel of `op` (one overload, or all of a packet)."""
+    if kind not in KERNEL_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KERNEL_KINDS))}, "
+                         f"got {kind!r}")
+    overloads = resolve_overloads(op)  # a clear error now, not when the decorator is applied
 
     def decorate(fn: KernelFn) -> KernelFn:
-        for overload in resolve_overloads(op):
+        if not callable(fn):
+            raise TypeError(f"register_kernel({op!r}) decorates a function, got {fn!r}")
+        for overload in overloads:
             KERNELS[overload] = Kernel(fn, kind, cross_device)
         return fn
 

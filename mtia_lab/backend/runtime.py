@@ -17,6 +17,9 @@ from .allocator import CachingAllocator
 from .profile import DEFAULT_PROFILE, ChipProfile, GiB
 
 DEFAULT_DEVICE_COUNT = 2
+# The most devices a process can have: device tensors are made with one torch.device per index,
+# made once at registration (tensor.device_of), and torch.device indices are small ints.
+MAX_DEVICES = 64
 DEFAULT_CAPACITY = 2 * GiB  # per device; the profile's real DRAM size is only reported
 
 
@@ -43,8 +46,8 @@ class Runtime:
 
     def __init__(self) -> None:
         self.profile: ChipProfile = DEFAULT_PROFILE
-        self.capacity: int = int(os.environ.get("MTIA_SIM_MEMORY_CAPACITY", DEFAULT_CAPACITY))
-        count = int(os.environ.get("MTIA_SIM_DEVICE_COUNT", DEFAULT_DEVICE_COUNT))
+        self.capacity: int = _env_int("MTIA_SIM_MEMORY_CAPACITY", DEFAULT_CAPACITY, 1)
+        count = _env_int("MTIA_SIM_DEVICE_COUNT", DEFAULT_DEVICE_COUNT, 1, MAX_DEVICES)
         # Like CUDA_VISIBLE_DEVICES: "1" makes simulated chip 1 this process's mtia_sim:0. It is
         # how one process drives one chip, e.g. for autograd on a chip other than the first
         # (PyTorch 2.13's Python device guard reports a single device to the autograd engine).
@@ -59,8 +62,7 @@ class Runtime:
         self.set_device_count(count)
 
     def set_device_count(self, count: int) -> None:
-        if count < 1:
-            raise ValueError(f"device_count must be at least 1, got {count}")
+        _check_int("device_count", count, 1, MAX_DEVICES)
         while len(self.devices) < count:
             index = len(self.devices)
             physical = self.visible[index] if self.visible and index < len(self.visible) else index
@@ -90,6 +92,46 @@ class Runtime:
         return self.devices[index]
 
 
+def _check_int(name: str, value, low: int, high: int | None = None) -> None:
+    """A clear error for a setting that is not an int in [low, high] (bools and floats too)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < low or (high is not None and value > high):
+        accepted = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise ValueError(f"{name} must be {accepted}, got {value}")
+
+
+def _env_int(variable: str, default: int, low: int, high: int | None = None) -> int:
+    """An int setting from the environment, with an error naming the variable."""
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{variable}={text!r}: expected a whole number") from None
+    _check_int(variable, value, low, high)
+    return value
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+
+
+def _profile(profile) -> ChipProfile:
+    """A ChipProfile, or the name of a known one ("mtia_v1", "mtia_v2")."""
+    from .profile import PROFILES
+
+    if isinstance(profile, ChipProfile):
+        return profile
+    if isinstance(profile, str) and profile in PROFILES:
+        return PROFILES[profile]
+    raise ValueError(
+        f"profile must be a ChipProfile or one of {sorted(PROFILES)}, got {profile!r}"
+    )
+
+
 RUNTIME = Runtime()
 
 
@@ -97,18 +139,24 @@ def configure(
     *,
     device_count: int | None = None,
     memory_capacity: int | None = None,
-    profile: ChipProfile | None = None,
+    profile: ChipProfile | str | None = None,
     strict: bool | None = None,
     record_alloc_source: bool | None = None,
 ) -> None:
-    """Change the simulated devices. Capacity and profile apply to every device."""
+    """Change the simulated devices. Capacity and profile apply to every device. Every argument
+    is checked before anything changes."""
+    if device_count is not None:
+        _check_int("device_count", device_count, 1, MAX_DEVICES)
+    if memory_capacity is not None:
+        _check_int("memory_capacity (bytes)", memory_capacity, 1)
+    if profile is not None:
+        profile = _profile(profile)
+    for name, value in (("strict", strict), ("record_alloc_source", record_alloc_source)):
+        if value is not None:
+            _check_bool(name, value)
     if device_count is not None:
         RUNTIME.set_device_count(device_count)
     if memory_capacity is not None:
-        if memory_capacity <= 0:
-            raise ValueError(
-                f"memory_capacity must be a positive number of bytes, got {memory_capacity}"
-            )
         RUNTIME.capacity = memory_capacity
         for device in RUNTIME.devices:
             device.allocator.capacity = memory_capacity

@@ -57,11 +57,12 @@ def reduce_device_tensor(tensor: MTIATensor):
         hooks = collections.OrderedDict()
         return (torch._utils._rebuild_parameter, (tensor.detach(), tensor.requires_grad, hooks))
     typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=tensor.dtype, _internal=True)
-    return (
-        torch._utils._rebuild_tensor_v2,
-        (typed, tensor.storage_offset(), tuple(tensor.size()), tensor.stride(),
-         tensor.requires_grad, collections.OrderedDict()),
-    )
+    args = (typed, tensor.storage_offset(), tuple(tensor.size()), tensor.stride(),
+            tensor.requires_grad, collections.OrderedDict())
+    # The lazy conj / neg bits, as torch.save writes them for CPU and CUDA tensors: without
+    # them `x.conj()` would load un-conjugated.
+    metadata = torch._utils.get_tensor_metadata(tensor)
+    return (torch._utils._rebuild_tensor_v2, args + (metadata,) if metadata else args)
 
 
 def _tag(storage) -> str | None:

@@ -9,7 +9,6 @@ notion of "now" forward to when everything queued has finished.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 
@@ -19,14 +18,18 @@ from .._compat import DEVICE_NAME
 from .runtime import RUNTIME
 
 _stream_ids = itertools.count(1)
+_event_ids = itertools.count(1)
 _local = threading.local()
+# What torch.Stream / torch.Event report as `device_type`: the DeviceType enum's value.
+DEVICE_TYPE = int(torch._C._autograd.DeviceType.PrivateUse1)
 
 
 class Stream:
     """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream)."""
 
     def __init__(self, device=None, priority: int = 0) -> None:
-        index = _device_index(device)
+        index = _device_index(device)  # None or a negative int: the current device, as on CUDA
+        RUNTIME.device(index)  # a clear error for a device that does not exist
         self.device_index = index
         self.priority = priority
         self.stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
@@ -37,6 +40,18 @@ class Stream:
     @property
     def device(self) -> torch.device:
         return torch.device(DEVICE_NAME, self.device_index)
+
+    device_type = DEVICE_TYPE  # as torch.Stream reports it
+
+    def __enter__(self) -> Stream:
+        """`with stream:` queues the block's work on this stream (as torch.Stream does)."""
+        context = StreamContext(self)
+        context.__enter__()
+        self.__dict__.setdefault("_contexts", []).append(context)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.__dict__["_contexts"].pop().__exit__(*exc)
 
     def enqueue(self, duration_us: float, not_before_us: float = 0.0) -> tuple[float, float]:
         """Queue `duration_us` of work; returns its (start, end) on the simulated clock."""
@@ -83,10 +98,24 @@ class Event:
         self.enable_timing = enable_timing
         self.recorded_us: float | None = None
         self.device_index: int | None = None
+        self.event_id = 0  # as CUDA: 0 until first recorded (the event is created lazily)
+
+    device_type = DEVICE_TYPE
+
+    @property
+    def device(self) -> torch.device | None:
+        """The device of the stream it was recorded on; None before (as torch.cuda.Event)."""
+        return None if self.device_index is None else torch.device(DEVICE_NAME, self.device_index)
 
     def record(self, stream: Stream | None = None) -> None:
         stream = stream or current_stream()
+        if self.device_index is not None and self.device_index != stream.device_index:
+            raise RuntimeError(
+                f"Event was recorded on {self.device} and cannot be recorded on stream of "
+                f"{stream.device}: make one event per device (as CUDA requires)."
+            )
         self.device_index = stream.device_index
+        self.event_id = self.event_id or next(_event_ids)
         # On an idle stream the event completes as soon as the host records it.
         self.recorded_us = max(stream.clock_us, RUNTIME.device(stream.device_index).now_us)
 
@@ -119,11 +148,19 @@ class Event:
 
 
 def _device_index(device) -> int:
+    """The index a `device=` argument names: None or a negative int mean the current device."""
     if device is None:
         return RUNTIME.current_index
+    if isinstance(device, bool) or not isinstance(device, (int, str, torch.device)):
+        raise TypeError(
+            f"device must be an int, a string such as '{DEVICE_NAME}:0' or a torch.device, got "
+            f"{device!r}"
+        )
     if isinstance(device, int):
-        return device
+        return device if device >= 0 else RUNTIME.current_index
     device = torch.device(device)
+    if device.type != DEVICE_NAME:
+        raise ValueError(f"expected a {DEVICE_NAME} device, got {device}")
     return device.index if device.index is not None else RUNTIME.current_index
 
 
@@ -146,24 +183,53 @@ def current_stream(device=None) -> Stream:
     return current.get(index) or default_stream(index)
 
 
-def set_stream(stream: Stream) -> None:
+def set_stream(stream: Stream | None) -> None:
+    """Make `stream` current on its device, and its device the current device (as CUDA's
+    set_stream does). None: no-op."""
+    if stream is None:
+        return
+    if not isinstance(stream, Stream):
+        raise TypeError(f"set_stream expects a torch.{DEVICE_NAME}.Stream or None, got "
+                        f"{type(stream).__name__}")
+    _set_current(stream)
+    RUNTIME.current_index = stream.device_index
+
+
+def _set_current(stream: Stream) -> None:
     if not hasattr(_local, "current"):
         _local.current = {}
     _local.current[stream.device_index] = stream
 
 
-@contextlib.contextmanager
-def stream(stream: Stream | None):
+class StreamContext:
+    """Queue the block's device work on `stream` (None: a no-op), shaped like
+    torch.cuda.StreamContext: on exit the previous streams of both devices and the previous
+    current device come back."""
+
+    def __init__(self, stream: Stream | None) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> Stream | None:
+        stream = self.stream
+        if stream is None:
+            return None
+        self.previous_index = RUNTIME.current_index
+        self.previous = current_stream(stream.device_index)
+        self.previous_here = current_stream(self.previous_index)
+        set_stream(stream)
+        return stream
+
+    def __exit__(self, *exc) -> None:
+        if self.stream is None:
+            return
+        _set_current(self.previous)
+        _set_current(self.previous_here)
+        RUNTIME.current_index = self.previous_index
+
+
+def stream(stream: Stream | None) -> StreamContext:
     """Queue the block's device work on `stream` (None: leave the current stream as it is)."""
-    if stream is None:
-        yield
-        return
-    previous = current_stream(stream.device_index)
-    set_stream(stream)
-    try:
-        yield stream
-    finally:
-        set_stream(previous)
+    return StreamContext(stream)
 
 
 def synchronize(device=None) -> None:

@@ -27,6 +27,8 @@ from .runtime import RUNTIME
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
 # of a WeakValueDictionary on the hot path (one per op result).
 _LIVE_STORAGES: dict[int, weakref.ref[DeviceStorage]] = {}
+_DATA = torch._C.TensorBase.data  # the C++ getter/setter of `Tensor.data`
+_BACKWARD_HOOKS = torch._C.TensorBase._backward_hooks
 _DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
 _PACKAGE_DIRS = (
     torch.__file__.rsplit("/", 1)[0],
@@ -124,6 +126,37 @@ class MTIATensor(torch.Tensor):
         tensor._storage = storage
         return tensor
 
+    @property
+    def data(self) -> torch.Tensor:
+        return _DATA.__get__(self)
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        """`t.data = other` (`m.weight.data = ...`, `vector_to_parameters`): PyTorch swaps the
+        wrapper's metadata in C++, but its bytes are `_inner`, a Python attribute: take
+        `other`'s inner tensor and storage too, or the shape changes and the values do not."""
+        _DATA.__set__(self, new)
+        if isinstance(new, MTIATensor):
+            self._inner, self._storage = new._inner, new._storage
+
+    @property
+    def _backward_hooks(self):
+        return _BACKWARD_HOOKS.__get__(self)
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks) -> None:
+        """torch.load's rebuild (`torch._utils._rebuild_tensor_v2`) gives the wrapper the lazy
+        conj / neg bits saved with it (`_set_tensor_metadata`, not an op, so the dispatcher never
+        sees it) and then sets this attribute: the moment for the inner tensor, which the
+        kernels read, to take the same bits."""
+        _BACKWARD_HOOKS.__set__(self, hooks)
+        inner = self._inner
+        if inner.is_conj() != self.is_conj():
+            inner = inner.conj()
+        if inner.is_neg() != self.is_neg():
+            inner = inner._neg_view()
+        self._inner = inner
+
     def tolist(self) -> list:
         """As on CUDA: the values, read back to the host (a host sync)."""
         return self.detach().cpu().tolist()
@@ -173,7 +206,21 @@ class MTIATensor(torch.Tensor):
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
-    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies)."""
+    """Rebuild for files saved before serialization.py (they pickled `.cpu()` copies). The
+    device index comes from the file: one that does not exist is refused before anything is
+    made for it (device_of would make a torch.device for every index up to it)."""
+    count = len(RUNTIME.devices)
+    if isinstance(device_index, bool) or not isinstance(device_index, int) or not (
+        0 <= device_index < count
+    ):
+        raise RuntimeError(
+            f"torch.load: the file puts a tensor on {DEVICE_NAME}:{device_index!r}, but this "
+            f"process has {count} {DEVICE_NAME} device(s) (valid indices 0..{count - 1}). Load "
+            f"with map_location='cpu', or ask for more devices with "
+            "mtia_lab.configure(device_count=N)."
+        )
+    if not isinstance(host, torch.Tensor) or not isinstance(requires_grad, bool):
+        raise RuntimeError("torch.load: a device tensor in the file is malformed")
     return host.to(device_of(device_index)).requires_grad_(requires_grad)
 
 
@@ -209,7 +256,9 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
 def storage_of(tensor: torch.Tensor) -> DeviceStorage:
     """The DeviceStorage behind a device tensor (views share it)."""
     if not isinstance(tensor, MTIATensor):
-        raise TypeError(f"expected a tensor on {DEVICE_NAME}, got one on {tensor.device}")
+        where = (f"one on {tensor.device}" if isinstance(tensor, torch.Tensor)
+                 else f"{tensor!r} ({type(tensor).__name__})")
+        raise TypeError(f"storage_of expects a tensor on {DEVICE_NAME}, got {where}")
     return tensor._storage
 
 

@@ -9,7 +9,9 @@ Reading order, as the data flows:
     runner.py     runs the kernels, charges the simulated clock, tells listeners
     backend.py    Dynamo + AOTAutograd glue, decompositions and the keep-list
     config.py     the guardrails' settings, with `config.patch(...)`
-    inductor_compare.py   TorchInductor's own fusion groups for the same graph
+    inductor_compare.py   TorchInductor's real plan for the device beside ours, each
+                          difference with the rule that explains it
+    fidelity.py   that comparison over a suite of graphs, as one table
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from .codegen import Program, generate
 from .decisions import FusionPlan
 from .factories import host_devices, host_factories
 from .ir import build_ir
+from .plan_detail import INPUT_NAMES, input_names
 from .runner import Runner
 from .scheduler import schedule
 
@@ -43,6 +44,9 @@ EXTRA = [
     aten._softmax, aten._log_softmax, aten._softmax_backward_data,
     aten._log_softmax_backward_data, aten._native_batch_norm_legit_functional,
     aten._native_batch_norm_legit_no_training, aten.native_batch_norm_backward,
+    # BatchNorm in eval: _no_training decomposes to the mutating `_native_batch_norm_legit`
+    # (training=False: it writes nothing), which must decompose too or the graph is not functional
+    aten._native_batch_norm_legit,
 ]
 
 
@@ -66,8 +70,12 @@ COMPILED: list[CompiledGraph] = []  # every graph compiled in this process, newe
 _counter = [0]
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forward"):
-    """fw/bw compiler for AOTAutograd: schedule the graph, generate its code, run it."""
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forward",
+                  sources: list[str] | None = None):
+    """fw/bw compiler for AOTAutograd: schedule the graph, generate its code, run it.
+    `sources`: where Dynamo's inputs came from, to name the graph's inputs as the user does."""
+    if sources is not None:
+        gm.meta[INPUT_NAMES] = input_names(gm, sources)
     _counter[0] += 1
     name = f"{phase}_{_counter[0]}"
     host_devices(gm)  # the graph runs on host tensors: so do the buffers it creates
@@ -78,21 +86,26 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forwar
     return Runner(program, gm)
 
 
-def _forward(gm, example_inputs):
-    return compile_graph(gm, example_inputs, "forward")
+def _compilers(sources: list[str]):
+    """AOTAutograd's forward and backward compilers for one Dynamo graph: both know where its
+    inputs came from (the backward is compiled later, at the first `.backward()`)."""
+
+    def forward(gm, example_inputs):
+        return compile_graph(gm, example_inputs, "forward", sources)
+
+    def backward(gm, example_inputs):
+        return compile_graph(gm, example_inputs, "backward", sources)
+
+    return forward, backward
 
 
-def _backward(gm, example_inputs):
-    return compile_graph(gm, example_inputs, "backward")
-
-
-_BACKEND = None
+_DECOMPOSITIONS: dict | None = None
 
 
 def mtia_lab_backend(gm, example_inputs, options: dict | None = None):
     """The Dynamo backend registered as "mtia_lab". `options={"engine": "inductor"}` hands the
     graph to real TorchInductor for the device instead (mtia_lab/inductor)."""
-    global _BACKEND
+    global _DECOMPOSITIONS
     engine = (options or {}).get("engine", "mtia_lab")
     if engine == "inductor":
         from ..inductor import compile_graph as inductor_compile
@@ -102,10 +115,12 @@ def mtia_lab_backend(gm, example_inputs, options: dict | None = None):
         raise ValueError(f"backend='mtia_lab' takes options={{'engine': 'mtia_lab' | "
                          f"'inductor', ...}} (Inductor config only with 'inductor'), "
                          f"got {options!r}")
-    if _BACKEND is None:
-        _BACKEND = _compat.aot_autograd_backend(_forward, _backward, decompositions())
+    if _DECOMPOSITIONS is None:
+        _DECOMPOSITIONS = decompositions()
+    sources = _compat.dynamo_input_sources(gm)
     host_factories(gm)  # `torch.ones(n, device=x.device)`: a host buffer, wrapped (factories.py)
-    return _BACKEND(gm, example_inputs)
+    backend = _compat.aot_autograd_backend(*_compilers(sources), _DECOMPOSITIONS)
+    return backend(gm, example_inputs)
 
 
 def register(only_if_dynamo_loaded: bool = False) -> None:

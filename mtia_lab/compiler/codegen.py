@@ -23,6 +23,7 @@ import torch
 import torch.fx
 
 from ..backend.cost import KernelCost
+from ..progress import progress
 from .decisions import FusionPlan, KernelGroup
 from .ir import GraphIR
 
@@ -116,8 +117,10 @@ def _compile(name: str, src: str, globs: dict, gm: torch.fx.GraphModule):
 def _docstring(group: KernelGroup) -> str:
     ops = ", ".join(a.split(": ")[1].removeprefix("aten.") for a in group.aten_nodes)
     lines = [f"{group.kind} kernel {group.index}: {ops}.",
-             f"    reads {group.cost.bytes_read:,} B, writes {group.cost.bytes_written:,} B, "
-             f"{group.duration_us:.2f} us simulated."]
+             f"    reads {group.cost.bytes_read:,} B, writes {group.cost.bytes_written:,} B"
+             + (f" (DRAM), {group.cost.sram_bytes:,} B on chip (SRAM)"
+                if group.cost.sram_bytes else "")
+             + f", {group.duration_us:.2f} us simulated."]
     lines += [f"    from {s}" for s in group.source[:4]]
     return "\n".join(lines)
 
@@ -150,8 +153,12 @@ def generate_outputs(ir: GraphIR, plan: FusionPlan) -> Kernel:
     return Kernel("graph_outputs", group, tuple(builder.inputs), (), src, fn)
 
 
+PROGRESS_FROM = 200  # kernels: a graph this big shows a progress bar while its code is made
+
+
 def generate(plan: FusionPlan, ir: GraphIR) -> Program:
-    kernels = [generate_kernel(group, ir) for group in plan.groups]
+    groups = progress(plan.groups, desc=f"generating {plan.name}", min_total=PROGRESS_FROM)
+    kernels = [generate_kernel(group, ir) for group in groups]
     placeholders = tuple(n.name for n in ir.gm.graph.nodes if n.op == "placeholder")
     return Program(plan.name, plan, placeholders, kernels, generate_outputs(ir, plan))
 

@@ -5,9 +5,10 @@ with `config.patch(...)`, or for good with `config.set(...)`. Every value is che
 name, type or range raises a ConfigError that names the setting, the value and what is valid.
 
 Defaults are Inductor's (torch 2.13), plus one guardrail of our own: the on-chip memory budget.
-One difference in meaning: our scheduler nodes are aten ops, while Inductor's are buffers it
-realized after inlining pointwise chains while lowering; so `max_fusion_size=64` lets Inductor
-fuse more aten ops than it lets us.
+Our scheduler nodes are aten ops; Inductor's are the buffers it realized after inlining
+single-use pointwise ops while lowering. The scheduler models that inlining (rule
+`inlined_while_lowering`), and `max_fusion_size` counts nodes as Inductor does: an inlined op is
+part of the node it was inlined into.
 
     with config.patch(max_fusion_size=8):        # a context manager...
         torch.compile(model, backend="mtia_lab")(x)
@@ -68,7 +69,19 @@ SETTINGS = {s.name: s for s in [
     Setting("combo_kernels", False, bool,
             doc="Pack independent small kernels into one launch (Inductor: off by default)."),
     Setting("combo_kernel_max_num_args", 250, int, 1,
-            doc="Most arguments (buffers) one combo kernel may take."),
+            doc="Most arguments one combo kernel may take (each member's reads and writes, "
+                "summed)."),
+    Setting("combo_kernel_max_num_nodes", 8, int, 1,
+            doc="Most kernels one combo kernel may pack."),
+    Setting("unroll_reductions_threshold", 8, int, 1,
+            doc="Reductions over fewer elements than this run as pointwise code."),
+    Setting("loop_ordering_after_fusion", True, bool,
+            doc="One last round in which a pointwise kernel may take a reduction's loop order "
+                "(Inductor's default in open source)."),
+    Setting("matmul_templates", True, bool,
+            doc="Ours: a matmul is a template that takes its pointwise epilogue (an MTIA-style "
+                "GEMM kernel). False: an ATen call nothing fuses with, as Inductor without "
+                "max-autotune."),
     Setting("on_chip_memory_budget", None, int, 0, allow_none=True,
             doc="Bytes of intermediates one kernel may keep on chip (None: the chip profile's "
                 "local_memory_per_pe * num_pes)."),

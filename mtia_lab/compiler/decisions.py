@@ -28,6 +28,7 @@ class FusionDecision:
     round: int = 0  # which fuse_nodes_once pass made it (combo kernels: -1)
     aten_nodes: tuple[str, ...] = ()  # aten ops on both sides, e.g. "mul_3: aten.mul.Tensor"
     source: tuple[str, ...] = ()  # user source lines they came from
+    ours: bool = False  # decided by a rule where we depart from Inductor on purpose
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -80,6 +81,7 @@ class FusionPlan:
     settings: dict = field(default_factory=dict)
     views: tuple[str, ...] = ()  # FX nodes that are views: no kernel
     ir: object = field(default=None, repr=False, compare=False)
+    notes: tuple[str, ...] = ()  # Inductor checks the scheduler leaves out on purpose
 
     @property
     def kernel_count(self) -> int:
@@ -112,12 +114,22 @@ class FusionPlan:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ir"}
         data = asdict(FusionPlan(**data))
         data.pop("ir")
+        if self.ir is not None:  # dataflow inside kernels, shapes, users' names (for views)
+            from .plan_detail import plan_detail
+
+            data["detail"] = plan_detail(self.ir)
         return data
+
+    @property
+    def sram_bytes(self) -> int:
+        """Bytes the fused kernels keep on chip (SRAM bandwidth) instead of moving to DRAM."""
+        return sum(g.cost.sram_bytes for g in self.groups)
 
     def summary(self) -> str:
         b, a = self.before, self.after
+        on_chip = f" (+{self.sram_bytes:,} on chip)" if self.sram_bytes else ""
         return (f"{self.name}: {b.kernels} -> {a.kernels} kernels, "
-                f"{b.bytes_moved:,} -> {a.bytes_moved:,} bytes moved, "
+                f"{b.bytes_moved:,} -> {a.bytes_moved:,} bytes moved{on_chip}, "
                 f"{b.time_us:.2f} -> {a.time_us:.2f} us simulated")
 
     def __str__(self) -> str:
@@ -131,10 +143,12 @@ class FusionPlan:
 def flipped(before: FusionPlan, after: FusionPlan) -> list[tuple[FusionDecision, FusionDecision]]:
     """Pairs of kernels asked in both plans whose answer changed (for the guardrail playground).
 
-    Pairs are matched by their exact node groups; pairs only one plan asked are left out."""
+    Pairs are matched by their exact node groups (the last answer of each); pairs only one
+    plan asked are left out."""
     asked = {(d.first, d.second): d for d in before.decisions}
-    return [(asked[(d.first, d.second)], d) for d in after.decisions
-            if (d.first, d.second) in asked and asked[(d.first, d.second)].fused != d.fused]
+    now = {(d.first, d.second): d for d in after.decisions}  # a pair asked again: its last
+    return [(asked[key], d) for key, d in now.items()
+            if key in asked and asked[key].fused != d.fused]
 
 
 class FusionSplitError(AssertionError):

@@ -1,87 +1,44 @@
-"""What would TorchInductor fuse? Its own scheduler on the same aten graph, priced by our model.
+"""Our plan beside Inductor's real plan for the device, group by group, each difference named.
 
-Steps, for one aten graph:
-  1. decompose the ops Inductor has no lowering for (its `select_decomp_table`), except our
-     KEEP list, which both schedulers treat as ATen kernels (externs): one graph for both;
-  2. lower it with Inductor's GraphLowering on CPU fake tensors and build Inductor's
-     `Scheduler`, which fuses in its constructor -- no kernel is generated or compiled;
-  3. read each fused node's FX origins and map them back to our scheduler nodes;
-  4. price both plans with OUR roofline model, so the bytes and times are comparable.
+The "Inductor" side is what TorchInductor really does for mtia_sim (mtia_lab/inductor: Triton
+scheduling, matmuls as extern calls, the device's keep-list): `inductor_plan` compiles the very
+aten graph our plan ran on, so both sides start from one graph and one decomposition rule.
+Inductor re-decomposes and rewrites it (gelu into erf and muls, addmm into mm + a bias add),
+but every node it makes remembers the node it came from (`meta["from_node"]`): that is how each
+of Inductor's kernels is mapped onto our aten nodes -- by node identity, not by name guesses.
 
-This module exists to read Inductor's internals (GraphLowering, Scheduler, lowering tables,
-V handlers), which are private and move between releases: checked on torch 2.13 only.
-On CPU, Inductor runs matmuls as ATen calls (extern_kernels.mm) unless max-autotune builds
-C++ GEMM templates, so its matmuls take no epilogue here.
+For every Inductor kernel whose node group is not one of ours, `Difference` lists our kernels
+that hold its nodes and the rules of ours that split or joined them (from our plan's decisions).
+A difference is *explained* when each of those rules is a departure we make on purpose
+(rules.DEPARTURES, shown as "(ours)"); otherwise it is shown as unexplained: a place where our
+scheduler claims to follow Inductor and does not.
+
+The CPU-scheduler helpers below (`common_graph`, `inductor_groups`) are kept only for the
+scheduling-time benchmark (benchmarks/bench_scheduler.py): they time Inductor's Scheduler
+constructor; they are not the comparison.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.fx
 
+from .._compat import size_hint
 from ..backend.runtime import RUNTIME
 from . import config
 from .backend import COMPILED, KEEP, CompiledGraph
 from .decisions import FusionPlan
-from .ir import FusedSchedulerNode, GraphIR, build_ir
+from .ir import FusedSchedulerNode
 from .pricing import kernel_cost
-from .scheduler import schedule
+from .rules import DEPARTURES
 
 _GUARDRAILS = ("max_fusion_size", "max_fusion_unique_io_buffers", "combo_kernels",
-               "combo_kernel_max_num_args", "score_fusion_memory_threshold",
-               "max_fusion_buffer_group_pairwise_attempts")
-
-
-@dataclass
-class InductorKernel:
-    name: str  # Inductor's node name (op3_op4...)
-    node_type: str  # SchedulerNode, FusedSchedulerNode, ExternKernelSchedulerNode...
-    nodes: tuple[str, ...]  # our scheduler nodes it covers
-    bytes_moved: int = 0
-    duration_us: float = 0.0
-
-
-@dataclass
-class InductorPlan:
-    kernels: list[InductorKernel]
-    bytes_moved: int
-    time_us: float
-
-    @property
-    def kernel_count(self) -> int:
-        return len(self.kernels)
-
-    @property
-    def groups(self) -> list[tuple[str, ...]]:
-        return [k.nodes for k in self.kernels]
-
-
-@dataclass
-class Comparison:
-    """Our plan and Inductor's for one graph, priced by one cost model."""
-
-    name: str
-    ours: FusionPlan
-    inductor: InductorPlan
-    gm: torch.fx.GraphModule = field(repr=False)
-
-    def table(self) -> str:
-        o, i = self.ours.after, self.inductor
-        rows = [("", "mtia_lab", "Inductor"),
-                ("kernels", str(o.kernels), str(i.kernel_count)),
-                ("bytes moved", f"{o.bytes_moved:,}", f"{i.bytes_moved:,}"),
-                ("simulated us", f"{o.time_us:.2f}", f"{i.time_us:.2f}")]
-        return "\n".join(f"{a:<14}{b:>14}{c:>14}" for a, b, c in rows)
-
-    def __str__(self) -> str:
-        lines = [f"{self.name}:", self.table(), "  mtia_lab groups:"]
-        lines += [f"    {', '.join(g.nodes)}" for g in self.ours.groups]
-        lines.append("  Inductor groups:")
-        lines += [f"    {', '.join(k.nodes)}  [{k.node_type}]" for k in self.inductor.kernels]
-        return "\n".join(lines)
+               "combo_kernel_max_num_args", "combo_kernel_max_num_nodes",
+               "score_fusion_memory_threshold", "max_fusion_buffer_group_pairwise_attempts",
+               "unroll_reductions_threshold")
 
 
 def _keep_ops() -> set:
@@ -165,47 +122,348 @@ def inductor_groups(gm: torch.fx.GraphModule, args: list) -> list[tuple[str, str
     return out
 
 
-def _assign(ir: GraphIR, groups: list[tuple[str, str, set[str]]]) -> list[list[str]]:
-    """Each of our nodes goes to the most specific Inductor kernel naming it in its origins
-    (the one with the fewest origins: externs also list the inputs they realized)."""
-    members: list[list[str]] = [[] for _ in groups]
-    for node in ir.nodes:
-        hits = [(len(g[2]), i) for i, g in enumerate(groups) if node.name in g[2]]
-        if hits:
-            members[min(hits)[1]].append(node.name)
-    return members
+def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of our graph that runs on mtia_sim: the backend ran it on host tensors
+    (factories.host_devices wrote `device=cpu` into it); give those back to the device."""
+    from torch.fx._lazy_graph_module import _force_skip_lazy_graph_module
+
+    device = torch.device("mtia_sim", 0)
+    with _force_skip_lazy_graph_module():  # Dynamo traces a plain GraphModule's forward
+        copy = torch.fx.GraphModule(gm, copy_graph(gm.graph))
+    for node in copy.graph.nodes:
+        if isinstance(node.kwargs.get("device"), torch.device) and \
+                node.kwargs["device"].type == "cpu":
+            node.update_kwarg("device", device)
+    copy.recompile()
+    return copy
 
 
-def compare_graph(gm: torch.fx.GraphModule, name: str = "graph") -> Comparison:
-    """Both schedulers on one graph; bytes and time by our cost model."""
-    common, args = common_graph(gm)
-    ir = build_ir(common)
-    ours = schedule(ir, name)
-    groups = inductor_groups(common, args)
-    kernels = []
-    for (kname, ktype, _), names in zip(groups, _assign(ir, groups), strict=True):
-        if not names:
-            kernels.append(InductorKernel(kname, ktype, ()))
+def copy_graph(graph: torch.fx.Graph) -> torch.fx.Graph:
+    new = torch.fx.Graph()
+    out = new.graph_copy(graph, {})
+    new.output(out)
+    return new
+
+
+def _inputs(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
+    """Device tensors shaped like the graph's inputs (indices 0: in range for any gather)."""
+    gen = torch.Generator().manual_seed(0)
+    args = []
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
             continue
-        cost = kernel_cost(FusedSchedulerNode([ir.by_name[n] for n in names]), ir)
-        kernels.append(InductorKernel(kname, ktype, tuple(names),
-                                      cost.bytes_read + cost.bytes_written,
-                                      cost.duration_us(RUNTIME.device().profile)))
-    plan = InductorPlan(kernels, sum(k.bytes_moved for k in kernels),
-                        sum(k.duration_us for k in kernels))
-    return Comparison(name, ours, plan, common)
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise ValueError(f"placeholder {node.name} has no tensor meta['val']")
+        shape = tuple(size_hint(d) for d in val.shape)
+        t = torch.randn(shape, generator=gen, dtype=val.dtype) if val.dtype.is_floating_point \
+            else torch.zeros(shape, dtype=val.dtype)
+        args.append(t.to("mtia_sim"))
+    return args
 
 
-def compare_compiled(compiled: CompiledGraph | None = None) -> Comparison:
-    """Compare the plan of a graph the mtia_lab backend compiled (default: the newest)."""
+def device_plan(gm: torch.fx.GraphModule, inductor_config: dict | None = None) -> FusionPlan:
+    """Inductor's real plan (mtia_lab.inductor.inductor_plan) for our aten graph on mtia_sim,
+    under the Inductor config values of our guardrails (and `inductor_config`, if given)."""
+    from ..inductor import inductor_plan
+
+    settings = {name: getattr(config, name) for name in _GUARDRAILS}
+    settings.update(inductor_config or {})
+    graph = _device_graph(gm)
+    return inductor_plan(graph.forward, *_inputs(gm), config=settings)
+
+
+def _roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
+    """The nodes of OUR graph an Inductor node was made from, following `meta["from_node"]`
+    (several for a pattern that merged nodes: mm + add into addmm). On each path, the
+    earliest-made name that is a node of ours."""
+    found: set[str] = set()
+
+    def walk(sources, best: str | None) -> None:
+        if not sources:
+            if best is not None:
+                found.add(best)
+            return
+        for source in sources:
+            walk(source.from_node, source.name if source.name in ours else best)
+
+    walk(node.meta.get("from_node") or [], node.name if node.name in ours else None)
+    return found
+
+
+def align(ours: FusionPlan, theirs: FusionPlan) -> tuple[list[tuple[str, ...]], set[str]]:
+    """Each Inductor kernel as the group of OUR aten nodes it computes (graph order), and our
+    nodes no Inductor node remembers (see `_absorbed`). An Inductor node counts for the node of
+    ours it came from; a node of ours split over several kernels (addmm into mm + bias add)
+    belongs to the kernel of its own kind (the extern)."""
+    home = {n: g.index for g in ours.groups for n in g.nodes}
+    gm = getattr(theirs.ir, "gm", None)
+    by_name = {n.name: n for n in gm.graph.nodes} if gm is not None else {}
+    ours_of = [set() for _ in theirs.groups]
+    where: dict[str, list[int]] = {}
+    for group in theirs.groups:
+        for name in group.nodes:
+            node = by_name.get(name)
+            roots = _roots(node, set(home)) if node is not None else {name}
+            for root in roots & set(home):
+                ours_of[group.index].add(root)
+                where.setdefault(root, []).append(group.index)
+    absorbed = _absorbed(ours, where)  # computed inside another node's op by a pattern
+    for name in absorbed:
+        ours_of[where[name][0]].add(name)
+    kind = {g.index: g.kind for g in ours.groups}
+    for root, kernels in where.items():
+        kernels = list(dict.fromkeys(kernels))
+        if len(kernels) < 2:
+            continue
+        mine = kind[home[root]]
+        keep = next((k for k in kernels if (theirs.groups[k].kind == "extern")
+                     == (mine in ("template", "extern"))), kernels[0])
+        for k in kernels:
+            if k != keep:
+                ours_of[k].discard(root)
+    order = {n: i for i, n in enumerate(n for g in ours.groups for n in g.nodes)}
+    order = {n: node.index for n, node in ours.ir.by_name.items()} if ours.ir else order
+    return [tuple(sorted(names, key=order.get)) for names in ours_of], set(absorbed)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One Inductor kernel whose node group is not one of our kernels, and why."""
+
+    inductor: tuple[str, ...]  # our nodes Inductor runs as one kernel
+    ours: tuple[tuple[str, ...], ...]  # our kernels holding them (with what else they hold)
+    rules: tuple[str, ...]  # our rules that split or joined them ("computed_once"...)
+    reasons: tuple[str, ...]  # the decisions, as our records say them
+
+    @property
+    def explained(self) -> bool:
+        return bool(self.rules) and all(r in DEPARTURES for r in self.rules)
+
+    def __str__(self) -> str:
+        what = ("explained by " + ", ".join(f"{r} (ours)" for r in self.rules)
+                if self.explained else "UNEXPLAINED: " + (", ".join(self.rules) or "no rule"))
+        ours = " | ".join("+".join(g) for g in self.ours)
+        return f"Inductor [{'+'.join(self.inductor)}] vs ours [{ours}]: {what}"
+
+
+def _decision_between(plan: FusionPlan, left: set, right: set, fused: bool):
+    """The last decision of ours between a group inside `left` and one inside `right`."""
+    found = None
+    for d in plan.decisions:
+        if d.fused is not fused or d.round < 0:
+            continue
+        a, b = set(d.first), set(d.second)
+        if (a & left and b & right and not a & right and not b & left) or \
+                (a & right and b & left and not a & left and not b & right):
+            found = d
+    return found
+
+
+def differences(ours: FusionPlan, theirs: FusionPlan, groups: list[tuple[str, ...]],
+                absorbed: set[str] = frozenset()) -> list[Difference]:
+    """Every Inductor kernel that is not one of ours, with the rules that explain it."""
+    mine = {g.nodes for g in ours.groups}
+    home = {n: g for g in ours.groups for n in g.nodes}
+    recomputed, merged = _recomputed(ours, theirs), _merged(ours, theirs, absorbed)
+    out = []
+    for group in groups:
+        if not group or group in mine:
+            continue
+        wanted = set(group)
+        holders = list({home[n].index: home[n] for n in group}.values())
+        rules: list[str] = []
+        reasons: list[str] = []
+        pattern = [m for m in merged if m & wanted]
+        split_by_pattern = len(holders) > 1 and pattern and _joined_by(pattern, holders)
+        for i, a in enumerate(holders):  # split: which decision kept our kernels apart
+            if split_by_pattern:
+                rules.append("post_grad_pattern")
+                reasons.append("Inductor rewrote " + "; ".join(
+                    " + ".join(sorted(m)) for m in pattern) + " into one op (a post-grad "
+                    "pattern) before scheduling")
+                break
+            for b in holders[i + 1:]:
+                d = _decision_between(ours, set(a.nodes) & wanted, set(b.nodes) & wanted, False)
+                rules.append(d.rule if d else "never_a_candidate")
+                reasons.append(str(d) if d else f"[{'+'.join(a.nodes)}] and "
+                               f"[{'+'.join(b.nodes)}] share no buffer: never a candidate")
+        for holder in holders:  # joined: which decision brought in nodes Inductor keeps apart
+            extra = set(holder.nodes) - wanted
+            if not extra:
+                continue
+            d = _decision_between(ours, set(holder.nodes) & wanted, extra, True)
+            if d is not None:
+                rules.append(d.rule)
+                reasons.append(str(d))
+        if wanted & recomputed:
+            rules.append("computed_once")
+            reasons.append(f"Inductor computes {', '.join(sorted(wanted & recomputed))} in more "
+                           "than one kernel (inlined into each)")
+        out.append(Difference(group, tuple(h.nodes for h in holders),
+                              tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons))))
+    return out
+
+
+def _recomputed(ours: FusionPlan, theirs: FusionPlan) -> set[str]:
+    """Our nodes Inductor computes in several kernels (an op inlined into each of its users)."""
+    kernels_of = getattr(theirs.ir, "kernels_of", {}) or {}
+    gm = getattr(theirs.ir, "gm", None)
+    by_name = {n.name: n for n in gm.graph.nodes} if gm is not None else {}
+    pointwise = {n.name for n in ours.ir.nodes if n.kind.value == "pointwise"} if ours.ir \
+        else set()
+    out = set()
+    for name, kernels in kernels_of.items():
+        computing = {k for k in kernels if theirs.groups[k].kind != "extern"}
+        if len(computing) > 1 and name in by_name:
+            out |= _roots(by_name[name], pointwise)
+    return out
+
+
+def _absorbed(ours: FusionPlan, where: dict[str, list[int]]) -> list[str]:
+    """Our nodes no Inductor node remembers (a pattern replaced mm + add by one addmm that
+    names only the add): each goes to the one Inductor kernel all its users went to, and is
+    recorded in `where` under that kernel. Graph order, so chains resolve forwards."""
+    ir = ours.ir
+    if ir is None:
+        return []
+    users: dict[str, set[str]] = {}
+    for node in ir.nodes:
+        for buf in node.reads:
+            producer = ir.buffers[buf].producer
+            if producer is not None:
+                users.setdefault(producer, set()).add(node.name)
+    found = []
+    for node in reversed(ir.nodes):
+        if node.name in where or node.name not in users:
+            continue
+        kernels = {k for u in users[node.name] for k in where.get(u, [None])}
+        if len(kernels) == 1 and None not in kernels:
+            where[node.name] = [kernels.pop()]
+            found.append(node.name)
+    return found
+
+
+def _merged(ours: FusionPlan, theirs: FusionPlan, absorbed: set[str]) -> list[set[str]]:
+    """Sets of our nodes that Inductor's post-grad patterns turned into one op (mm + add into
+    addmm): no fusion decision of anyone's, a rewrite of the graph."""
+    gm = getattr(theirs.ir, "gm", None)
+    mine = {n for g in ours.groups for n in g.nodes}
+    out: list[set[str]] = []
+    for node in gm.graph.nodes if gm is not None else ():
+        roots = _roots(node, mine)
+        if len(roots) > 1:
+            out.append(roots)
+    ir = ours.ir
+    for name in absorbed & mine:  # with the users it was absorbed into
+        users = {n.name for n in ir.nodes for b in n.reads
+                 if ir.buffers[b].producer == name} if ir is not None else set()
+        out.append({name} | users)
+    return out
+
+
+def _joined_by(patterns: list[set[str]], holders: list) -> bool:
+    """Do the patterns' node sets connect every one of our kernels `holders` into one?"""
+    parent = list(range(len(holders)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for nodes in patterns:
+        touched = [i for i, h in enumerate(holders) if nodes & set(h.nodes)]
+        for i in touched[1:]:
+            parent[find(i)] = find(touched[0])
+    return len({find(i) for i in range(len(holders))}) == 1
+
+
+@dataclass
+class Comparison:
+    """Our plan (the one that ran) and Inductor's device plan for one graph."""
+
+    name: str
+    ours: FusionPlan
+    inductor: FusionPlan
+    groups: list[tuple[str, ...]]  # Inductor's kernels as groups of our nodes (align)
+    differences: list[Difference]
+    priced: Priced  # Inductor's groups priced by our cost model
+
+    @property
+    def identical(self) -> int:
+        """Inductor kernels whose node group is exactly one of our kernels."""
+        mine = {g.nodes for g in self.ours.groups}
+        return sum(1 for g in self.groups if g and g in mine)
+
+    @property
+    def inductor_kernels(self) -> int:
+        """Inductor kernels that compute at least one of our nodes."""
+        return sum(1 for g in self.groups if g)
+
+    @property
+    def unexplained(self) -> list[Difference]:
+        return [d for d in self.differences if not d.explained]
+
+    def table(self) -> str:
+        o, i = self.ours.after, self.inductor.after
+        rows = [("", "mtia_lab", "Inductor"),
+                ("kernels", str(o.kernels), str(i.kernels)),
+                ("bytes moved", f"{o.bytes_moved:,}", f"{self.priced.bytes_moved:,}"),
+                ("groups same", f"{self.identical}", f"of {self.inductor_kernels}")]
+        return "\n".join(f"{a:<14}{b:>14}{c:>14}" for a, b, c in rows)
+
+    def __str__(self) -> str:
+        lines = [f"{self.name}:", self.table()]
+        lines += [f"  {d}" for d in self.differences]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Priced:
+    """Inductor's grouping of our nodes, priced by our cost model (apples to apples)."""
+
+    kernels: int
+    bytes_moved: int
+    sram_bytes: int
+    time_us: float
+
+
+def _priced(ours: FusionPlan, groups: list[tuple[str, ...]]) -> Priced:
+    """Nodes Inductor does not compute (none, normally) count as kernels of their own."""
+    ir = ours.ir
+    profile = RUNTIME.device().profile
+    covered = {n for g in groups for n in g}
+    parts = [g for g in groups if g] + [(n.name,) for n in ir.nodes if n.name not in covered]
+    moved = sram = 0
+    time_us = 0.0
+    for names in parts:
+        cost = kernel_cost(FusedSchedulerNode([ir.by_name[n] for n in names]), ir, profile)
+        moved += cost.bytes_read + cost.bytes_written
+        sram += cost.sram_bytes
+        time_us += cost.duration_us(profile)
+    return Priced(len(parts), moved, sram, time_us)
+
+
+def compare_plans(ours: FusionPlan, theirs: FusionPlan, name: str | None = None) -> Comparison:
+    """Line our plan up with Inductor's plan of the same graph (see the module docstring)."""
+    groups, absorbed = align(ours, theirs)
+    return Comparison(name or ours.name, ours, theirs, groups,
+                      differences(ours, theirs, groups, absorbed), _priced(ours, groups))
+
+
+def compare_compiled(compiled: CompiledGraph | None = None,
+                     inductor_config: dict | None = None) -> Comparison:
+    """Compare the plan of a graph the mtia_lab backend compiled (default: the newest) with
+    Inductor's device plan of the same graph."""
     compiled = compiled or COMPILED[-1]
-    return compare_graph(compiled.gm, compiled.name)
+    return compare_plans(compiled.plan, device_plan(compiled.gm, inductor_config),
+                         compiled.name)
 
 
-def compare(fn, *args) -> list[Comparison]:
-    """Compile `fn(*args)` with the mtia_lab backend and compare each forward graph."""
+def compare(fn, *args, inductor_config: dict | None = None) -> list[Comparison]:
+    """Compile `fn(*args)` with the mtia_lab backend and compare each graph it compiled."""
     from . import plans_for
 
     start = len(COMPILED)
     plans_for(fn, *args)
-    return [compare_compiled(c) for c in COMPILED[start:]]
+    return [compare_compiled(c, inductor_config) for c in COMPILED[start:]]

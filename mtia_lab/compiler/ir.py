@@ -38,6 +38,7 @@ class Kind(str, enum.Enum):
     TEMPLATE = "template"  # matmul-like: a tiled GEMM that can take a pointwise epilogue
     EXTERN = "extern"  # runs as its ATen kernel (convolution, layer norm...): never fused
     VIEW = "view"  # metadata only: no kernel at all
+    ALLOC = "allocation"  # empty, empty_permuted...: memory is reserved, no byte moves
 
 
 TEMPLATES = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
@@ -45,11 +46,35 @@ REDUCTIONS = {
     "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "var_mean", "std", "argmax",
     "argmin", "any", "all", "logsumexp",
 }
-# Not tagged pointwise in the schema, but elementwise all the same (factories read nothing).
+# Not tagged pointwise in the schema, but elementwise all the same (factories read nothing;
+# random ops are pointwise too: Inductor draws from a seed buffer inside the kernel, which is
+# how dropout's mask math fuses).
 POINTWISE_EXTRA = {
-    "clone", "_to_copy", "copy", "where", "masked_fill", "full", "full_like", "scalar_tensor",
-    "zeros", "ones", "zeros_like", "ones_like", "empty", "empty_like", "fill", "lift_fresh_copy",
+    "clone", "_to_copy", "copy", "copy_", "where", "masked_fill", "full", "full_like",
+    "scalar_tensor", "zeros", "ones", "zeros_like", "ones_like", "fill", "lift_fresh_copy",
+    "iota", "arange", "rand", "rand_like", "randn", "randn_like", "bernoulli", "uniform",
+    "normal", "randint", "randint_like", "native_dropout", "bernoulli_", "uniform_", "normal_",
 }
+# Ops Inductor lowers to fusible (pointwise) code whose loads go through an index or a window:
+# the output is computed element by element, but the inputs are not read at the output's
+# positions. A producer joins such a kernel only by being inlined into it while lowering.
+INDEXED = {
+    "embedding", "gather", "index", "index_select", "cat", "constant_pad_nd", "slice_scatter",
+    "select_scatter", "diagonal_scatter", "as_strided_scatter", "avg_pool2d", "avg_pool3d",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "_adaptive_avg_pool2d",
+    "adaptive_max_pool2d", "avg_pool2d_backward", "max_pool2d_with_indices_backward",
+    "flip", "roll", "repeat", "upsample_nearest2d", "upsample_bilinear2d", "reflection_pad2d",
+    "replication_pad2d", "pad",
+}
+# Ops that store through an index (Inductor: a copy of `self`, then an indexed store): their
+# output is complete only once every store has landed, so no consumer joins their loop.
+SCATTER = {
+    "scatter", "scatter_add", "scatter_reduce", "index_put", "index_add", "masked_scatter",
+    "embedding_dense_backward", "_unsafe_index_put",
+}
+# Allocations: Inductor plans them as buffers (no kernel, no bytes moved).
+ALLOC = {"empty", "empty_like", "empty_permuted", "empty_strided", "new_empty",
+         "new_empty_strided"}
 VIEW_EXTRA = {"detach", "alias", "lift_fresh", "_unsafe_view"}
 
 
@@ -80,6 +105,13 @@ class SchedulerNode:
     gemm_flops: float = 0.0
     vector_flops: float = 0.0
     low_precision: bool = False
+    int8: bool = False  # integer GEMM: priced at the chip's INT8 peak
+    indexed: bool = False  # reads through an index or window (gather, embedding, cat, pool)
+    scatter: bool = False  # writes through an index (scatter, index_put)
+    inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
+    unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
+    order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
+    access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
 
@@ -114,9 +146,10 @@ class GraphIR:
 class FusedSchedulerNode:
     """A group of scheduler nodes that runs as one kernel (Inductor's name for it)."""
 
-    __slots__ = ("nodes", "names", "reads", "writes", "kind", "numel", "rnumel", "index", "cache")
+    __slots__ = ("nodes", "names", "reads", "writes", "kind", "numel", "rnumel", "index", "cache",
+                 "size", "indexed", "scatter", "inner", "min_order", "max_order")
 
-    def __init__(self, nodes: list[SchedulerNode]) -> None:
+    def __init__(self, nodes: list[SchedulerNode], size: int | None = None) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.index)
         self.names = frozenset(n.name for n in self.nodes)
         writes: set[str] = set()
@@ -126,18 +159,38 @@ class FusedSchedulerNode:
             reads.update(node.reads)
         self.writes = writes
         self.reads = reads - writes  # what it reads from outside
-        kinds = {n.kind for n in self.nodes}
-        # A group is as constrained as its most constrained member (its "anchor").
+        kinds = {node_kind(n) for n in self.nodes}
+        # A group is as constrained as its most constrained member (its "anchor"); a pointwise
+        # group loops over its largest member (an inlined broadcast producer is recomputed).
         self.kind = next((k for k in (Kind.EXTERN, Kind.TEMPLATE, Kind.REDUCTION) if k in kinds),
                          Kind.POINTWISE)
-        anchor = next((n for n in self.nodes if n.kind is self.kind), self.nodes[0])
-        self.numel, self.rnumel = anchor.numel, anchor.rnumel
+        members = [n for n in self.nodes if node_kind(n) is self.kind]
+        anchor = members[0]
+        self.numel, self.rnumel = anchor.numel, (1 if anchor.unrolled else anchor.rnumel)
+        self.inner = all(n.inner for n in members)
+        self.indexed = any(n.indexed for n in self.nodes)
+        self.scatter = any(n.scatter for n in self.nodes)
         self.index = self.nodes[0].index
+        orders = [n.order if n.order >= 0 else n.index for n in self.nodes]
+        self.min_order, self.max_order = min(orders), max(orders)
+        # Scheduler nodes as Inductor counts them (max_fusion_size): an op inlined into its
+        # consumer while lowering is no node of its own.
+        self.size = len(self.nodes) if size is None else size
         self.cache: dict = {}  # the scheduler's per-group memo (outside edges, labels)
 
     @classmethod
-    def fuse(cls, a: FusedSchedulerNode, b: FusedSchedulerNode) -> FusedSchedulerNode:
-        return cls(a.nodes + b.nodes)
+    def fuse(cls, a: FusedSchedulerNode, b: FusedSchedulerNode,
+             inline: bool = False) -> FusedSchedulerNode:
+        """`inline`: `a` is inlined into `b` (Inductor's lowering): the group loops over b's
+        space (a broadcast or gathered producer is recomputed there) and counts as b's nodes."""
+        fused = cls(a.nodes + b.nodes, b.size if inline else a.size + b.size)
+        if inline or (fused.kind is Kind.POINTWISE and b.numel > a.numel):
+            fused.numel, fused.rnumel = b.numel, b.rnumel
+        elif fused.kind is Kind.POINTWISE or fused.kind is a.kind:
+            fused.numel, fused.rnumel = a.numel, a.rnumel
+        else:
+            fused.numel, fused.rnumel = b.numel, b.rnumel
+        return fused
 
     def get_nodes(self) -> list[SchedulerNode]:
         return self.nodes
@@ -158,6 +211,11 @@ class FusedSchedulerNode:
         return f"FusedSchedulerNode({self.kind.value}: {self.name})"
 
 
+def node_kind(node: SchedulerNode) -> Kind:
+    """The kind that decides fusion: a reduction unrolled into pointwise code is pointwise."""
+    return Kind.POINTWISE if node.unrolled else node.kind
+
+
 def classify(target) -> Kind:
     """What kind of kernel an aten op is: the first question every fusion rule asks."""
     if target is operator.getitem:
@@ -171,9 +229,12 @@ def classify(target) -> Kind:
     if name in VIEW_EXTRA or (returns and returns[0].alias_info is not None
                               and not returns[0].alias_info.is_write):
         return Kind.VIEW
+    if name in ALLOC:
+        return Kind.ALLOC
     if name in REDUCTIONS:
         return Kind.REDUCTION
-    if torch.Tag.pointwise in target.tags or name in POINTWISE_EXTRA:
+    if torch.Tag.pointwise in target.tags or name in POINTWISE_EXTRA or name in INDEXED \
+            or name in SCATTER:
         return Kind.POINTWISE
     return Kind.EXTERN
 
@@ -271,6 +332,9 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
                 base_of[fx_node.name] = base_of[parent.name]
                 views.append(fx_node.name)
             continue
+        if kind is Kind.ALLOC:  # no kernel: whoever fills it allocates it (codegen recomputes)
+            views.append(fx_node.name)
+            continue
         if kind is Kind.VIEW:
             if args:
                 base_of[fx_node.name] = base_of[args[0].name]
@@ -280,6 +344,16 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if not outs:  # sym ints and other scalars: nothing in device memory
             continue
         reads = tuple(dict.fromkeys(base_of[a.name] for a in args if base_of[a.name] in buffers))
+        access: dict[str, set] = {}
+        op = getattr(fx_node.target, "overloadpacket", None)
+        op_name = op.__name__ if op is not None else ""
+        through_index = _indexed_args(fx_node, op_name)
+        indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
+        for a in args:
+            if base_of[a.name] in buffers:
+                access.setdefault(base_of[a.name], set()).add(
+                    indexed_how if a.name in through_index
+                    else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
@@ -289,7 +363,12 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             name=fx_node.name, index=len(nodes), kind=kind, target=str(fx_node.target),
             reads=reads, writes=(), numel=numel, rnumel=rnumel,
             low_precision=first.dtype in (torch.bfloat16, torch.float16),
-            fx_nodes=(fx_node.name,), source=user_source(fx_node),
+            int8=kind is Kind.TEMPLATE and any(
+                getattr(a.meta.get("val"), "dtype", None) in (torch.int8, torch.uint8)
+                for a in args),
+            indexed=op_name in INDEXED, scatter=op_name in SCATTER,
+            inner=kind is not Kind.REDUCTION or _reduces_inner(fx_node),
+            access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.gemm_flops = _gemm_flops(fx_node, size)
         if kind in (Kind.POINTWISE, Kind.REDUCTION):
@@ -308,6 +387,69 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         for buf in node.reads:
             users.setdefault(buf, []).append(node.name)
     return GraphIR(gm, nodes, buffers, users, base_of, inputs, views)
+
+
+def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
+    """FX names of the inputs an indexed op reads through an index, offset or window: the
+    data (gather's `self`, embedding's weight, every piece of a cat, a scatter's `src`), not
+    the indices, which are read at the output's own positions."""
+    if op_name not in INDEXED and op_name not in SCATTER:
+        return set()
+    position = 1 if op_name.endswith("_scatter") or op_name in SCATTER else 0
+    if position >= len(fx_node.args):
+        return set()
+    found: set[str] = set()
+    torch.fx.map_arg(fx_node.args[position], lambda a: found.add(a.name))
+    return found
+
+
+POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "avg_pool3d"}
+
+
+def _indexed_access(fx_node: torch.fx.Node, op_name: str, val) -> tuple:
+    """How an indexed op reads its data: two reads are the same when the same windows or the
+    same index tensors pick the same elements (Inductor's memory deps are then equal: a max
+    pool and an avg pool over one input share it)."""
+    family = "pool" if op_name in POOLS else op_name
+    rest = tuple(a.name if isinstance(a, torch.fx.Node) else repr(a) for a in fx_node.args[1:])
+    out = _tensors(val)
+    return ("indexed", family, rest, tuple(out[0].shape) if out else ())
+
+
+def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
+    """How a kernel reads a buffer, as Inductor's MemoryDep would tell reads apart: "full" when
+    it reads every element once (the buffer, a reshape or a permutation of it), else the view
+    (shape, strides, offset): a slice or a broadcast reads other addresses in another order."""
+    if not isinstance(val, torch.Tensor):
+        return "full"
+    strides = tuple(size(s) for s in val.stride())
+    shape = tuple(size(d) for d in val.shape)
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel * val.element_size() == buffer.nbytes and all(
+            s != 0 or d == 1 for s, d in zip(strides, shape, strict=True)):
+        return "full"
+    return (shape, strides, size(val.storage_offset()))
+
+
+def _reduces_inner(fx_node: torch.fx.Node) -> bool:
+    """Does the reduction run over the innermost dims of its input (sum(-1), not sum(1) of a
+    3-d tensor)? Only then can one loop nest serve it and a pointwise over its whole input: the
+    (numel, rnumel) split of Inductor's SIMD kernels is in memory order."""
+    source = fx_node.args[0].meta.get("val") if fx_node.args else None
+    if not isinstance(source, torch.Tensor) or source.dim() == 0:
+        return True
+    dims = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim")
+    if dims is None or dims == []:
+        return True
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    ndim = source.dim()
+    reduced = {d % ndim for d in dims if isinstance(d, int)}
+    if not reduced:
+        return True
+    kept_after = [d for d in range(min(reduced), ndim) if d not in reduced]
+    return all(size_hint(source.shape[d]) == 1 for d in kept_after)
 
 
 def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:

@@ -1,15 +1,30 @@
 """Fusion rules and guardrails: small named functions, each returning a Verdict.
 
-A *rule* asks "can these two kernels share one loop nest?" (kinds and iteration spaces). A
-*guardrail* asks "should they, given the limits?" (size, buffers, on-chip memory, benefit).
-`can_fuse` asks the rules in order -- the first that applies decides -- then, if a rule said
-yes, every guardrail; the first "no" wins. The Verdict's name and reason become the
-FusionDecision that the plan keeps.
+`can_fuse` asks them in the order TorchInductor does (torch 2.13, `Scheduler._can_fuse`, then
+`choices.can_fuse`, then the vertical or horizontal check), so that when several limits apply
+the reason recorded is the one Inductor would give:
 
-Iteration spaces, as in Inductor: a pointwise kernel loops over `numel` elements; a reduction
-over `numel` outputs times `rnumel` reduced elements. Two kernels fuse when one loop nest can
-serve both: equal spaces, or a pointwise over `numel * rnumel` (prologue/epilogue on the full
-input) or over `numel` (epilogue on the reduced output) beside a reduction.
+    1. lowering     inlined_while_lowering: a pointwise op used by one kernel only is computed
+                    inside it (Inductor inlines it before scheduling: no guardrail applies)
+    2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
+    3. choices      no_shared_data, max_fusion_size, peak_memory,
+                    max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
+    4. vertical     scatter_output, indexed_read, reduction_*, vertical_pointwise
+       horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
+                    (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
+    5. ours         on_chip_memory_budget
+
+After its rounds, Inductor makes one more (`loop_ordering_after_fusion`) in which a pointwise
+kernel may take a reduction's loop order: a reduction over outer dims (BatchNorm's statistics)
+then fuses with the pointwise kernels over its whole input. `Pair.reorder` marks that round.
+
+Iteration spaces, as in Inductor's Triton scheduling: a pointwise kernel loops over `numel`
+elements; a reduction over `numel` outputs times `rnumel` reduced elements. Two kernels fuse
+when one loop nest serves both: equal spaces, a pointwise over `numel * rnumel` beside a
+reduction over the innermost dims, or a pointwise over `numel` (the reduction's tail).
+
+Rules marked *ours* (`DEPARTURES`) are where this scheduler departs from Inductor on purpose;
+their decisions say so ("(ours)") and PlanCompare names them when the two plans differ.
 """
 
 from __future__ import annotations
@@ -19,12 +34,45 @@ from dataclasses import dataclass
 from . import config
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
+# Departures from Inductor, on purpose: rule name -> why (shown in records and views).
+DEPARTURES = {
+    "template_epilogue": "a matmul is a template that takes its pointwise epilogue (what an "
+                         "MTIA-style GEMM kernel does); Inductor calls aten mm without "
+                         "max-autotune and fuses nothing into it",
+    "on_chip_memory_budget": "a fused kernel's intermediates must fit the PEs' local memory",
+    "computed_once": "every aten op runs in one kernel; Inductor may inline a cheap pointwise "
+                     "op into several kernels and compute it in each",
+    "post_grad_pattern": "we schedule the aten graph as traced; Inductor first rewrites some "
+                         "patterns (mm + add into addmm, ...) into other ops",
+}
+# Inductor checks left out on purpose (the plan records this list in its settings).
+NOT_MODELLED = {
+    "loop_index_inversion_in_fusion": "reads in another order count as shared (we compare "
+                                      "addresses, not index expressions)",
+    "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
+    "speedup_by_fusion": "only benchmarks templates under max-autotune",
+    "mix_order_reduction": "reductions over the same data in another order stay apart",
+    "split_reductions": "a large reduction is one kernel, never split in two",
+    "realize_reads_threshold": "an op with several users is computed once (computed_once), "
+                               "never inlined into each of them",
+}
+
 
 @dataclass(frozen=True)
 class Verdict:
     fused: bool
     name: str  # the rule or guardrail that decided
     reason: str
+    inline: bool = False  # an inlining (Inductor's lowering), not a scheduler fusion
+
+    @property
+    def ours(self) -> bool:
+        return self.name in DEPARTURES
+
+
+def ours(name: str, fused: bool, reason: str) -> Verdict:
+    """A verdict of a rule of our own: its reason says so."""
+    return Verdict(fused, name, f"(ours) {reason}")
 
 
 @dataclass
@@ -35,7 +83,8 @@ class Pair:
     b: FusedSchedulerNode
     ir: GraphIR
     profile: object  # ChipProfile, for the on-chip budget
-    score: int  # score_fusion_memory(a, b)
+    score: int  # score_fusion_memory(a, b): bytes both touch the same way
+    reorder: bool = False  # Inductor's last round: loops may be reordered to fit
 
     @property
     def vertical(self) -> bool:
@@ -55,22 +104,37 @@ def _first_target(g: FusedSchedulerNode, kind: Kind) -> str:
     return f"{node.name} ({node.target})"
 
 
-# ---- rules: structure ------------------------------------------------------------------------
+def _pure_pointwise(g: FusedSchedulerNode) -> bool:
+    return all(n.kind is Kind.POINTWISE and not n.scatter for n in g.nodes)
 
-def factory_into_consumer(p: Pair) -> Verdict | None:
-    """A factory (full, zeros, scalar_tensor) reads no memory: its consumer can make the values
-    itself -- even an ATen kernel, which then fills its own output (scatter_add into zeros)."""
+
+# ---- 1. lowering -----------------------------------------------------------------------------
+
+def inlined_while_lowering(p: Pair) -> Verdict | None:
+    """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
+    it must (a reduction, an extern's input, a graph output, several users). An op whose only
+    user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
+    spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
         return None
     producer, consumer = p.producer_consumer()
-    if producer.reads or any(n.kind is not Kind.POINTWISE for n in producer.nodes):
+    if producer.size != 1 or not _pure_pointwise(producer) or consumer.kind not in (
+            Kind.POINTWISE, Kind.REDUCTION):
         return None
-    if consumer.kind is Kind.TEMPLATE:
-        return None  # the template reads its operands from memory (no prologue fusion)
-    return Verdict(True, "factory_into_consumer",
-                   f"{producer.nodes[0].name} reads nothing: {consumer.kind.value} kernel "
-                   "creates its values in place")
+    ir = p.ir
+    for buf in producer.writes:
+        if ir.buffers[buf].is_output:
+            return None
+        if any(u not in consumer.names and u not in producer.names
+               for u in ir.users.get(buf, ())):
+            return None
+    what = consumer.kind.value + (" (indexed loads)" if consumer.indexed else "")
+    return Verdict(True, "inlined_while_lowering",
+                   f"{producer.nodes[-1].name} has one user: inlined into the {what} kernel "
+                   "that reads it, as Inductor's lowering does", inline=True)
 
+
+# ---- 2. kinds --------------------------------------------------------------------------------
 
 def extern_never_fuses(p: Pair) -> Verdict | None:
     """An op that runs as its ATen kernel is a black box: nothing can join its loop."""
@@ -83,39 +147,143 @@ def extern_never_fuses(p: Pair) -> Verdict | None:
 
 
 def template_epilogue(p: Pair) -> Verdict | None:
-    """A matmul template takes a pointwise epilogue over its output tile, and nothing else."""
+    """Ours: a matmul template takes a pointwise epilogue over its output tile (an MTIA-style
+    GEMM kernel). Inductor does this only for Triton templates (max-autotune); without it,
+    mm/addmm/bmm are aten calls that nothing joins. Prologue fusion is on by default in open
+    source torch 2.13 (`prologue_fusion`), but it applies to Triton templates too, and our
+    template takes none: it reads its operands from memory."""
     ta, tb = p.a.kind is Kind.TEMPLATE, p.b.kind is Kind.TEMPLATE
     if not (ta or tb):
         return None
+    if not config.matmul_templates:  # Inductor without max-autotune: an aten call
+        what = _first_target(p.a if ta else p.b, Kind.TEMPLATE)
+        return Verdict(False, "extern_never_fuses", f"{what} runs as its ATen kernel "
+                       "(matmul_templates=False, as Inductor without max-autotune)")
     name = "template_epilogue"
     if ta and tb:
-        return Verdict(False, name, "two matmul templates cannot share one kernel")
+        return ours(name, False, "two matmul templates cannot share one kernel")
     if not p.vertical:
-        return Verdict(False, name, "a template fuses only with its own epilogue, not siblings")
+        return ours(name, False, "a template fuses only with its own epilogue, not siblings")
     producer, consumer = p.producer_consumer()
     if consumer.kind is Kind.TEMPLATE:
-        return Verdict(False, name, "prologue fusion into a matmul template is off "
-                       "(Inductor's default): the template reads its inputs from memory")
-    if consumer.kind is not Kind.POINTWISE:
-        return Verdict(False, name, f"a {consumer.kind.value} cannot be a template epilogue")
+        return ours(name, False, "our matmul template takes no prologue: it reads its "
+                    "operands from memory")
+    if consumer.kind is not Kind.POINTWISE or consumer.indexed or consumer.scatter:
+        what = "indexed op" if consumer.kind is Kind.POINTWISE else consumer.kind.value
+        return ours(name, False, f"a {what} cannot be a template epilogue")
     if consumer.numel != producer.numel:
-        return Verdict(False, name, f"epilogue space {_space(consumer)} != template output "
-                       f"{producer.numel}")
-    return Verdict(True, name, f"pointwise epilogue over the {producer.numel}-element "
-                   "matmul output")
+        return ours(name, False, f"epilogue space {_space(consumer)} != template output "
+                    f"{producer.numel}")
+    return ours(name, True, f"pointwise epilogue over the {producer.numel}-element matmul "
+                "output")
 
 
-def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode) -> str | None:
+def factory_into_consumer(p: Pair) -> Verdict | None:
+    """A factory (full, zeros, iota) reads no memory: its consumer can make the values itself
+    (Inductor never realizes it unless it is an output)."""
+    if not p.vertical:
+        return None
+    producer, consumer = p.producer_consumer()
+    if producer.reads or not _pure_pointwise(producer):
+        return None
+    return Verdict(True, "factory_into_consumer",
+                   f"{producer.nodes[0].name} reads nothing: {consumer.kind.value} kernel "
+                   "creates its values in place", inline=True)
+
+
+KIND_RULES = [inlined_while_lowering, extern_never_fuses, template_epilogue,
+              factory_into_consumer]
+
+
+# ---- 3. choices.can_fuse: every pair --------------------------------------------------------
+
+def no_shared_data(p: Pair) -> Verdict | None:
+    if p.score == 0:
+        return Verdict(False, "no_shared_data", "no shared data: no buffer both read or "
+                       "write at the same addresses (Inductor's score_fusion_memory is 0)")
+    return None
+
+
+def max_fusion_size(p: Pair) -> Verdict | None:
+    limit = config.max_fusion_size
+    size = p.a.size + p.b.size
+    if size > limit:
+        return Verdict(False, "max_fusion_size", f"max_fusion_size: {size} nodes > {limit}")
+    return None
+
+
+def peak_memory(p: Pair) -> Verdict | None:
+    """Inductor's can_fusion_increase_peak_memory: buffers of one size and dtype that each
+    side reads as their last user could be reused if the two ran apart; refuse when that
+    memory exceeds 32x the traffic fusion saves."""
+    ir = p.ir
+
+    def last_reads(g: FusedSchedulerNode) -> set:
+        return {(ir.buffers[b].dtype, ir.buffers[b].nbytes) for b in g.reads
+                if len(ir.users.get(b, ())) == 1 and ir.buffers[b].producer is not None}
+
+    overhead = sum(nbytes for _, nbytes in last_reads(p.a) & last_reads(p.b))
+    if overhead > 32 * p.score:
+        return Verdict(False, "peak_memory", f"fusion will increase peak memory: {overhead:,} "
+                       f"bytes could be reused > 32 x {p.score:,} bytes saved")
+    return None
+
+
+def max_fusion_unique_io_buffers(p: Pair) -> Verdict | None:
+    limit = config.max_fusion_unique_io_buffers
+    if limit is None:
+        return None
+    fused = FusedSchedulerNode.fuse(p.a, p.b)
+    count = len(fused.reads) + len(fused.outputs(p.ir))
+    if count > limit:
+        return Verdict(False, "max_fusion_unique_io_buffers",
+                       f"max_fusion_unique_io_buffers: {count} buffers > {limit}")
+    return None
+
+
+CHOICES = [no_shared_data, max_fusion_size, peak_memory, max_fusion_unique_io_buffers]
+
+
+# ---- 4. vertical / horizontal: one loop nest for both ----------------------------------------
+
+def scatter_output(p: Pair) -> Verdict | None:
+    """A scatter stores through an index: its output is whole only after every store."""
+    producer, _ = p.producer_consumer()
+    if producer.scatter:
+        return Verdict(False, "scatter_output", f"{producer.nodes[-1].name} stores through an "
+                       "index: its readers wait for the whole buffer")
+    return None
+
+
+def indexed_read(p: Pair) -> Verdict | None:
+    """A gather/embedding/cat/pool reads its input at other positions than it writes: a
+    realized producer's loop cannot feed it (Inductor: the memory deps do not match)."""
+    producer, consumer = p.producer_consumer()
+    if consumer.indexed and (producer.writes & {
+            b for n in consumer.nodes for b, how in n.access.items()
+            if any(isinstance(h, tuple) and h[0] == "indexed" for h in how)}):
+        return Verdict(False, "indexed_read", f"{consumer.nodes[0].name} reads "
+                       f"{producer.nodes[-1].name}'s buffer through an index: not one loop")
+    return None
+
+
+def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
+                    reorder: bool = False) -> str | None:
     if pw.numel == red.numel * red.rnumel:
-        return f"full space {red.numel}x{red.rnumel}"
+        if red.inner:
+            return f"full space {red.numel}x{red.rnumel}"
+        if reorder:  # Inductor's reorder round: the pointwise takes the reduction's loop order
+            return (f"full space {red.numel}x{red.rnumel}, its loops reordered to the "
+                    "reduction's (loop_ordering_after_fusion)")
+        return None
     if pw.numel == red.numel:
         return f"reduced space {red.numel}"
     return None
 
 
 def reduction_fusion(p: Pair) -> Verdict | None:
-    """Reductions fuse with reductions over the same space, and with pointwise prologues
-    (producers) and epilogues (consumers) over the full or the reduced space."""
+    """Reductions fuse with reductions over the same space, and with pointwise kernels over
+    the reduced space, or over the full space when the reduction runs over the inner dims."""
     ra, rb = p.a.kind is Kind.REDUCTION, p.b.kind is Kind.REDUCTION
     if not (ra or rb):
         return None
@@ -125,24 +293,48 @@ def reduction_fusion(p: Pair) -> Verdict | None:
         return Verdict(same, name, f"reductions over {_space(p.a)} and {_space(p.b)}"
                        + (" share one loop" if same else " differ"))
     red, pw = (p.a, p.b) if ra else (p.b, p.a)
-    fit = _fits_reduction(pw, red)
+    fit = _fits_reduction(pw, red, p.reorder)
     if not p.vertical:
         name = "horizontal"
     else:
         name = "reduction_prologue" if p.producer_consumer()[0] is pw else "reduction_epilogue"
     if fit is None:
-        return Verdict(False, name, f"pointwise space {pw.numel} fits neither {red.numel}x"
-                       f"{red.rnumel} nor {red.numel}")
+        why = (f"pointwise space {pw.numel} fits neither {red.numel}x{red.rnumel} nor "
+               f"{red.numel}")
+        if pw.numel == red.numel * red.rnumel:
+            why = (f"pointwise over {pw.numel} elements is not in the loop order of a "
+                   "reduction over outer dims (until the reorder round)")
+        return Verdict(False, name, why)
     return Verdict(True, name, f"pointwise over the reduction's {fit}")
 
 
 def vertical_pointwise(p: Pair) -> Verdict | None:
     """Producer and consumer looping over the same elements become one loop."""
-    if not p.vertical:
-        return None
     same = p.a.numel == p.b.numel
     return Verdict(same, "vertical_pointwise", f"iteration spaces {p.a.numel} and {p.b.numel}"
                    + (" match" if same else " differ"))
+
+
+VERTICAL = [scatter_output, indexed_read, reduction_fusion, vertical_pointwise]
+
+
+def score_fusion_memory_threshold(p: Pair) -> Verdict | None:
+    limit = config.score_fusion_memory_threshold
+    if p.score < limit:
+        return Verdict(False, "score_fusion_memory_threshold",
+                       f"score_fusion_memory_threshold: saves {p.score} bytes < {limit}")
+    return None
+
+
+LONG_DISTANCE = 64  # Inductor's are_long_distant_nodes: graph-order distance
+
+
+def long_distance(p: Pair) -> Verdict | None:
+    distance = max(abs(p.a.min_order - p.b.max_order), abs(p.b.min_order - p.a.max_order))
+    if distance > LONG_DISTANCE:
+        return Verdict(False, "long_distance", f"nodes are too far apart ({distance} > "
+                       f"{LONG_DISTANCE}): fusing them may increase peak memory")
+    return None
 
 
 def horizontal(p: Pair) -> Verdict | None:
@@ -152,63 +344,42 @@ def horizontal(p: Pair) -> Verdict | None:
                    f"{p.a.numel} and {p.b.numel}" + (" match" if same else " differ"))
 
 
-RULES = [factory_into_consumer, extern_never_fuses, template_epilogue, reduction_fusion,
-         vertical_pointwise, horizontal]
+HORIZONTAL = [score_fusion_memory_threshold, long_distance, reduction_fusion, horizontal]
 
 
-# ---- guardrails: limits ----------------------------------------------------------------------
+# ---- 5. ours ---------------------------------------------------------------------------------
 
-def score_fusion_memory_threshold(p: Pair, fused: FusedSchedulerNode) -> Verdict | None:
-    limit = config.score_fusion_memory_threshold
-    if p.score < limit:
-        return Verdict(False, "score_fusion_memory_threshold",
-                       f"score_fusion_memory_threshold: saves {p.score} bytes < {limit}")
-    return None
-
-
-def max_fusion_size(p: Pair, fused: FusedSchedulerNode) -> Verdict | None:
-    limit = config.max_fusion_size
-    if len(fused) > limit:
-        return Verdict(False, "max_fusion_size",
-                       f"max_fusion_size: {len(fused)} nodes > {limit}")
-    return None
-
-
-def max_fusion_unique_io_buffers(p: Pair, fused: FusedSchedulerNode) -> Verdict | None:
-    limit = config.max_fusion_unique_io_buffers
-    if limit is None:
-        return None
-    count = len(fused.reads) + len(fused.outputs(p.ir))
-    if count > limit:
-        return Verdict(False, "max_fusion_unique_io_buffers",
-                       f"max_fusion_unique_io_buffers: {count} buffers > {limit}")
-    return None
-
-
-def on_chip_memory_budget(p: Pair, fused: FusedSchedulerNode) -> Verdict | None:
-    """Intermediates a fused kernel no longer writes to DRAM must stay on chip meanwhile."""
+def on_chip_memory_budget(p: Pair) -> Verdict | None:
+    """Ours: intermediates a fused kernel no longer writes to DRAM must stay on chip."""
+    fused = FusedSchedulerNode.fuse(p.a, p.b)
     budget = config.on_chip_budget_bytes(p.profile)
     kept = p.ir.nbytes(fused.writes - fused.outputs(p.ir))
     if kept > budget:
-        return Verdict(False, "on_chip_memory_budget",
-                       f"on_chip_memory_budget: {kept:,} bytes of intermediates > {budget:,}")
+        return ours("on_chip_memory_budget", False,
+                    f"on_chip_memory_budget: {kept:,} bytes of intermediates > {budget:,}")
     return None
 
 
-GUARDRAILS = [score_fusion_memory_threshold, max_fusion_size, max_fusion_unique_io_buffers,
-              on_chip_memory_budget]
+GUARDRAILS = [*CHOICES, score_fusion_memory_threshold, long_distance, on_chip_memory_budget]
+RULES = [*KIND_RULES, scatter_output, indexed_read, reduction_fusion, vertical_pointwise,
+         horizontal]
+
+
+def _first(checks, p: Pair) -> Verdict | None:
+    return next((v for check in checks if (v := check(p)) is not None), None)
 
 
 def can_fuse(p: Pair) -> Verdict:
-    """The first rule that applies decides; a yes must then pass every guardrail."""
-    verdict = next((v for rule in RULES if (v := rule(p)) is not None), None)
-    if verdict is None:
-        return Verdict(False, "no_rule", "no fusion rule applies")
-    if not verdict.fused:
+    """Inductor's order: kinds decide first, then the limits every pair must pass, then the
+    vertical or horizontal checks; a yes must also pass our on-chip budget."""
+    verdict = _first(KIND_RULES, p)
+    if verdict is not None and (verdict.inline or not verdict.fused):
         return verdict
-    fused = FusedSchedulerNode.fuse(p.a, p.b)
-    for guardrail in GUARDRAILS:
-        refusal = guardrail(p, fused)
-        if refusal is not None:
-            return refusal
-    return verdict
+    refusal = _first(CHOICES, p)
+    if refusal is not None:
+        return refusal
+    if verdict is None:
+        verdict = _first(VERTICAL if p.vertical else HORIZONTAL, p)
+    if verdict is None or not verdict.fused:
+        return verdict or Verdict(False, "no_rule", "no fusion rule applies")
+    return on_chip_memory_budget(p) or verdict

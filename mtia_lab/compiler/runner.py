@@ -27,6 +27,7 @@ from collections.abc import Callable
 import torch
 
 from .._compat import size_symbol
+from ..backend import oom
 from ..backend import tensor as device_tensor
 from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
@@ -111,7 +112,12 @@ class Runner:
         blocks: dict[str, object] = {}  # intermediate buffer -> its allocator block
         try:
             for i, kernel in enumerate(program.kernels):
-                outs = kernel.fn(*[env[name] for name in kernel.inputs])
+                try:
+                    outs = kernel.fn(*[env[name] for name in kernel.inputs])
+                except RuntimeError as error:  # a host allocation failure is the device's OOM
+                    if index is None:
+                        raise
+                    raise oom.device_error(error, index, f"compiled {kernel.name}")  # noqa: B904
                 env.update(zip(kernel.outputs, outs, strict=True))
                 if state is not None:
                     for name in self._held[i]:

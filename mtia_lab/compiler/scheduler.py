@@ -21,17 +21,50 @@ import gc
 import heapq
 
 from ..backend.runtime import RUNTIME
-from . import config, pricing
+from . import config, pricing, rules
 from .decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from .ir import FusedSchedulerNode, GraphIR, Kind
-from .rules import Pair, Verdict, can_fuse
+from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
 
 
 def score_fusion_memory(a: FusedSchedulerNode, b: FusedSchedulerNode, ir: GraphIR) -> int:
-    """Bytes of the buffers both kernels touch: traffic a fused kernel moves only once."""
-    return ir.nbytes(_touched(a) & _touched(b))
+    """Bytes of the buffers both kernels touch at the same addresses: traffic a fused kernel
+    moves only once. Two slices of one buffer, or a buffer and its broadcast, do not count
+    (Inductor compares the two kernels' memory dependencies, index and all)."""
+    acc_a, acc_b = _accesses(a), _accesses(b)
+    return sum(ir.buffers[buf].nbytes for buf in _touched(a) & _touched(b)
+               if acc_a[buf] & acc_b[buf])
+
+
+def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
+    """Buffer -> how the group reads or writes it ("full" or the views it reads)."""
+    accesses = group.cache.get("accesses")
+    if accesses is None:
+        accesses = {b: {"full"} for b in group.writes}
+        for node in group.nodes:
+            for buf in node.reads:
+                if buf in group.reads:
+                    accesses.setdefault(buf, set()).update(node.access.get(buf, {"full"}))
+        group.cache["accesses"] = accesses
+    return accesses
+
+
+def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
+                    inline: bool) -> tuple:
+    """Inductor's score_fusion, best first (as a key for ascending sort): lowering's inlining
+    first (it happens before scheduling), then node pairs that are not template fusions
+    (epilogues come after, prologues last), then pairs of the same type (both reductions or
+    neither), then bytes saved, then closeness in graph order."""
+    if b.kind is Kind.TEMPLATE:
+        template_score = 0
+    else:
+        template_score = 1 + int(a.kind is not Kind.TEMPLATE and score > 0)
+    node_type_score = int((a.kind is Kind.REDUCTION) == (b.kind is Kind.REDUCTION)
+                          and score > 0)
+    proximity = max(abs(a.min_order - b.max_order), abs(b.min_order - a.max_order))
+    return (not inline, -template_score, -node_type_score, -score, proximity, a.index)
 
 
 def _touched(group: FusedSchedulerNode) -> set[str]:
@@ -51,6 +84,25 @@ def _described(group: FusedSchedulerNode, labels: dict[str, str]) -> tuple:
             tuple(dict.fromkeys(s for n in group.nodes for s in n.source)),
         )
     return described
+
+
+def _realized_order(ir: GraphIR) -> None:
+    """Number the nodes as Inductor's scheduler nodes are numbered (min_order/max_order, for
+    the long-distance check): a pointwise op with one user, inlined while lowering, takes the
+    number of the node it is inlined into."""
+    users: dict[str, set[str]] = {}
+    for node in ir.nodes:
+        for buf in node.reads:
+            producer = ir.buffers[buf].producer
+            if producer is not None:
+                users.setdefault(producer, set()).add(node.name)
+    order = 0
+    for node in ir.nodes:
+        node.order = order
+        inlined = (node.kind is Kind.POINTWISE and not node.scatter
+                   and len(users.get(node.name, ())) == 1
+                   and not any(ir.buffers[b].is_output for b in node.writes))
+        order += 0 if inlined else 1
 
 
 @contextlib.contextmanager
@@ -74,6 +126,10 @@ class Scheduler:
         self.name = name
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
+        threshold = config.unroll_reductions_threshold
+        for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
+            node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+        _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
         self.live: dict[int, FusedSchedulerNode] = {id(g): g for g in self.group_of.values()}
@@ -92,6 +148,7 @@ class Scheduler:
         self._labels = {n.name: f"{n.name}: {n.target}" for n in ir.nodes}
         self.decisions: list[FusionDecision] = []
         self._seen: set[tuple[frozenset, frozenset]] = set()
+        self._reorderable: set[tuple[frozenset, frozenset]] = set()  # for the reorder round
 
     # -- candidates ------------------------------------------------------------------------
 
@@ -112,9 +169,12 @@ class Scheduler:
                     key = (id(a), id(b))
                     if key not in pairs:
                         score = score_fusion_memory(a, b, self.ir)
-                        pairs[key] = (-score, b.index - a.index, a, b)
-        ranked = sorted(pairs.values(), key=lambda p: (p[0], p[1], p[2].index))
-        return ranked
+                        pair = Pair(a, b, self.ir, self.profile, score)
+                        inline = bool(rules.inlined_while_lowering(pair)
+                                      or rules.factory_into_consumer(pair))
+                        pairs[key] = (fusion_priority(a, b, score, inline), a, b)
+        ranked = sorted(pairs.values(), key=lambda p: p[0])
+        return [(p[0], 0, a, b) for p, a, b in ((r, r[1], r[2]) for r in ranked)]
 
     # -- cycles ----------------------------------------------------------------------------
 
@@ -200,10 +260,12 @@ class Scheduler:
         sources = source_a + tuple(s for s in source_b if s not in source_a)
         self.decisions.append(FusionDecision(
             names_a, names_b, verdict.fused, verdict.name, verdict.reason, score, rnd,
-            labels_a + labels_b, sources,
+            labels_a + labels_b, sources, verdict.ours,
         ))
 
-    def fuse_nodes_once(self, rnd: int) -> bool:
+    def fuse_nodes_once(self, rnd: int, reorder: bool = False) -> bool:
+        """One round over the candidates, best first. `reorder`: Inductor's last round, in
+        which loops may be reordered to fit (config.loop_ordering_after_fusion)."""
         changed = False
         for _score, _, a, b in self.possible_fusions():
             a, b = self.group_of[a.nodes[0].name], self.group_of[b.nodes[0].name]
@@ -212,23 +274,32 @@ class Scheduler:
             if b.index < a.index:
                 a, b = b, a
             key = (a.names, b.names)
-            if key in self._seen:  # asked before with the same two groups: same answer
-                continue
+            if key in self._seen and not (reorder and key in self._reorderable):
+                continue  # asked before with the same two groups: same answer
             self._seen.add(key)
+            self._reorderable.discard(key)
             score = score_fusion_memory(a, b, self.ir)
-            verdict = can_fuse(Pair(a, b, self.ir, self.profile, score))
+            verdict = can_fuse(Pair(a, b, self.ir, self.profile, score, reorder))
+            if not verdict.fused and "outer dims" in verdict.reason:
+                self._reorderable.add(key)  # the reorder round may answer otherwise
             if verdict.fused and self.will_fusion_create_cycle(a, b):
                 verdict = Verdict(False, "would_create_cycle",
                                   "another kernel depends on one and feeds the other")
             self._record(a, b, verdict, score, rnd)
             if verdict.fused:
-                self.fuse(a, b)
+                self.fuse(a, b, verdict.inline)
                 changed = True
         return changed
 
-    def fuse(self, a: FusedSchedulerNode, b: FusedSchedulerNode) -> FusedSchedulerNode:
-        """Replace kernels a and b by one (the caller checked will_fusion_create_cycle)."""
-        fused = FusedSchedulerNode.fuse(a, b)
+    def fuse(self, a: FusedSchedulerNode, b: FusedSchedulerNode,
+             inline: bool = False) -> FusedSchedulerNode:
+        """Replace kernels a and b by one (the caller checked will_fusion_create_cycle).
+        `inline`: the producer is inlined into its consumer (counts as no node of its own)."""
+        if inline:
+            producer, consumer = (a, b) if b.reads & a.writes else (b, a)
+            fused = FusedSchedulerNode.fuse(producer, consumer, inline=True)
+        else:
+            fused = FusedSchedulerNode.fuse(a, b)
         if self.pos[b] < self.pos[a]:
             a, b = b, a
         self._place(a, b, fused)
@@ -263,30 +334,38 @@ class Scheduler:
         return order
 
     def combo_kernels(self, order: list[FusedSchedulerNode]) -> list[tuple[int, ...]]:
-        """Pack runs of independent pointwise/reduction kernels into one launch each."""
+        """Pack runs of independent pointwise/reduction kernels into one launch each.
+
+        Arguments are counted as Inductor's ComboKernel does: each sub-kernel passes its own
+        reads and writes, so the count is a sum over the members, not a union."""
         limit = config.combo_kernel_max_num_args
+        max_nodes = config.combo_kernel_max_num_nodes
         combos: list[tuple[int, ...]] = []
         current: list[int] = []
-        args: set[str] = set()
+        args = [0]
 
         def close() -> None:
             if len(current) > 1:
                 combos.append(tuple(current))
             current.clear()
-            args.clear()
+            args[0] = 0
 
         for i, group in enumerate(order):
             if group.kind in (Kind.TEMPLATE, Kind.EXTERN):
                 close()
                 continue
-            group_args = group.reads | group.outputs(self.ir)
+            group_args = len(group.reads) + len(group.outputs(self.ir))
             if current:
                 member = next((order[j] for j in current if self._reaches_or_feeds(order[j],
                                                                                    group)), None)
-                count = len(args | group_args)
+                count = args[0] + group_args
                 if member is not None:
                     verdict = Verdict(False, "combo_kernels",
                                       f"combo_kernels: depends on {member.nodes[0].name}")
+                elif len(current) + 1 > max_nodes:
+                    verdict = Verdict(False, "combo_kernel_max_num_nodes",
+                                      f"combo_kernel_max_num_nodes: {len(current) + 1} kernels "
+                                      f"> {max_nodes}")
                 elif count > limit:
                     verdict = Verdict(False, "combo_kernel_max_num_args",
                                       f"combo_kernel_max_num_args: {count} args > {limit}")
@@ -298,7 +377,7 @@ class Scheduler:
                 if not verdict.fused:
                     close()
             current.append(i)
-            args |= group_args
+            args[0] += group_args
         close()
         return combos
 
@@ -307,6 +386,8 @@ class Scheduler:
             for rnd in range(MAX_ROUNDS):
                 if not self.fuse_nodes_once(rnd):
                     break
+            if config.loop_ordering_after_fusion:
+                self.fuse_nodes_once(rnd + 1, reorder=True)
             order = self.ordered_groups()
             combos = self.combo_kernels(order) if config.combo_kernels else []
             return self._plan(order, combos)
@@ -315,7 +396,7 @@ class Scheduler:
         ir, profile = self.ir, self.profile
         groups = []
         for i, g in enumerate(order):
-            cost = pricing.kernel_cost(g, ir)
+            cost = pricing.kernel_cost(g, ir, profile)
             groups.append(KernelGroup(
                 i, tuple(n.name for n in g.nodes), g.kind.value, tuple(sorted(g.reads)),
                 tuple(sorted(g.outputs(ir))), cost, cost.duration_us(profile),
@@ -332,8 +413,10 @@ class Scheduler:
                        for c in combos)
         after = PlanTotals(len(groups) - sum(len(c) - 1 for c in combos),
                            sum(g.bytes_moved for g in groups), time_us)
+        notes = tuple(f"{check}: left out on purpose ({why})"
+                      for check, why in NOT_MODELLED.items())
         return FusionPlan(self.name, groups, self.decisions, before, after, combos,
-                          config.snapshot(), tuple(ir.views), ir)
+                          config.snapshot(), tuple(ir.views), ir, notes)
 
 
 def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:

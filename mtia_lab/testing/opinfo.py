@@ -191,6 +191,8 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
         compare(to_cpu(expected), actual, check_values=check_values, check_device=check_device,
                 tolerance=tolerance)
         check_aliasing(expected, actual, (sample.input, sample.args, sample.kwargs), dev_inputs)
+        _compare_arguments((sample.input, sample.args, sample.kwargs), dev_inputs,
+                           check_values, tolerance)
         if variant == "inplace":
             if actual is not dev_inputs[0]:
                 raise AssertionError("in-place variant did not return its input tensor")
@@ -205,6 +207,19 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
     except AssertionError as error:
         return SampleRun(problem=_first_line(error), klass="wrong")
     return SampleRun()
+
+
+def _compare_arguments(cpu_inputs, dev_inputs, check_values: bool, tolerance) -> None:
+    """Every tensor argument ends as on the CPU: an op that writes to arguments besides its
+    result (BatchNorm's running statistics, optimizer state, `out` lists) must write them all."""
+    cpu_leaves, dev_leaves = pytree.tree_leaves(cpu_inputs), pytree.tree_leaves(dev_inputs)
+    for i, (cpu, dev) in enumerate(zip(cpu_leaves, dev_leaves, strict=True)):
+        if isinstance(cpu, torch.Tensor) and isinstance(dev, MTIATensor):
+            try:
+                compare(cpu, dev, check_values=check_values, check_device=False,
+                        tolerance=tolerance)
+            except AssertionError as error:
+                raise AssertionError(f"argument {i} after the op: {error}") from None
 
 
 def samples_of(op, *, max_samples: int = MAX_SAMPLES, seed: int = 0,

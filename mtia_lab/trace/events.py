@@ -129,7 +129,7 @@ class OpSummary:
 
     op: str
     count: int
-    kinds: dict[str, int]  # kind -> count
+    kinds: dict[str, int]  # kind -> count (either phase)
     host_ns: int
     sim_us: float
     allocated: int
@@ -175,18 +175,35 @@ class Trace:
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={n}" for k, n in sorted(self.kinds().items()))
+        backward = self.phases().get("backward", 0)
+        kinds += f"; {backward} in backward" if backward else ""
         label = self.metadata.get("label") or "trace"
         return (
             f"<Trace {label!r}: {len(self.events)} events ({kinds}), "
             f"host {self.host_ns() / 1e6:.3f} ms, simulated {self.sim_us():.3f} us>"
         )
 
+    # -- how it shows itself: the view is looked up, never imported (records know no views) --
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        """In a notebook a Trace shows its summary table, with simulated times only so that a
-        saved output stays the same from run to run. The renderers live in mtia_lab.viz."""
-        from ..viz.trace_summary import TraceSummary
+        """In a notebook a Trace shows the view registered for it (the summary table, with
+        simulated times only so that a saved output stays the same from run to run)."""
+        from ..viz.registry import view_for
 
-        return TraceSummary(self, times="sim")._repr_mimebundle_(include, exclude)
+        return view_for(self, "notebook")._repr_mimebundle_(include, exclude)
+
+    def _repr_html_(self) -> str:
+        return self._repr_mimebundle_(include={"text/html"})["text/html"]
+
+    def __rich__(self):
+        from ..viz.registry import view_for
+
+        return view_for(self, "terminal").__rich__()
+
+    def export_chrome_trace(self, path) -> None:
+        """Write a Chrome trace event file, as torch.profiler's `prof.export_chrome_trace`."""
+        from .io import save_chrome_trace
+
+        save_chrome_trace(self, path)
 
     # -- selections --------------------------------------------------------------------------
     def filter(
@@ -218,8 +235,13 @@ class Trace:
         return dict(Counter(e.op for e in self.events))
 
     def kinds(self) -> dict[str, int]:
-        """kind -> number of events ("backward" counted apart, see OpEvent.served_by)."""
-        return dict(Counter(e.served_by for e in self.events))
+        """kind -> number of events: how each op was served, in either phase (as the summary
+        table counts them; `phases()` says how many ran in backward)."""
+        return dict(Counter(e.kind for e in self.events))
+
+    def phases(self) -> dict[str, int]:
+        """phase -> number of events ("forward", "backward")."""
+        return dict(Counter(e.phase for e in self.events))
 
     def host_ns(self) -> int:
         return sum(e.host_ns for e in self.events)
@@ -245,7 +267,7 @@ class Trace:
             if row is None:
                 row = rows[e.op] = [0, Counter(), 0, 0.0, 0, 0, 0, 0]
             row[0] += 1
-            row[1][e.served_by] += 1
+            row[1][e.kind] += 1
             row[2] += e.host_ns
             row[3] += e.sim_us
             row[4] += e.allocated

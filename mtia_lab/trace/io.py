@@ -11,11 +11,17 @@ host wall time on one track, simulated device time on one track per (device, str
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
+import tempfile
 from dataclasses import fields
 
+from ..progress import progress
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
+
+PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
 
 FORMAT = "mtia_lab.trace"
 VERSION = 1
@@ -25,6 +31,7 @@ EVENT_FIELDS = list(OpEvent._fields)
 _DISPATCH_AT = EVENT_FIELDS.index("dispatch")
 _INPUTS_AT = EVENT_FIELDS.index("inputs")
 _OUTPUTS_AT = EVENT_FIELDS.index("outputs")
+MAX_BYTES = 1 << 30  # load_trace reads at most this much unless told otherwise
 
 
 class TraceFormatError(ValueError):
@@ -38,6 +45,10 @@ class TraceFormatError(ValueError):
 # -- the mtia_lab format ---------------------------------------------------------------------
 def trace_to_json(trace: Trace) -> dict:
     """The JSON object of a trace (what `save_trace` writes)."""
+    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
+        from ..distributed.traces import ranked_to_plain
+
+        trace = ranked_to_plain(trace)
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
     path_ids: dict[int, int] = {}
@@ -75,21 +86,61 @@ def trace_to_json(trace: Trace) -> dict:
     }
 
 
-def save_trace(trace: Trace, path) -> None:
-    """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md)."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(trace_to_json(trace), f, separators=(",", ":"))
-
-
-def load_trace(path) -> Trace:
-    """Read a trace written by `save_trace`; a TraceFormatError says what is wrong and the fix."""
+def _write_atomically(path, obj) -> None:
+    """JSON to a temporary file beside `path`, then renamed over it: a reader never sees half a
+    file, and a failed write leaves the old file as it was."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".mtia_lab-", suffix=".tmp")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            json.dump(obj, f, separators=(",", ":"))
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def save_trace(trace: Trace, path) -> None:
+    """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md), atomically."""
+    _write_atomically(path, trace_to_json(trace))
+
+
+def _read_bounded(path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`. Opened without blocking (a FIFO
+    would wait for a writer) and checked to be a regular file (a FIFO, /dev/zero or a directory
+    behind a symlink is refused), then read no further than the limit."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
         raise TraceFormatError(
             path,
-            f"the file is not JSON ({error})",
+            "it is not a regular file (a FIFO, a device such as /dev/zero, a directory or "
+            "a socket, possibly behind a symlink)",
+            "Load a .json file written by mtia_lab.trace.io.save_trace.",
+        )
+    with os.fdopen(descriptor, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TraceFormatError(
+            path,
+            f"it is larger than max_bytes={max_bytes}",
+            "Pass a larger max_bytes to load_trace if the file is a trace you trust.",
+        )
+    return data
+
+
+def load_trace(path, *, max_bytes: int = MAX_BYTES) -> Trace:
+    """Read a trace written by `save_trace`; a TraceFormatError says what is wrong and the fix.
+    At most `max_bytes` are read; only a regular file is opened."""
+    data = _read_bounded(path, max_bytes)
+    try:
+        data = json.loads(data.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise TraceFormatError(
+            path,
+            f"the file is not JSON ({type(error).__name__}: {error})",
             "Check that the file is complete (not truncated while writing) and was written by "
             "mtia_lab.trace.io.save_trace; Chrome trace exports cannot be loaded back.",
         ) from None
@@ -127,7 +178,7 @@ def trace_from_json(data, path="<data>") -> Trace:
             )
     try:
         return _build(data)
-    except (KeyError, IndexError, TypeError, ValueError) as error:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise TraceFormatError(
             path,
             f"a table is malformed ({type(error).__name__}: {error})",
@@ -139,29 +190,95 @@ def _tuple(value):
     return tuple(value) if isinstance(value, list) else value
 
 
+# The JSON type of every value in the tables, checked on load: a view reading a trace trusts them.
+_INT, _STR, _NUMBER = "int", "str", "number"
+_TENSOR_TYPES = {"shape": "ints", "dtype": _STR, "strides": "ints", "storage_offset": _INT,
+                 "storage": _INT, "storage_nbytes": _INT, "device": _STR,
+                 "view_of": "int|None", "nbytes": _INT}
+_EVENT_TYPES = {"index": _INT, "op": _STR, "kind": _STR, "phase": _STR, "reason": _STR,
+                "dispatch": _INT, "inputs": "ints", "outputs": "ints", "allocated": _INT,
+                "freed": _INT, "device_bytes": _INT, "host_start_ns": _INT, "host_ns": _INT,
+                "sim_start_us": "number|None", "sim_end_us": "number|None",
+                "stream": "int|None", "device": _INT, "source": _STR, "module": _STR,
+                "call": _STR, "call_id": _INT}
+
+
+def _is(value, kind: str) -> bool:
+    if kind.endswith("|None"):
+        return value is None or _is(value, kind[:-5])
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == "ints":  # lists from JSON; tuples from trace_to_json used in memory
+        return isinstance(value, (list, tuple)) and all(_is(v, _INT) for v in value)
+    if kind == "strs":
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    raise AssertionError(kind)
+
+
+def _row(row, types: dict, what: str, at: int) -> list:
+    if not isinstance(row, (list, tuple)) or len(row) != len(types):
+        raise ValueError(f"{what} {at} is not a list of {len(types)} values")
+    for value, (name, kind) in zip(row, types.items(), strict=True):
+        if not _is(value, kind):
+            raise TypeError(f"{what} {at}: {name} must be {kind.replace('|', ' or ')}, "
+                            f"got {value!r}")
+    return row
+
+
+def _list(data: dict, key: str) -> list:
+    value = data[key]
+    if not isinstance(value, list):
+        raise TypeError(f"{key} is not a list")
+    return value
+
+
+def _refs(indices: list, table: list, what: str, at: int) -> list:
+    for i in indices:
+        if not 0 <= i < len(table):  # a negative index would silently count from the end
+            raise IndexError(f"event {at} refers to {what} {i}, which does not exist")
+    return [table[i] for i in indices]
+
+
 def _build(data: dict) -> Trace:
     tensors = []
-    for row in data["tensors"]:
-        shape, dtype, strides, offset, storage, storage_nbytes, device, view_of, nbytes = row
+    for at, row in enumerate(_list(data, "tensors")):
+        shape, dtype, strides, offset, storage, storage_nbytes, device, view_of, nbytes = _row(
+            row, _TENSOR_TYPES, "tensor", at)
         tensors.append(TensorRecord(
             tuple(shape), dtype, tuple(strides), offset, storage, storage_nbytes, device,
             view_of, nbytes,
         ))
-    paths = [
-        DispatchPath(tuple(tuple(keys) for keys in arg_keys), tuple(merged), tuple(steps), chosen)
-        for arg_keys, merged, steps, chosen in data["dispatch"]
-    ]
+    paths = []
+    for at, row in enumerate(_list(data, "dispatch")):
+        if not isinstance(row, (list, tuple)) or len(row) != 4:
+            raise ValueError(f"dispatch path {at} is not a list of 4 values")
+        arg_keys, merged, steps, chosen = row
+        if not (isinstance(arg_keys, (list, tuple)) and all(_is(keys, "strs") for keys in arg_keys)
+                and _is(merged, "strs") and _is(steps, "strs") and isinstance(chosen, str)):
+            raise TypeError(f"dispatch path {at} must hold lists of strings and a string")
+        paths.append(DispatchPath(tuple(tuple(keys) for keys in arg_keys), tuple(merged),
+                                  tuple(steps), chosen))
     events = []
-    for row in data["events"]:
-        if len(row) != len(EVENT_FIELDS):
-            raise ValueError(f"an event has {len(row)} values, expected {len(EVENT_FIELDS)}")
-        row[_DISPATCH_AT] = paths[row[_DISPATCH_AT]]
-        row[_INPUTS_AT] = tuple([tensors[i] for i in row[_INPUTS_AT]])
-        row[_OUTPUTS_AT] = tuple([tensors[i] for i in row[_OUTPUTS_AT]])
+    for at, row in enumerate(progress(_list(data, "events"), desc="loading trace",
+                                      min_total=PROGRESS_FROM)):
+        row = list(_row(row, _EVENT_TYPES, "event", at))
+        row[_DISPATCH_AT] = _refs([row[_DISPATCH_AT]], paths, "dispatch path", at)[0]
+        row[_INPUTS_AT] = tuple(_refs(row[_INPUTS_AT], tensors, "tensor", at))
+        row[_OUTPUTS_AT] = tuple(_refs(row[_OUTPUTS_AT], tensors, "tensor", at))
         events.append(OpEvent._make(row))
     metadata = data.get("metadata", {})
     if not isinstance(metadata, dict):
         raise TypeError("metadata is not an object")
+    for key in ("label", "error", "created", "torch", "mtia_lab", "profile"):
+        if key in metadata and not isinstance(metadata[key], str):
+            raise TypeError(f"metadata {key} must be a string, got {metadata[key]!r}")
+    starts = metadata.get("sim_start_us", {})
+    if not isinstance(starts, dict) or not all(_is(v, _NUMBER) for v in starts.values()):
+        raise TypeError("metadata sim_start_us must map device indices to numbers")
     return Trace(events, metadata)
 
 
@@ -173,6 +290,10 @@ def to_chrome_trace(trace: Trace) -> dict:
     """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
     dur in microseconds. Host wall time is process 0; simulated time of device N is process
     N + 1, one thread per stream, measured from the device's clock when the trace began."""
+    if hasattr(trace, "ranks"):  # several ranks merged: one process per rank (distributed/)
+        from ..distributed.traces import to_chrome_trace as ranked_chrome_trace
+
+        return ranked_chrome_trace(trace)
     out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
            _meta("thread_name", HOST_PID, 0, "ops")]
     sim_start = trace.metadata.get("sim_start_us", {})
@@ -216,9 +337,9 @@ def to_chrome_trace(trace: Trace) -> dict:
 
 
 def save_chrome_trace(trace: Trace, path) -> None:
-    """Write the Chrome trace export of `trace` (open it in https://ui.perfetto.dev)."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(to_chrome_trace(trace), f, separators=(",", ":"))
+    """Write the Chrome trace export of `trace` (open it in https://ui.perfetto.dev),
+    atomically."""
+    _write_atomically(path, to_chrome_trace(trace))
 
 
 def _meta(name: str, pid: int, tid: int, value: str) -> dict:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import os
 import sysconfig
+import threading
 import time
 import weakref
 from sys import _getframe
@@ -136,20 +137,32 @@ class _CallMode(TorchFunctionMode):
         return out
 
 
+class _PerThread(threading.local):
+    """What one thread's ops are in the middle of: other threads may use the device (and the
+    autograd engine its own thread) while a trace is open."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple] = []  # before_op facts waiting for their after_op
+        self.modules: list[str] = []  # the nn.Module path stack (forward)
+        self.call: list | None = None  # [name, call_id, source] of the user's current call
+
+
 class _Recorder:
     """The one object installed as dispatch observer while traces are open."""
 
     wants_prices = False  # True while an earlier observer, which may read prices, is chained
+    pending = property(lambda self: self.local.pending)
+    modules = property(lambda self: self.local.modules)
+    call = property(lambda self: self.local.call,
+                    lambda self, call: setattr(self.local, "call", call))
 
     def __init__(self) -> None:
         self.traces: list[tuple[Trace, int]] = []  # (trace, perf_counter_ns at its start)
         self.previous = None  # the observer installed before us: we keep telling it
-        self.pending: list[tuple] = []  # before_op facts waiting for their after_op
-        self.modules: list[str] = []  # the nn.Module path stack (forward)
+        self.local = _PerThread()  # pending, modules, call: per thread
         self.module_names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.node_info: dict[int, tuple[str, str]] = {}  # node sequence nr -> (module, source)
         self.node_floor = 0  # nodes older than the first trace belong to no traced module
-        self.call: list | None = None  # [name, call_id, source] of the user's current call
         self.next_call = 0
         self.last_node = (-1, 0)  # (sequence nr, call_id) of the last backward node seen
         self.call_names: dict = {}
@@ -165,9 +178,16 @@ class _Recorder:
 
     # -- opening and closing ---------------------------------------------------------------
     def open(self, trace: Trace) -> None:
-        if not self.traces:
-            self._install()
-        self.traces.append((trace, perf_counter_ns()))
+        try:
+            if not self.traces:
+                if self.mode is not None or dispatch._OBSERVER is self:
+                    self._uninstall()  # what an interrupted open left behind
+                self._install()
+            self.traces.append((trace, perf_counter_ns()))
+        except BaseException:  # a KeyboardInterrupt half-way: leave nothing installed
+            if not self.traces:
+                self._uninstall()
+            raise
 
     def close(self, trace: Trace, error: BaseException | None) -> None:
         if self.pending:  # ops that raised: their after_op never came
@@ -175,7 +195,9 @@ class _Recorder:
             for facts_ in self.pending:
                 self._emit(facts_, perf_counter_ns(), (), None, reason.splitlines()[0][:200])
             self.pending.clear()
-        start = next(s for t, s in self.traces if t is trace)
+        start = next((s for t, s in self.traces if t is trace), None)
+        if start is None:  # closed already (`__exit__` twice): nothing left to do
+            return
         self.traces = [(t, s) for t, s in self.traces if t is not trace]
         trace.metadata["host_duration_ns"] = perf_counter_ns() - start
         if error is not None:
@@ -184,10 +206,12 @@ class _Recorder:
             self._uninstall()
 
     def _install(self) -> None:
-        with torch.enable_grad():  # where autograd's node numbering is now, on this thread
+        # where autograd's node numbering is now, on this thread (inference_mode makes no node)
+        with torch.inference_mode(False), torch.enable_grad():
             probe = torch.zeros((), requires_grad=True).mul(1.0)
         self.node_floor = _compat.autograd_sequence_nr(probe.grad_fn) + 1
-        self.previous = dispatch.set_observer(self)
+        previous = dispatch.set_observer(self)
+        self.previous = previous if previous is not self else None  # never chain to itself
         # The recorder reads no KernelCost (see dispatch.set_observer); an observer before it may.
         self.wants_prices = getattr(self.previous, "wants_prices", self.previous is not None)
         hooks = torch.nn.modules.module
@@ -199,12 +223,16 @@ class _Recorder:
         self.mode.__enter__()
 
     def _uninstall(self) -> None:
+        """Undo `_install`, also when it stopped half-way (an interrupt while entering)."""
         try:
-            self.mode.__exit__(None, None, None)
+            if self.mode is not None and _compat.torch_function_mode_on_top(self.mode):
+                self.mode.__exit__(None, None, None)
         finally:
             for handle in self.handles:
                 handle.remove()
-            dispatch.set_observer(self.previous)
+            _compat.remove_global_module_hooks_of(self)  # those whose handle never arrived
+            if dispatch._OBSERVER is self:
+                dispatch.set_observer(self.previous)
             self.__init__()  # drop caches and node maps: they only hold while traces are open
 
     # -- nn.Module paths -------------------------------------------------------------------
@@ -470,8 +498,12 @@ class Tracer:
                 "`with mtia_lab.trace() as inner:`"
             )
         self.trace = Trace([], _metadata(self.label))
-        _RECORDER.open(self.trace)
-        return self.trace
+        try:
+            _RECORDER.open(self.trace)
+            return self.trace
+        except BaseException:  # e.g. a KeyboardInterrupt: `with` will not call __exit__
+            _RECORDER.close(self.trace, None)
+            raise
 
     def __exit__(self, exc_type, exc, tb) -> None:
         _RECORDER.close(self.trace, exc)

@@ -7,6 +7,7 @@ Diagrams go through one pinned renderer (graphviz_render.py), so stored SVG is s
 
 from __future__ import annotations
 
+from .diagram_widget import DiagramExplorer
 from .display import View, svg_img_html
 from .fusion_graph import FusionGraph, fusion_graph
 from .graphviz_render import DotError, GraphvizNotFound, dot_to_svg, find_renderer
@@ -21,6 +22,7 @@ from .trace_graph import TraceGraph, trace_graph
 from .trace_summary import TraceSummary, TraceTree, trace_summary, trace_tree
 
 __all__ = [
+    "DiagramExplorer",
     "DotError", "FusionGraph", "GraphvizNotFound", "LayoutExplorer", "LayoutView", "MemoryView",
     "View",
     "dot_to_svg", "find_renderer", "layout_view", "layout_view_from", "memory_view",

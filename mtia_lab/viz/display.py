@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Any
 
 from .graphviz_render import DotError, GraphvizNotFound
@@ -28,6 +29,44 @@ def svg_img_html(svg: str, alt: str = "") -> str:
     """`<img>` with the SVG inline as base64: displays in saved and untrusted notebooks."""
     data = base64.b64encode(svg.encode()).decode()
     return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}"/>'
+
+
+def widget_bundle(widget, text: str, static_html: str, include=None, exclude=None) -> dict:
+    """A live widget's output bundle with its static form beside the widget view: `text/plain`
+    (the text twin, not ipywidgets' `VBox(children=...)` repr) and `text/html` (the table or
+    picture). A front end with widgets draws the widget; everything else (nbconvert without
+    the widget state, GitHub, a JupyterLab that lost the model) shows the static form."""
+    bundle = {"text/plain": text, "text/html": static_html}
+    if widget._view_name is not None and widget.comm is not None:  # as ipywidgets' Widget does
+        bundle["application/vnd.jupyter.widget-view+json"] = {
+            "version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    return {key: value for key, value in bundle.items()
+            if (include is None or key in include) and (exclude is None or key not in exclude)}
+
+# JupyterLab's notebook column is about 950 px wide at a 1280 px window; it scales a wider <img>
+# down (max-width: 100%), and a 1750 px diagram then shows 7 px text. A wider picture is shown
+# at its drawn size instead, in a box that scrolls sideways.
+WIDE_PX = 900
+_SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)(pt|px)?"')
+
+
+def svg_width_px(svg: str) -> float | None:
+    """The drawn width of an SVG in CSS px (Graphviz writes pt: 1 pt = 4/3 px)."""
+    found = _SVG_WIDTH.search(svg)
+    if not found:
+        return None
+    return float(found.group(1)) * (4 / 3 if found.group(2) == "pt" else 1)
+
+
+def svg_figure_html(svg: str, alt: str = "") -> str:
+    """`svg_img_html`, and for a picture wider than the notebook column, at its drawn size in a
+    box that scrolls sideways (text stays at the size it was drawn)."""
+    img = svg_img_html(svg, alt)
+    width = svg_width_px(svg)
+    if width is None or width <= WIDE_PX:
+        return img
+    return ('<div class="mtia-wide-diagram" style="overflow-x: auto; max-width: 100%">'
+            + img.replace("<img ", '<img style="max-width: none" ', 1) + "</div>")
 
 
 def text_html(text: str) -> str:
@@ -64,7 +103,7 @@ class View:
         elif svg:
             bundle["image/svg+xml"] = svg
             alt = text.splitlines()[0] if text else type(self).__name__
-            bundle["text/html"] = svg_img_html(svg, alt)
+            bundle["text/html"] = svg_figure_html(svg, alt)
         return {
             key: value for key, value in bundle.items()
             if (include is None or key in include) and (exclude is None or key not in exclude)
@@ -75,6 +114,22 @@ class View:
 
     def __repr__(self) -> str:
         return self.to_text()
+
+    def details(self) -> dict[str, dict]:
+        """What a click on a node or cluster shows in `explore()`: DOT name -> {"title",
+        "rows": [[key, value], ...], "members": [names inside a cluster]}. None by default."""
+        return {}
+
+    def explore(self, height: int = 600):
+        """The picture as a live widget in JupyterLab: pan, zoom, hover for a node's inputs and
+        outputs, click for its details (`.selected` holds the last click). Opt-in: a saved
+        notebook keeps the static picture of the view itself."""
+        from .diagram_widget import DiagramExplorer
+
+        svg = self.to_svg()
+        if svg is None:
+            raise ValueError(f"{type(self).__name__} has no picture to explore; use to_text()")
+        return DiagramExplorer(svg, self.details(), text=self.to_text(), height=height)
 
     def save_svg(self, path: str) -> None:
         """Write the picture to a file (for slides, docs, or a browser)."""

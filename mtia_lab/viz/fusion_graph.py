@@ -3,14 +3,13 @@
 Everything here reads the plan's plain data (`FusionPlan.to_dict()`), never the IR and never
 the scheduler, so a plan saved as JSON and loaded back draws the same picture and text:
 
-- graphviz (`to_dot` / `to_svg`): one cluster per kernel, coloured by its kind, labelled with
-  its cost (bytes moved, simulated us); its aten nodes inside. A solid edge is a buffer one
-  kernel writes and another reads; it starts at the aten node that writes it and ends at the
-  reading kernel's border (the plan says which kernel reads a buffer, not which of its nodes).
-  A red dashed edge is a fusion a guardrail refused, labelled with the guardrail and its
-  numbers ("max_fusion_size: 3 nodes > 2"); fusions a rule refused (two templates, an extern)
-  are structural and many, so they are drawn (grey, dotted, the rule's name) only with
-  `rule_edges=True`. Combo kernels (one launch) get an outer cluster.
+- graphviz (`to_dot` / `to_svg`, drawn by fusion_dot.py): one cluster per kernel, coloured by
+  its kind, labelled with its cost; its ops inside, with the dataflow between them. A thin edge
+  stays inside a kernel (on chip); a thick one is a buffer written to memory and read by another
+  kernel. Graph inputs carry the user's names (`x`, `fc1.weight`). A red dashed edge (R1, R2...)
+  is a fusion a guardrail refused, explained in the legend; fusions a rule refused are drawn
+  (grey, dotted) only with `rule_edges=True`. Combo kernels (one launch) get an outer cluster.
+  `explore()` adds pan, zoom, hover and the details of a click (`details()`).
 - rich (`to_rich`): a tree, kernels -> aten nodes, then the refusals. Its plain rendering is the
   text twin (`text/plain`) tests compare exactly.
 """
@@ -22,7 +21,7 @@ from typing import Any
 from ..backend.allocator import format_bytes
 from ..compiler.config import SETTINGS
 from .display import View
-from .graphviz_render import digraph, dot_to_svg, html_text, quote
+from .graphviz_render import dot_to_svg
 from .trace_format import rich_text
 
 MAX_KERNELS = 60  # kernels drawn; the rest are counted in a note
@@ -36,6 +35,7 @@ KIND_BORDER = {
     "template": "#4c78a8", "reduction": "#e07b00", "pointwise": "#3c8c3c", "extern": "#777777",
 }
 REFUSED = "#cc2222"
+MODULE_BOX = "module "  # DOT name of a collapsed module's box: "module model.block"
 RULE_REFUSED = "#999999"
 # A decision whose `rule` names a config setting was made by a guardrail, not a fusion rule.
 GUARDRAILS = frozenset(SETTINGS)
@@ -104,6 +104,13 @@ def kernel_line(g: dict, combo: int | None = None) -> str:
             f"{cost['bytes_written']:,} written), {fmt_us(g['duration_us'])}")
 
 
+def buffer_name(data: dict, buf: str) -> str:
+    """A buffer as the user calls it (`fc1.weight`, `x`) when it is a graph input they named,
+    else the graph's own name for it."""
+    found = data.get("detail", {}).get("buffers", {}).get(buf, {})
+    return found.get("user_name") or buf
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -115,7 +122,8 @@ class FusionGraph(View):
 
     def __init__(self, plan, *, max_kernels: int = MAX_KERNELS,
                  max_nodes: int = MAX_NODES_PER_KERNEL, max_refusals: int = MAX_REFUSALS,
-                 rule_edges: bool = False, width: int = 100) -> None:
+                 rule_edges: bool = False, width: int = 100, collapse: int | None = None,
+                 expanded=()) -> None:
         for name, value in (("max_kernels", max_kernels), ("max_nodes", max_nodes),
                             ("max_refusals", max_refusals)):
             if not isinstance(value, int) or value < 1:
@@ -123,6 +131,10 @@ class FusionGraph(View):
         self.data = plan_data(plan)
         self.max_kernels, self.max_nodes, self.max_refusals = max_kernels, max_nodes, max_refusals
         self.width, self.rule_edges = width, rule_edges
+        if collapse is not None and (not isinstance(collapse, int) or collapse < 1):
+            raise ValueError(f"collapse={collapse!r}: expected None or a module depth >= 1 "
+                             "(2 draws `model.block` as one box, `model.block.attn` too)")
+        self.collapse, self.expanded = collapse, frozenset(expanded)
 
     # -- the tree (terminal and text twin) ------------------------------------------------------
     def to_rich(self) -> Any:
@@ -143,7 +155,8 @@ class FusionGraph(View):
                 add(branch, label)
             if len(labels) > self.max_nodes:
                 add(branch, f"... {len(labels) - self.max_nodes} more nodes")
-            add(branch, f"reads {', '.join(g['inputs']) or '-'}; writes "
+            reads = [buffer_name(data, b) for b in g["inputs"]]
+            add(branch, f"reads {', '.join(reads) or '-'}; writes "
                        f"{', '.join(g['outputs']) or '-'}")
         if len(groups) > self.max_kernels:
             add(tree, f"... {len(groups) - self.max_kernels} more kernels")
@@ -161,106 +174,38 @@ class FusionGraph(View):
 
     # -- the picture -----------------------------------------------------------------------------
     def to_dot(self) -> str:
-        data = self.data
-        groups = data["groups"][:self.max_kernels]
-        shown = {g["index"] for g in groups}
-        node_id: dict[str, str] = {}  # scheduler node -> DOT id
-        anchor: dict[int, str] = {}  # kernel -> one node inside its cluster (edge endpoints)
-        writer: dict[str, str] = {}  # buffer -> DOT id of the node (or kernel) that writes it
-        clusters: dict[int, list[str]] = {}
-        for g in groups:
-            lines, names = self._cluster(g, node_id)
-            clusters[g["index"]] = lines
-            anchor[g["index"]] = names[0]
-            for buf in g["outputs"]:  # a buffer is named after the node writing it, if shown
-                writer[buf] = node_id.get(buf, names[-1])
-        body = ['compound="true";', 'ranksep="0.3";', 'node [shape="plaintext"];']
-        in_combo = {g: i for i, combo in enumerate(data["combos"]) for g in combo}
-        for index, lines in clusters.items():
-            if index not in in_combo:
-                body += lines
-        for i, combo in enumerate(data["combos"]):
-            members = [clusters[g] for g in combo if g in clusters]
-            if not members:
-                continue
-            body.append(f"subgraph cluster_combo_{i} {{")
-            body += [f'  label={quote(f"combo launch {i}: {len(combo)} kernels")};',
-                     '  style="dashed"; color="#555555";']
-            for lines in members:
-                body += ["  " + line for line in lines]
-            body.append("}")
-        body += self._inputs_and_edges(groups, anchor, writer)
-        body += self._refused_edges(shown, anchor)
-        hidden = len(data["groups"]) - len(groups)
-        if hidden:
-            body.append(f'more [shape="note", label={quote(f"... {hidden} more kernels")}];')
-        return digraph(body, name=data["name"], label=headline(data), labelloc="t")
+        from .fusion_dot import FusionDot  # it reads this module's helpers
 
-    def _cluster(self, g: dict, node_id: dict[str, str]) -> tuple[list[str], list[str]]:
-        index, kind = g["index"], g["kind"]
-        fill, border = KIND_FILL.get(kind, "#f2f2f2"), KIND_BORDER.get(kind, "#555555")
-        cost = g["cost"]
-        moved = cost["bytes_read"] + cost["bytes_written"]
-        label = (f'<<table border="0" cellborder="0" cellspacing="0">'
-                 f'<tr><td><b>kernel {index}</b> ({html_text(kind)})</td></tr>'
-                 f'<tr><td>{html_text(format_bytes(moved))} moved, '
-                 f'{html_text(fmt_us(g["duration_us"]))}</td></tr></table>>')
-        lines = [f"subgraph cluster_k{index} {{",
-                 f'  label={label}; style="filled,rounded"; fillcolor="{fill}"; '
-                 f'color="{border}";']
-        labels = list(g["aten_nodes"] or g["nodes"])
-        names = []
-        for node, text in list(zip(g["nodes"], labels, strict=True))[:self.max_nodes]:
-            nid = node_id[node] = f"n_{node}"
-            names.append(nid)
-            op = op_name(text)
-            second = "" if op == node else f"<tr><td>{html_text(op)}</td></tr>"
-            row = (f'<<table border="1" cellborder="0" cellspacing="0" bgcolor="#ffffff" '
-                   f'color="{border}"><tr><td><b>{html_text(node)}</b></td></tr>{second}'
-                   '</table>>')
-            lines.append(f"  {quote(nid)} [label={row}];")
-        extra = len(labels) - self.max_nodes
-        if extra > 0:
-            nid = f"more_k{index}"
-            names.append(nid)
-            lines.append(f'  {quote(nid)} [label={quote(f"... {extra} more nodes")}];')
-        for a, b in zip(names, names[1:], strict=False):  # graph order, top to bottom
-            lines.append(f'  {quote(a)} -> {quote(b)} [style="invis"];')
-        lines.append("}")
-        return lines, names
+        return FusionDot(self).dot()
 
-    def _inputs_and_edges(self, groups, anchor, writer) -> list[str]:
-        lines = []
-        inputs = [b for g in groups for b in g["inputs"] if b not in writer]
-        for buf in dict.fromkeys(inputs):
-            lines.append(f'{quote("in_" + buf)} [shape="ellipse", style="filled", '
-                         f'fillcolor="#f7f7f7", color="#999999", label={quote(buf)}];')
-        for g in groups:
-            for buf in g["inputs"]:
-                src = writer.get(buf, "in_" + buf)
-                lines.append(f'{quote(src)} -> {quote(anchor[g["index"]])} '
-                             f'[lhead="cluster_k{g["index"]}", label={quote(buf)}];')
-        return lines
+    def expand(self, module: str) -> FusionGraph:
+        """The same view with one more collapsed module drawn open."""
+        return FusionGraph(self.data, max_kernels=self.max_kernels, max_nodes=self.max_nodes,
+                           max_refusals=self.max_refusals, rule_edges=self.rule_edges,
+                           width=self.width, collapse=self.collapse,
+                           expanded=self.expanded | {module})
 
-    def _refused_edges(self, shown: set[int], anchor: dict[int, str]) -> list[str]:
-        home = {n: g["index"] for g in self.data["groups"] for n in g["nodes"]}
-        latest: dict[tuple[int, int], dict] = {}  # one edge per pair: the latest refusal
-        for d in refusals(self.data):
-            pair = (home[d["first"][0]], home[d["second"][0]])
-            wanted = d["rule"] in GUARDRAILS or self.rule_edges
-            if wanted and pair[0] in shown and pair[1] in shown:
-                latest[pair] = d
-        lines = []
-        for (a, b), d in list(latest.items())[:self.max_refusals]:
-            guardrail = d["rule"] in GUARDRAILS
-            colour = REFUSED if guardrail else RULE_REFUSED
-            label = "refused: " + (reason_of(d) if guardrail else d["rule"])
-            lines.append(
-                f'{quote(anchor[a])} -> {quote(anchor[b])} [ltail="cluster_k{a}", '
-                f'lhead="cluster_k{b}", style="{"dashed" if guardrail else "dotted"}", '
-                f'color="{colour}", fontcolor="{colour}", constraint="false", dir="none", '
-                f'label={quote(label)}];')
-        return lines
+    def explore(self, height: int = 600):
+        """The picture as a live widget (see View.explore); a click on a collapsed module
+        (`collapse=`) opens it in place."""
+        explorer = super().explore(height)
+        current = [self]
+
+        def open_module(name: str):
+            if not name.startswith(MODULE_BOX):
+                return None
+            current[0] = current[0].expand(name.removeprefix(MODULE_BOX))
+            return current[0].to_svg(), current[0].details()
+
+        explorer.on_select = open_module
+        return explorer
+
+    def details(self) -> dict[str, dict]:
+        """Kernels, nodes and inputs by DOT name: what a click shows in `explore()`."""
+        from .fusion_dot import FusionDot, fusion_details
+
+        box_of = FusionDot(self).box_of
+        return fusion_details(self.data, self.max_kernels, self.max_nodes, box_of)
 
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())

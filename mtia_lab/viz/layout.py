@@ -5,11 +5,13 @@ with three renderings that read only that record:
 
 - text: the cell each element reads as a grid, then the storage as rows of cells with how
   many elements read each (`.` never); fixed width, compared exactly by tests;
-- SVG: the logical grid above a row of storage boxes (one rect per cell, coloured like the
-  element that reads it, unread cells dashed, cells read several times outlined and marked
-  `xN`), lines from elements to cells for small tensors, bars under the storage for the other
-  views that share it; beyond `max_cells` cells it shows a window around the cells read;
-- rich: the same text with the element colours, for the terminal.
+- SVG: the logical grid above a row of storage boxes (one colour per storage cell: an element
+  box has the colour of the cell it reads, so every view of one storage, and every element an
+  `expand` points at one cell, match the cell they read; unread cells white and dashed, cells
+  read several times outlined and marked `xN`), lines from elements to cells for small
+  tensors, bars under the storage for the other views that share it; beyond `max_cells` cells
+  it shows a window around the cells read;
+- rich: the same text with the cell colours, for the terminal.
 
 `.widget()` opens the interactive `LayoutExplorer` (layout_widget.py).
 """
@@ -59,7 +61,8 @@ class LayoutView(View):
         from .layout_widget import LayoutExplorer
 
         r = self.record
-        return LayoutExplorer(r.size, r.stride, r.storage_offset, r.storage_len)
+        return LayoutExplorer(r.size, r.stride, r.storage_offset, r.storage_len, name=r.name,
+                              dtype=r.dtype, device=r.device, others=r.others)
 
 
 def layout_view(tensor: torch.Tensor | StridedLayout, name: str = "t", **others: torch.Tensor):
@@ -79,9 +82,11 @@ def layout_view_from(
 
 
 # -- shared pieces ---------------------------------------------------------------------------
-def element_colour(flat: int) -> str:
-    """A light colour per element; the golden-ratio hue walk keeps neighbours distinct."""
-    hue = (flat * 0.618033988749895) % 1.0
+def cell_colour(cell: int) -> str:
+    """A light colour per storage cell; the golden-ratio hue walk keeps neighbours distinct.
+    Elements take the colour of the cell they read (not of their own position), so two views
+    of one storage, drawn apart, colour the same memory the same way."""
+    hue = (cell * 0.618033988749895) % 1.0
     r, g, b = colorsys.hsv_to_rgb(hue, 0.35, 0.97)
     return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
@@ -174,7 +179,6 @@ def render_text(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
 def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece]]:
     """The text rendering as pieces; numbers that stand for a cell carry its element colour."""
     start, stop = storage_window(r, max_cells, ROW_CELLS)
-    colour = {cell: element_colour(flat) for cell, flat in _first_readers(r, start, stop).items()}
     lines: list[list[Piece]] = [[(line, None)] for line in summary_lines(r)]
     across = {0: "a 0-d tensor: one element", 1: "columns: index"}.get(
         r.ndim, "rows: index of dim -2, columns: dim -1"
@@ -184,12 +188,11 @@ def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece
         lines.append([("  (no elements)", None)])
     biggest = max([r.storage_len - 1, 0, *(n - 1 for n in r.size)])
     width = max(3, len(str(biggest)) + 1)
-    grid_colour = {}  # cells outside the storage window still get their element's colour
     for lead, rows, row_ids, col_ids in (_grids(r) if r.numel else []):
         if r.ndim > 2:
             lines.append([(_slice_label(r, lead), None)])
         if r.ndim == 0:
-            lines.append([("  () -> ", None), (str(rows[0][0]), element_colour(0))])
+            lines.append([("  () -> ", None), (str(rows[0][0]), cell_colour(rows[0][0]))])
             continue
         head = "" if r.ndim == 1 else " " * (width + 4)
         lines.append([(head + "".join(_fmt(j, width) for j in col_ids), None)])
@@ -200,10 +203,8 @@ def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece
                 if cell is None or i is None or j is None:
                     line.append((text, None))
                     continue
-                flat = _flat(r, lead, i, j)
-                grid_colour.setdefault(cell, element_colour(flat))
                 pad = len(text) - len(str(cell))
-                line += [(text[:pad], None), (text[pad:], colour.get(cell, grid_colour[cell]))]
+                line += [(text[:pad], None), (text[pad:], cell_colour(cell))]
             lines.append(line)
     if _more_slices(r):
         lines.append([(f"... ({_more_slices(r)} more slices)", None)])
@@ -221,7 +222,7 @@ def text_pieces(r: StridedLayout, max_cells: int = MAX_CELLS) -> list[list[Piece
         for c in ids:
             n = int(r.reads[c])
             text = f"{n if n else '.':>{cwidth}}"
-            line += [(text[:-len(str(n))], None), (str(n), colour[c])] if n else [(text, None)]
+            line += [(text[:-len(str(n))], None), (str(n), cell_colour(c))] if n else [(text, None)]
         lines.append(line)
     if stop < r.storage_len:
         lines.append([(f"  ... cells {stop}..{r.storage_len - 1} not shown", None)])
@@ -255,7 +256,7 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
         y += 16
         for ci, j in enumerate(col_ids):  # column indices above the grid
             if r.ndim and j is not None:
-                parts.append(_text(lm + ci * cw + cw / 2, y - 4, str(j), anchor="middle", size=9))
+                parts.append(_text(lm + ci * cw + cw / 2, y - 4, str(j), anchor="middle", size=10))
         for i, row in zip(row_ids, rows, strict=True):
             for ci, (j, cell) in enumerate(zip(col_ids, row, strict=True)):
                 x = lm + ci * cw
@@ -265,8 +266,9 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
                 flat = _flat(r, lead, i, j)
                 parts.append(
                     f'<rect class="element" x="{x}" y="{y}" width="{cw}" height="{ch}" '
-                    f'fill="{element_colour(flat)}" stroke="#555555">'
-                    f"<title>{r.name}{_tup(r.index_of(flat))} reads cell {cell}</title></rect>"
+                    f'fill="{cell_colour(cell)}" stroke="#555555">'
+                    f"<title>{html.escape(r.name)}{_tup(r.index_of(flat))} reads cell {cell}"
+                    "</title></rect>"
                 )
                 parts.append(_text(x + cw / 2, y + ch * 0.7, str(cell), anchor="middle"))
                 element_boxes[flat] = (x + cw / 2, y + ch)
@@ -283,14 +285,13 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
     if start > 0:
         parts.append(_text(pad, y - 24, f"cells 0..{start - 1} not shown", size=10))
     cell_pos: dict[int, tuple[float, float]] = {}
-    first_reader = _first_readers(r, start, stop)
     storage_top = y
     for c in range(start, stop):
         k = c - start
         x = lm + (k % row_cells) * cw
         cy = storage_top + (k // row_cells) * (ch + 30 + 8 * len(r.others))
         n = int(r.reads[c])
-        fill = element_colour(first_reader[c]) if n else UNREAD_FILL
+        fill = cell_colour(c) if n else UNREAD_FILL
         extra = ' stroke-dasharray="3,2"' if n == 0 else ""
         stroke, sw = ("#000000", 2.5) if n > 1 else ("#777777", 1)
         what = "never read" if n == 0 else f"read by {n} element{'s' if n > 1 else ''}"
@@ -301,9 +302,9 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
         )
         parts.append(_text(x + cw / 2, cy + ch * 0.7, str(c), anchor="middle", size=10))
         if n > 1:
-            parts.append(_text(x + cw / 2, cy + ch + 11, f"x{n}", anchor="middle", size=9))
+            parts.append(_text(x + cw / 2, cy + ch + 11, f"x{n}", anchor="middle", size=10))
         if c == r.storage_offset:
-            parts.append(_text(x + 2, cy - 3, "offset", size=9))
+            parts.append(_text(x + 2, cy - 3, "offset", size=10))
         for oi, other in enumerate(r.others):
             if c < other.storage_len and int(other.reads[c]):
                 by = cy + ch + 14 + 8 * oi
@@ -318,7 +319,7 @@ def render_svg(r: StridedLayout, max_cells: int = MAX_CELLS) -> str:
     for oi, other in enumerate(r.others):
         parts.append(
             _text(lm - 6, storage_top + ch + 20 + 8 * oi, f"{other.name} reads", anchor="end",
-                  size=9)
+                  size=10)
         )
     if stop < r.storage_len:
         parts.append(_text(pad, y, f"cells {stop}..{r.storage_len - 1} not shown", size=10))
@@ -357,14 +358,6 @@ def _flat(r: StridedLayout, lead: tuple[int, ...], i: int, j: int) -> int:
     return flat
 
 
-def _first_readers(r: StridedLayout, start: int, stop: int) -> dict[int, int]:
-    """cell -> flat index of the first element that reads it, for the cells shown."""
-    flats = ((r.cells >= start) & (r.cells < stop)).nonzero().flatten()
-    first = torch.full((max(stop - start, 0),), r.numel, dtype=torch.int64)
-    first.scatter_reduce_(0, r.cells[flats] - start, flats, "amin")
-    return {start + c: f for c, f in enumerate(first.tolist()) if f < r.numel}
-
-
 def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) -> str:
     return (
         f'<text x="{x:g}" y="{y:g}" font-size="{size}" text-anchor="{anchor}" '
@@ -374,7 +367,7 @@ def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) 
 
 # -- rich ------------------------------------------------------------------------------------
 def render_rich(r: StridedLayout, max_cells: int = MAX_CELLS) -> Any:
-    """The text rendering, each number that names a cell on the colour of its element."""
+    """The text rendering, each number that names a cell on that cell's colour."""
     from rich.text import Text
 
     out = Text()

@@ -7,7 +7,7 @@ draws the same later. Three renderings:
   with its address, pool and size, then its blocks left to right in address order, each a cell
   as wide as log2 of its size (a 512 B block next to a 2 MiB remainder stays visible), orange
   when allocated (with the op and the user's source line that asked for it), grey when cached
-  (file names without folders, notebook cells as `cell:LINE`, so saved output is stable);
+  (file names without folders, a notebook cell's line as `In [5], line 3`);
   every block cell is a table port (`PORT="b<i>"`) so later diagrams can point at a block;
 - text: one line per block, fixed columns, compared exactly by tests;
 - rich: the same as a table.
@@ -22,6 +22,7 @@ from ..backend.allocator import format_bytes
 from ..inspect.memory import BlockInfo, MemorySnapshot, SegmentInfo
 from .display import View
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
+from .trace_format import short_source
 
 ALLOCATED_FILL = "#f4a261"
 FREE_FILL = "#e9ecef"
@@ -51,6 +52,23 @@ class MemoryView(View):
 
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())
+
+    def details(self) -> dict[str, dict]:
+        """Segments by DOT name (`seg_<address>`): its blocks, what asked for each and where
+        (what a click shows in explore())."""
+        out = {}
+        for seg in self.snapshot.segments[:self.max_segments]:
+            rows = []
+            for b in seg.blocks[:self.max_blocks]:
+                what = (f"{format_bytes(b.size)} allocated ({b.requested_size:,} B requested) by "
+                        f"{b.op or 'an unknown op'}"
+                        + (f" at {short_source(b.source)}" if b.source else "")
+                        if b.allocated else f"{format_bytes(b.size)} cached, free")
+                rows.append([f"+{b.offset:#x}", what])
+            if len(seg.blocks) > self.max_blocks:
+                rows.append(["...", _hidden_note(seg.blocks[self.max_blocks:])])
+            out[f"seg_{seg.address:x}"] = {"title": segment_title(seg), "rows": rows}
+        return out
 
     def to_rich(self) -> Any:
         return render_rich(self.snapshot, self.max_segments, self.max_blocks)
@@ -115,7 +133,7 @@ def render_text(
         for b in blocks:
             state = "allocated" if b.allocated else "free"
             requested = format_bytes(b.requested_size) if b.allocated else ""
-            who = "  ".join(x for x in (b.op, b.short_source) if x)
+            who = "  ".join(x for x in (b.op, short_source(b.source)) if x)
             lines.append(
                 f"  {f'+{b.offset:#08x}':>10}  {format_bytes(b.size):>11}  {state:<9}  "
                 f"{requested:>11}  {who}".rstrip()
@@ -179,9 +197,9 @@ def _segment_table(seg: SegmentInfo, max_blocks: int) -> str:
 def _block_cell(index: int, b: BlockInfo) -> str:
     if b.allocated:
         lines = [format_bytes(b.size), b.op or "(unknown op)"]
-        if b.short_source:
-            lines.append(b.short_source)
-        where = f" at {b.short_source}" if b.short_source else ""
+        if short_source(b.source):
+            lines.append(short_source(b.source))
+        where = f" at {short_source(b.source)}" if short_source(b.source) else ""
         tip = (
             f"+{b.offset:#x}: {format_bytes(b.size)} allocated ({b.requested_size} B "
             f"requested) by {b.op or 'an unknown op'}{where}"
@@ -201,21 +219,38 @@ def _block_cell(index: int, b: BlockInfo) -> str:
 def render_rich(
     s: MemorySnapshot, max_segments: int = MAX_SEGMENTS, max_blocks: int = MAX_BLOCKS
 ) -> Any:
+    from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=headline(s), title_justify="left")
+    # Op names and source lines are data, not rich markup ("<ipython-input-1-[..]>" included).
+    table = Table(title=Text(headline(s)), title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    # Numbers never wrap away from their unit nor get cut; the segment, op and source columns
+    # fold instead (an op name on two lines still reads, "aten::_…" does not).
+    segments, more = _shown(s.segments, max_segments)
+    blocks = [b for seg in segments for b in seg.blocks[:max_blocks]]
+    sources = any(b.source for b in blocks)  # no column of blanks when nothing was recorded
+    longest_op = max((len(b.op) for b in blocks), default=2)
     for column, justify in (("segment", "left"), ("offset", "right"), ("size", "right"),
                             ("state", "left"), ("requested", "right"), ("op", "left"),
-                            ("source", "left")):
-        table.add_column(column, justify=justify)
-    segments, more = _shown(s.segments, max_segments)
+                            ("source", "left"))[:7 if sources else 6]:
+        text = column in ("op", "source")
+        table.add_column(column, justify=justify, no_wrap=not text,
+                         overflow="fold" if text else "ellipsis",
+                         min_width=min(longest_op, 14) if column == "op" else None)
     for seg in segments:
-        label = f"{seg.address:#x} ({seg.segment_type}, {format_bytes(seg.total_size)})"
+        # The segment's address, pool and size one per line, so none of them wraps.
+        labels = [f"{seg.address:#x}", f"{seg.segment_type} pool", format_bytes(seg.total_size)]
         for i, b in enumerate(seg.blocks[:max_blocks]):
+            label = labels[i] if i < len(labels) else ""
+            if i == len(seg.blocks[:max_blocks]) - 1 and i < len(labels) - 1:
+                label = "\n".join(labels[i:])  # fewer blocks than label lines
             table.add_row(
-                label if i == 0 else "", f"+{b.offset:#x}", format_bytes(b.size),
+                label, f"+{b.offset:#x}", format_bytes(b.size),
                 "allocated" if b.allocated else "free",
-                format_bytes(b.requested_size) if b.allocated else "", b.op, b.short_source,
+                format_bytes(b.requested_size) if b.allocated else "", Text(b.op),
+                *([Text(short_source(b.source))] if sources else []),
                 style=f"on {ALLOCATED_FILL}" if b.allocated else None,
             )
         if len(seg.blocks) > max_blocks:

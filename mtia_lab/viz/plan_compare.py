@@ -1,9 +1,12 @@
-"""Our fusion plan and TorchInductor's for one graph, side by side.
+"""Our fusion plan beside TorchInductor's real plan for the device, every difference named.
 
-Reads a `Comparison` (compiler/inductor_compare.py): both plans are priced by the same roofline
-model, so kernel counts, bytes moved and simulated time can be compared line by line. Each
-kernel lists its scheduler nodes; a kernel whose node group is the same in both plans is
-marked `=`, so the eye goes to where the two schedulers disagree.
+Reads a `Comparison` (compiler/inductor_compare.py). Inductor's kernels are shown as the groups
+of OUR aten nodes they compute (mapped by node identity), so the two lists line up; a kernel
+whose node group is the same in both plans is marked `=`. Below them, every Inductor kernel
+that is not one of ours, with the rule of ours that explains it -- "(ours)" for a departure on
+purpose -- or UNEXPLAINED. Bytes and time of both sides come from our cost model (Inductor's
+groups priced as we price ours), and the bytes our kernels keep on chip (SRAM) are shown:
+that traffic moves at 2.7 TB/s instead of LPDDR5's 204.8 GB/s on MTIA v2.
 """
 
 from __future__ import annotations
@@ -25,33 +28,39 @@ def _nodes(nodes, limit: int = MAX_NODES_SHOWN) -> str:
 
 
 class PlanCompare(View):
-    """A `Comparison` as a table (kernels, bytes, time), both kernel lists, and a picture."""
+    """A `Comparison` as a table, both kernel lists, the differences, and a picture."""
 
     def __init__(self, comparison, *, max_kernels: int = MAX_KERNELS, width: int = 100) -> None:
-        if not hasattr(comparison, "ours") or not hasattr(comparison, "inductor"):
+        if not hasattr(comparison, "ours") or not hasattr(comparison, "differences"):
             raise TypeError(
                 f"expected an inductor_compare.Comparison, got {type(comparison).__name__}; get "
                 "one from mtia_lab.compiler.inductor_compare.compare(fn, *args) or "
                 "compare_compiled()")
         self.name = comparison.name
-        ours = comparison.ours
+        ours, theirs, priced = comparison.ours, comparison.inductor, comparison.priced
         self.ours = [(g.kind, tuple(g.nodes), g.bytes_moved, g.duration_us) for g in ours.groups]
-        self.theirs = [(k.node_type, tuple(k.nodes), k.bytes_moved, k.duration_us)
-                       for k in comparison.inductor.kernels]
+        self.theirs = [(g.kind, nodes, g.bytes_moved, g.duration_us)
+                       for g, nodes in zip(theirs.groups, comparison.groups, strict=True)
+                       if nodes]
         self.totals = {
-            "mtia_lab": (ours.after.kernels, ours.after.bytes_moved, ours.after.time_us),
-            "Inductor": (comparison.inductor.kernel_count, comparison.inductor.bytes_moved,
-                         comparison.inductor.time_us),
+            "mtia_lab": (ours.after.kernels, ours.after.bytes_moved, ours.sram_bytes,
+                         ours.after.time_us),
+            "Inductor": (theirs.after.kernels, priced.bytes_moved, priced.sram_bytes,
+                         priced.time_us),
         }
+        self.differences = [(str(d), d.explained) for d in comparison.differences]
+        self.notes = tuple(getattr(ours, "notes", ()))  # Inductor checks we leave out
+        self.identical, self.of = comparison.identical, comparison.inductor_kernels
         self.max_kernels, self.width = max_kernels, width
-        common = {k[1] for k in self.ours} & {k[1] for k in self.theirs}
-        self.same = common  # node groups both schedulers made into one kernel
+        self.same = {k[1] for k in self.ours} & {k[1] for k in self.theirs}
 
     def rows(self) -> list[tuple[str, str, str]]:
         """(what, mtia_lab, Inductor): the numbers a test or a reader compares."""
-        (ok, ob, ot), (ik, ib, it) = self.totals["mtia_lab"], self.totals["Inductor"]
+        (ok, ob, osr, ot), (ik, ib, isr, it) = self.totals["mtia_lab"], self.totals["Inductor"]
         return [("kernels", str(ok), str(ik)), ("bytes moved", f"{ob:,}", f"{ib:,}"),
-                ("simulated", fmt_us(ot), fmt_us(it))]
+                ("kept on chip", f"{osr:,}", f"{isr:,}"),
+                ("simulated", fmt_us(ot), fmt_us(it)),
+                ("same groups", str(self.identical), f"of {self.of}")]
 
     def to_rich(self) -> Any:
         from rich import box
@@ -64,9 +73,9 @@ class PlanCompare(View):
             totals.add_column(column, justify="left" if not column else "right")
         for row in self.rows():
             totals.add_row(*row)
-        parts: list[Any] = [Text(f"{self.name}: mtia_lab vs Inductor, both priced by the "
-                                 f"mtia_lab cost model; {len(self.same)} kernels the same"),
-                            totals]
+        parts: list[Any] = [Text(f"{self.name}: mtia_lab vs Inductor's plan for the device; "
+                                 "bytes and time by the mtia_lab cost model (on-chip bytes at "
+                                 "SRAM bandwidth)"), totals]
         for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
             table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"{side} kernels",
                           title_justify="left")
@@ -79,7 +88,16 @@ class PlanCompare(View):
             if len(kernels) > self.max_kernels:
                 table.add_row("", "", f"... {len(kernels) - self.max_kernels} more", "", "", "")
             parts.append(table)
-        parts.append(Text("=: the same node group is one kernel in both plans"))
+        parts.append(Text("=: the same node group is one kernel in both plans; Inductor's "
+                          "bytes and times per kernel are its own estimates"))
+        unexplained = sum(1 for _, ok in self.differences if not ok)
+        parts.append(Text(f"differences: {len(self.differences)} ({unexplained} unexplained)"))
+        for text, _ in self.differences:
+            parts.append(Text(f"  {text}"))
+        if self.notes:
+            parts.append(Text("Inductor checks our scheduler leaves out: "
+                              + ", ".join(n.split(":")[0] for n in self.notes)
+                              + " (FusionPlan.notes says why)"))
         return Group(*parts)
 
     def to_text(self) -> str:
@@ -89,7 +107,7 @@ class PlanCompare(View):
         body = ['node [shape="plaintext"];']
         for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
             kernels_shown = kernels[:self.max_kernels]
-            count, moved, us = self.totals[side]
+            count, moved, _sram, us = self.totals[side]
             body.append(f"subgraph cluster_{side} {{")
             body.append(f"  label={quote(f'{side}: {count} kernels, {moved:,} B, {fmt_us(us)}')};")
             body.append('  style="rounded"; color="#555555";')
@@ -115,6 +133,19 @@ class PlanCompare(View):
 
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())
+
+    def details(self) -> dict[str, dict]:
+        """Each side's kernels by DOT name (`mtia_lab_3`, `Inductor_0`): all their nodes, cost,
+        and whether the other plan has the same group (what a click shows in explore())."""
+        out = {}
+        for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
+            for i, (kind, nodes, moved, us) in enumerate(kernels[:self.max_kernels]):
+                out[f"{side}_{i}"] = {"title": f"{side} kernel {i} ({kind})", "rows": [
+                    ["nodes", ", ".join(nodes)], ["memory", f"{moved:,} B moved"],
+                    ["simulated", fmt_us(us)],
+                    ["other plan", "the same group is one kernel there too"
+                     if nodes in self.same else "grouped differently there"]]}
+        return out
 
 
 def plan_compare(comparison, **kwargs) -> PlanCompare:

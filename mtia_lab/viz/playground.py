@@ -34,7 +34,8 @@ from ..compiler.config import ConfigError
 from ..compiler.decisions import FusionPlan, flipped
 from ..compiler.ir import GraphIR
 from ..compiler.scheduler import schedule
-from .display import View, svg_img_html, text_html
+from ..progress import progress
+from .display import View, svg_img_html, text_html, widget_bundle
 from .fusion_graph import FusionGraph, fmt_us
 from .graphviz_render import DotError, GraphvizNotFound
 
@@ -46,6 +47,8 @@ CONTROLS = {
     "max_fusion_buffer_group_pairwise_attempts": "int",
     "combo_kernels": "bool",
     "combo_kernel_max_num_args": "int",
+    "combo_kernel_max_num_nodes": "int",
+    "matmul_templates": "bool",
     "on_chip_memory_budget": "optional",
 }
 # Inductor's own guardrails (torch._inductor.config), for engine="inductor".
@@ -209,9 +212,37 @@ class Playground(View):
             bundle["text/html"] = text_html(self.to_text()) + bundle["text/html"]
         return bundle
 
+    def sweep(self, name: str, values) -> SweepTable:
+        """Schedule once per value of guardrail `name`, the other settings as they are now,
+        with a progress bar (tqdm.auto); the playground's own settings and plan stay as they
+        were. A value the config refuses raises its ConfigError."""
+        if name not in CONTROLS:
+            raise ValueError(f"no guardrail {name!r} to sweep; choose from {', '.join(CONTROLS)}")
+        rows = []
+        for value in progress(list(values), desc=f"sweeping {name}"):
+            plan = self._schedule({**self.settings, name: parse_setting(name, value)})
+            rows.append((value, plan.after.kernels, plan.after.bytes_moved, plan.after.time_us))
+        return SweepTable(self.name, name, rows)
+
     def widget(self, show_graph: bool = True) -> PlaygroundWidget:
         """The live widget over this playground (changes go through `set`)."""
         return PlaygroundWidget(self, show_graph=show_graph)
+
+
+class SweepTable(View):
+    """What one guardrail does to a plan across values: kernels, bytes moved, simulated time."""
+
+    def __init__(self, graph: str, name: str, rows: list[tuple]) -> None:
+        self.graph, self.name, self.rows = graph, name, rows
+
+    def to_text(self) -> str:
+        lines = [f"sweep of {self.name} over {self.graph!r} ({len(self.rows)} values)",
+                 f"{self.name:>{max(len(self.name), 8)}}  {'kernels':>8}  {'bytes moved':>12}"
+                 f"  {'simulated':>10}"]
+        width = max(len(self.name), 8)
+        for value, kernels, moved, time_us in self.rows:
+            lines.append(f"{value!s:>{width}}  {kernels:>8}  {moved:>12,}  {fmt_us(time_us):>10}")
+        return "\n".join(lines)
 
 
 def _control(name: str, value, kind: str):
@@ -235,9 +266,28 @@ def _shown(control, value):
     return value
 
 
+def field_error(name: str, value) -> str:
+    """A short note for beside a control: what is wrong with `value`, or ""."""
+    try:
+        config.SETTINGS[name].check(parse_setting(name, value))
+    except ConfigError:
+        if isinstance(value, str) and value.strip().lower() not in ("", "none"):
+            try:
+                int(value.strip().replace("_", "").replace(",", ""))
+            except ValueError:
+                return "not a whole number"
+        return "needs " + config.SETTINGS[name].valid_range()
+    return ""
+
+
 class PlaygroundWidget(widgets.VBox):
-    """ipywidgets front end of a Playground: `controls[name]` per guardrail; `numbers`,
-    `error`, `groups`, `flips`, `picture` are the HTML outputs it redraws after each edit."""
+    """ipywidgets front end of a Playground: `controls[name]` per guardrail, with `notes[name]`
+    beside it (a short message while its value is refused); `numbers`, `error`, `groups`,
+    `flips`, `picture` are the HTML outputs it redraws after each edit.
+
+    The controls sit in a column of fixed width that does not shrink (flex 0 0 auto), and the
+    full error text goes below the numbers, wrapped: a long message never squeezes the
+    controls."""
 
     def __init__(self, playground: Playground, show_graph: bool = True) -> None:
         self.playground, self.show_graph = playground, show_graph
@@ -246,14 +296,17 @@ class PlaygroundWidget(widgets.VBox):
         self.engine = widgets.ToggleButtons(options=ENGINES, value=playground.engine,
                                             description="scheduler")
         self.engine.observe(self._switched, names="value")
-        self.error = widgets.HTML()
+        self.error = widgets.HTML(layout=widgets.Layout(max_width="520px"))
         self.numbers = widgets.HTML()
         self.groups = widgets.HTML()
         self.flips = widgets.HTML()
         self.picture = widgets.HTML()
-        self.column = widgets.VBox()
+        self.column = widgets.VBox(layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
+        self.column.add_class("mtia-playground-controls")
+        results = widgets.VBox([self.numbers, self.error], layout=widgets.Layout(flex="1 1 auto"))
         super().__init__([self.engine,
-                          widgets.HBox([self.column, widgets.VBox([self.numbers, self.error])]),
+                          widgets.HBox([self.column, results],
+                                       layout=widgets.Layout(flex_flow="row wrap")),
                           self.flips, self.groups, self.picture])
         self._build_controls()
         self.refresh()
@@ -262,9 +315,15 @@ class PlaygroundWidget(widgets.VBox):
         pg = self.playground
         self.controls = {name: _control(name, pg.settings[name], kind)
                          for name, kind in pg.controls.items()}
+        # A short message by a field when its value is refused (filled in by refresh).
+        self.notes = {name: widgets.HTML(layout=widgets.Layout(width="200px"))
+                      for name in self.controls}
         for control in self.controls.values():
             control.observe(self._changed, names="value")
-        self.column.children = [*self.controls.values(), self.reset_button]
+        rows = [widgets.HBox([self.controls[name], self.notes[name]],
+                             layout=widgets.Layout(flex="0 0 auto"))
+                for name in self.controls]
+        self.column.children = [*rows, self.reset_button]
 
     def _switched(self, change) -> None:
         """Our scheduler <-> TorchInductor's, on the same function."""
@@ -299,11 +358,15 @@ class PlaygroundWidget(widgets.VBox):
 
     def refresh(self) -> None:
         pg = self.playground
+        for name, control in self.controls.items():
+            note = field_error(name, control.value)
+            self.notes[name].value = (f'<span style="color:#cc2222">{html.escape(note)}</span>'
+                                      if note else "")
         self.error.value = (f'<pre style="color:#cc2222;white-space:pre-wrap">'
                             f"{html.escape(pg.error)}</pre>" if pg.error else "")
-        rows = "".join(f"<tr><td>{a}</td><td style='text-align:right'>{b}</td>"
-                       f"<td style='text-align:right'><b>{c}</b></td></tr>"
-                       for a, b, c in pg.rows())
+        rows = "".join(f"<tr><td>{html.escape(str(a))}</td><td style='text-align:right'>"
+                       f"{html.escape(str(b))}</td><td style='text-align:right'><b>"
+                       f"{html.escape(str(c))}</b></td></tr>" for a, b, c in pg.rows())
         self.numbers.value = (f"<table><tr><th></th><th>baseline</th><th>now</th></tr>{rows}"
                               "</table>")
         # The text twin's sections, under HTML headings.
@@ -319,10 +382,11 @@ class PlaygroundWidget(widgets.VBox):
             except (GraphvizNotFound, DotError) as exc:
                 self.picture.value = f"<pre>(diagram not drawn: {html.escape(str(exc))})</pre>"
 
-    def _repr_mimebundle_(self, **kwargs) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = self.playground.to_text()  # stable, unlike VBox(children=...)
-        return bundle
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict[str, Any]:
+        """The widget, and its static form: the playground's numbers, groups, flips and
+        picture (the same as the Playground's own output), for wherever widgets do not draw."""
+        static = self.playground._repr_mimebundle_(include={"text/html"}).get("text/html", "")
+        return widget_bundle(self, self.playground.to_text(), static, include, exclude)
 
 
 def playground(source, *args, name: str | None = None, engine: str = "ours") -> Playground:

@@ -13,9 +13,16 @@ Renderings:
 - text: a header, one ASCII bar per lane (`#` busy), the events of each lane in fixed columns
   (times in simulated us, so nbval compares them: they do not change run to run), and the
   overlaps; compared exactly by tests;
-- SVG: hand-written (no Graphviz needed), a time axis, lanes as rows, bars coloured by kind
-  (native, fallback), overlap windows shaded across the lanes that share them. Bars closer than
-  a pixel are merged ("N ops"), so a trace of 100,000 events still draws a bounded picture.
+- SVG: hand-written (no Graphviz needed), a time axis, lanes as rows, bars coloured by what
+  the work was for: forward, backward, optimizer, copies (CPU fallbacks stand out in red;
+  compiled kernels are outlined), overlap windows shaded across the lanes that share them.
+  Every bar wide enough is labelled; every bar has a hover `<title>` (op, phase, times). Bars
+  closer than a pixel are merged ("N ops"), so a trace of 100,000 events still draws a bounded
+  picture. Two timelines meant to be compared share one time scale with `same_scale_as=`.
+
+"Optimizer" is read from the records, which do not mark `optimizer.step()`: an in-place op
+(`add_`, `_foreach_mul_`...) outside any module, after the trace's first backward op, in the
+forward phase. The legend says so.
 """
 
 from __future__ import annotations
@@ -32,10 +39,22 @@ LABEL_W = 120  # lane labels on the left (at least; wider for longer labels)
 LANE_H = 28
 ASCII_W = 60  # characters of the text twin's bars
 MAX_ROWS = 12  # events listed per lane in the text twin
-KIND_FILL = {"native": "#4c9be8", "fallback": "#e76f51", "compiled": "#8e5cc2"}
-COPY_FILL = "#2a9d8f"  # copies (host<->device, device<->device) apart from compute
-OTHER_FILL = "#8d99ae"  # a merged bar of several kinds
-OVERLAP_FILL = "#f4a261"
+# Fill by what the work was for (Tableau 10 colours: told apart by most readers).
+PURPOSE_FILL = {
+    "forward": "#4e79a7", "backward": "#b07aa1", "optimizer": "#59a14f", "copy": "#edc948",
+    "fallback": "#e15759", "collective": "#9c755f", "wait": "#d9d9d9",
+}
+PURPOSE_LEGEND = {
+    "forward": "forward", "backward": "backward",
+    "optimizer": "optimizer (in-place update after backward)", "copy": "copy",
+    "fallback": "CPU fallback", "collective": "collective (mtia_lab.distributed)",
+    "wait": "waiting for a rank",
+}
+DARK_TEXT = {"copy", "wait"}  # fills light enough for dark text
+COMPILED_STROKE = "#222222"  # compiled kernels: outlined
+OTHER_FILL = "#8d99ae"  # a merged bar of several purposes
+OVERLAP_FILL = "#f28e2b"
+FONT = 12  # px: lane labels, bar labels, axis (the notebook's own text is 13-14 px)
 
 Lane_key = tuple[int, int]  # (device, stream)
 
@@ -50,6 +69,7 @@ class Span:
     kind: str
     start_us: float
     end_us: float
+    purpose: str = "forward"  # forward / backward / optimizer / copy / fallback (PURPOSE_FILL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +79,17 @@ class Lane:
     device: int
     stream: int
     spans: tuple[Span, ...]
+    rank: int | None = None  # set for a trace of several ranks (mtia_lab.distributed)
 
     @property
     def label(self) -> str:
         default = " (default)" if self.stream == 0 else ""
-        return f"mtia_sim:{self.device} stream {self.stream}{default}"
+        rank = f"rank {self.rank} " if self.rank is not None else ""
+        return f"{rank}mtia_sim:{self.device} stream {self.stream}{default}"
+
+    @property
+    def key(self) -> tuple:
+        return (self.rank, self.device, self.stream)
 
     @property
     def busy_us(self) -> float:
@@ -106,9 +132,9 @@ class Timeline:
     def end_us(self) -> float:
         return max((s.end_us for ln in self.lanes for s in ln.spans), default=0.0)
 
-    def lane(self, device: int, stream: int) -> Lane:
+    def lane(self, device: int, stream: int, rank: int | None = None) -> Lane:
         for ln in self.lanes:
-            if (ln.device, ln.stream) == (device, stream):
+            if (ln.device, ln.stream, ln.rank) == (device, stream, rank):
                 return ln
         have = ", ".join(ln.label for ln in self.lanes) or "none"
         raise KeyError(f"no lane for device {device} stream {stream} in this trace (lanes: {have})")
@@ -118,7 +144,7 @@ class Timeline:
         out = []
         for i, a in enumerate(self.lanes):
             for b in self.lanes[i + 1:]:
-                if a.device != b.device:
+                if a.device != b.device or a.rank != b.rank:
                     continue
                 windows = _intersect(a.intervals(), b.intervals())
                 total = sum(hi - lo for lo, hi in windows)
@@ -131,19 +157,39 @@ def timeline_of(trace: Trace | list[OpEvent]) -> Timeline:
     """The timeline of a trace's events that did device work."""
     lanes: dict[Lane_key, list[Span]] = {}
     skipped = 0
+    after_backward = False
     for e in trace:
+        after_backward = after_backward or e.phase == "backward"
         if e.sim_start_us is None or e.stream is None or e.sim_end_us <= e.sim_start_us:
             skipped += 1
             continue
-        span = Span(e.index, e.op, e.kind, e.sim_start_us, e.sim_end_us)
-        lanes.setdefault((e.device, e.stream), []).append(span)
+        span = Span(e.index, e.op, e.kind, e.sim_start_us, e.sim_end_us,
+                    purpose_of(e, after_backward))
+        lanes.setdefault((getattr(e, "rank", -1), e.device, e.stream), []).append(span)
     return Timeline(
         tuple(
-            Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))))
-            for (dev, stream), spans in sorted(lanes.items())
+            Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))),
+                 None if rank == -1 else rank)
+            for (rank, dev, stream), spans in sorted(lanes.items())
         ),
         skipped,
     )
+
+
+def purpose_of(e: OpEvent, after_backward: bool) -> str:
+    """What an event's device work was for (see the module doc for "optimizer")."""
+    name = e.op.removeprefix("aten::").split(".")[0]
+    if e.kind in ("collective", "wait"):  # mtia_lab.distributed
+        return e.kind
+    if "copy" in name:
+        return "copy"
+    if e.kind == "fallback":
+        return "fallback"
+    if e.phase == "backward":
+        return "backward"
+    if after_backward and not e.module and name.endswith("_"):
+        return "optimizer"
+    return "forward"
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -174,21 +220,43 @@ def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]):
 class TimelineView(View):
     """A trace's simulated timeline as text and SVG."""
 
-    def __init__(self, timeline: Timeline, title: str = "simulated timeline") -> None:
+    def __init__(self, timeline: Timeline, title: str = "simulated timeline",
+                 span_us: float | None = None) -> None:
         self.timeline = timeline
         self.title = title
+        self.span_us = span_us  # simulated us across the plot (None: this trace's own)
+
+    @property
+    def own_span_us(self) -> float:
+        return self.timeline.end_us - self.timeline.start_us
 
     def to_text(self) -> str:
         return render_text(self.timeline, self.title)
 
     def to_svg(self) -> str:
-        return render_svg(self.timeline, self.title)
+        return render_svg(self.timeline, self.title, self.span_us)
 
 
-def timeline_view(trace: Trace | list[OpEvent], title: str = "") -> TimelineView:
-    """The timeline of `trace` (from `with mtia_lab.trace() as t:`, or load_trace)."""
+def timeline_view(trace: Trace | list[OpEvent], title: str = "", *,
+                  same_scale_as=None) -> TimelineView:
+    """The timeline of `trace` (from `with mtia_lab.trace() as t:`, or load_trace).
+
+    `same_scale_as`: another timeline view or trace (or a list of them) to compare with: the
+    plot then covers the longest of their durations, so one microsecond is as wide in both
+    pictures (draw the longer one first, or give each the other)."""
     label = getattr(trace, "metadata", {}).get("label", "") if title == "" else title
-    return TimelineView(timeline_of(trace), label or "simulated timeline")
+    view = TimelineView(timeline_of(trace), label or "simulated timeline")
+    if same_scale_as is not None:
+        others = same_scale_as if isinstance(same_scale_as, (list, tuple)) else [same_scale_as]
+        spans = [view.own_span_us]
+        for other in others:
+            if isinstance(other, TimelineView):
+                spans.append(other.span_us or other.own_span_us)
+            else:
+                tl = timeline_of(other)
+                spans.append(tl.end_us - tl.start_us)
+        view.span_us = max(spans)
+    return view
 
 
 def _f(us: float) -> str:
@@ -228,7 +296,9 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
     for ln in tl.lanes:
         lines.append("")
         ops = f"{len(ln.spans)} op" + ("s" if len(ln.spans) > 1 else "")
-        lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us")
+        waited = sum(s.end_us - s.start_us for s in ln.spans if s.kind == "wait")
+        waiting = f" (waiting for other ranks {_f(waited)})" if waited else ""
+        lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us{waiting}")
         lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
         for s in ln.spans[:MAX_ROWS]:
             lines.append(
@@ -263,18 +333,26 @@ def _merge_bars(lane: Lane, x_of) -> list[tuple[float, float, list[Span]]]:
     return bars
 
 
-def _fill(s: Span) -> str:
-    if s.kind == "native" and "copy" in s.op:
-        return COPY_FILL
-    return KIND_FILL.get(s.kind, OTHER_FILL)
-
-
-def _svg_text(x: float, y: float, text: str, anchor: str = "start", size: int = 11,
-              fill: str = "#222222") -> str:
+def _svg_text(x: float, y: float, text: str, anchor: str = "start", size: int = FONT,
+              fill: str = "#222222", weight: str = "normal") -> str:
     return (
-        f'<text x="{x:.1f}" y="{y:.1f}" font-family="monospace" font-size="{size}" '
-        f'text-anchor="{anchor}" fill="{fill}">{html.escape(text)}</text>'
+        f'<text x="{x:.1f}" y="{y:.1f}" font-family="sans-serif" font-size="{size}" '
+        f'font-weight="{weight}" text-anchor="{anchor}" fill="{fill}">{html.escape(text)}</text>'
     )
+
+
+def _text_w(text: str, size: int = FONT) -> float:
+    """A generous width of sans-serif text in px (no font metrics at hand)."""
+    return 0.62 * size * len(text)
+
+
+def _bar_label(name: str, width: float) -> str:
+    """The op's name if it fits in the bar, else as much as fits with an ellipsis (3 letters at
+    least), else nothing: the bar's hover title still names it."""
+    if _text_w(name) + 6 <= width:
+        return name
+    keep = int((width - 6) / (0.62 * FONT)) - 1
+    return name[:keep] + "\u2026" if keep >= 3 else ""
 
 
 def _ticks(t0: float, t1: float, count: int = 6) -> list[float]:
@@ -293,79 +371,98 @@ def _ticks(t0: float, t1: float, count: int = 6) -> list[float]:
     return out
 
 
-def render_svg(tl: Timeline, title: str = "simulated timeline") -> str:
-    pad, top = 10, 46
-    label_w = max([LABEL_W] + [7 * len(ln.label) + 2 * pad for ln in tl.lanes])
+def render_svg(tl: Timeline, title: str = "simulated timeline",
+               span_us: float | None = None) -> str:
+    pad, top = 10, 50
+    label_w = max([LABEL_W] + [int(_text_w(ln.label)) + 2 * pad for ln in tl.lanes])
     plot_w = WIDTH - label_w - 2 * pad
-    height = top + LANE_H * max(1, len(tl.lanes)) + 40
-    parts = [_svg_text(pad, 18, title, size=13)]
+    height = top + LANE_H * max(1, len(tl.lanes)) + 44
+    parts = [_svg_text(pad, 20, title, size=14, weight="bold")]
     t0, t1 = tl.start_us, tl.end_us
-    scale = plot_w / (t1 - t0) if t1 > t0 else 0.0
+    span = max(span_us or 0.0, t1 - t0)
+    scale = plot_w / span if span > 0 else 0.0
 
     def x_of(us: float) -> float:
         return label_w + pad + (us - t0) * scale
 
     if not tl.lanes:
-        parts.append(_svg_text(pad, 40, "no device work recorded"))
+        parts.append(_svg_text(pad, 42, "no device work recorded"))
     else:
-        parts.append(_svg_text(pad, 34, f"simulated time (us), {_f(t0)} .. {_f(t1)}", size=10))
-    lane_y = {(ln.device, ln.stream): top + i * LANE_H for i, ln in enumerate(tl.lanes)}
+        shared = f"; plot width = {span:.3f} us, shared scale" if span > t1 - t0 + 1e-9 else ""
+        parts.append(_svg_text(pad, 38, f"simulated time (us), {_f(t0)} .. {_f(t1)}{shared}",
+                               size=FONT - 1))
+    lane_y = {ln.key: top + i * LANE_H for i, ln in enumerate(tl.lanes)}
     bottom = top + LANE_H * len(tl.lanes)
     # Overlap windows first, so bars draw on top of the shading.
     for ov in tl.overlaps():
-        ya = lane_y[(ov.a.device, ov.a.stream)]
-        yb = lane_y[(ov.b.device, ov.b.stream)]
+        ya = lane_y[ov.a.key]
+        yb = lane_y[ov.b.key]
         y0, y1 = min(ya, yb) + 1, max(ya, yb) + LANE_H - 1
         for lo, hi in ov.windows:
             parts.append(
                 f'<rect class="overlap" x="{x_of(lo):.1f}" y="{y0}" '
                 f'width="{max(1.0, (hi - lo) * scale):.1f}" height="{y1 - y0}" '
-                f'fill="{OVERLAP_FILL}" fill-opacity="0.45"/>'
+                f'fill="{OVERLAP_FILL}" fill-opacity="0.35"/>'
             )
+    used: set[str] = set()
+    compiled = False
     for ln in tl.lanes:
-        y = lane_y[(ln.device, ln.stream)]
+        y = lane_y[ln.key]
         parts.append(
             f'<line x1="{label_w}" y1="{y + LANE_H}" x2="{WIDTH - pad}" y2="{y + LANE_H}" '
             'stroke="#dddddd"/>'
         )
-        parts.append(_svg_text(pad, y + LANE_H * 0.62, ln.label, size=11))
+        parts.append(_svg_text(pad, y + LANE_H * 0.62, ln.label))
         for x0, x1, group in _merge_bars(ln, x_of):
             w = max(1.0, x1 - x0)
-            fills = {_fill(s) for s in group}
-            fill = fills.pop() if len(fills) == 1 else OTHER_FILL
+            purposes = {s.purpose for s in group}
+            used |= purposes
+            purpose = purposes.pop() if len(purposes) == 1 else ""
+            fill = PURPOSE_FILL.get(purpose, OTHER_FILL)
+            is_compiled = all(s.kind == "compiled" for s in group)
+            compiled = compiled or is_compiled
             name = _short(group[0].op) if len(group) == 1 else f"{len(group)} ops"
-            tip = (
-                f"{name}: {_f(group[0].start_us)} .. {_f(max(s.end_us for s in group))} us"
-            )
+            what = purpose or "/".join(sorted({s.purpose for s in group}))
+            tip = (f"{name} ({what}{', compiled kernel' if is_compiled else ''}): "
+                   f"{_f(group[0].start_us)} .. {_f(max(s.end_us for s in group))} us")
+            stroke = (f'stroke="{COMPILED_STROKE}" stroke-width="1"' if is_compiled
+                      else 'stroke="#ffffff" stroke-width="0.5"')
             parts.append(
                 f'<rect class="op" x="{x0:.1f}" y="{y + 4}" width="{w:.1f}" '
-                f'height="{LANE_H - 8}" fill="{fill}" stroke="#ffffff" stroke-width="0.5">'
+                f'height="{LANE_H - 8}" fill="{fill}" {stroke}>'
                 f"<title>{html.escape(tip)}</title></rect>"
             )
-            if w >= 7 * len(name) + 6:
-                parts.append(
-                    _svg_text(x0 + w / 2, y + LANE_H * 0.62, name, "middle", 10, "#ffffff")
-                )
+            label = _bar_label(name, w)
+            if label:
+                colour = "#222222" if purpose in DARK_TEXT else "#ffffff"
+                parts.append(_svg_text(x0 + w / 2, y + LANE_H * 0.62 + 1, label, "middle",
+                                       FONT, colour))
     # Time axis under the lanes.
     parts.append(
-        f'<line x1="{x_of(t0):.1f}" y1="{bottom}" x2="{x_of(t1):.1f}" y2="{bottom}" '
+        f'<line x1="{x_of(t0):.1f}" y1="{bottom}" x2="{x_of(t0 + span):.1f}" y2="{bottom}" '
         'stroke="#555555"/>'
     )
-    for t in _ticks(t0, t1) if tl.lanes else []:
+    for t in _ticks(t0, t0 + span) if tl.lanes else []:
         x = x_of(t)
         parts.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" '
                      'stroke="#555555"/>')
-        parts.append(_svg_text(x, bottom + 16, f"{t:g}", "middle", 10))
-    legend_y = bottom + 32
-    lx = label_w + pad
-    legend = (("compute", KIND_FILL["native"]), ("copy", COPY_FILL),
-              ("CPU fallback", KIND_FILL["fallback"]), ("streams overlap", OVERLAP_FILL))
-    if any(s.kind == "compiled" for ln in tl.lanes for s in ln.spans):
-        legend += (("compiled kernel", KIND_FILL["compiled"]),)
-    for label, fill in legend:
-        parts.append(f'<rect x="{lx}" y="{legend_y - 9}" width="10" height="10" fill="{fill}"/>')
-        parts.append(_svg_text(lx + 14, legend_y, label, size=10))
-        lx += 14 + 7 * len(label) + 16
+        parts.append(_svg_text(x, bottom + 17, f"{t:g}", "middle", FONT - 1))
+    legend_y = bottom + 36
+    lx = pad
+    legend = [(PURPOSE_LEGEND[p], PURPOSE_FILL[p], "") for p in PURPOSE_FILL if p in used]
+    if compiled:
+        legend.append(("compiled kernel (outlined)", "#ffffff", COMPILED_STROKE))
+    if tl.overlaps():
+        legend.append(("streams overlap", OVERLAP_FILL, ""))
+    for label, fill, stroke in legend:
+        item_w = 15 + int(_text_w(label, FONT - 1)) + 14
+        if lx > pad and lx + item_w > WIDTH:  # the legend wraps rather than run off the edge
+            lx, legend_y, height = pad, legend_y + 18, height + 18
+        outline = f' stroke="{stroke}"' if stroke else ""
+        parts.append(f'<rect x="{lx}" y="{legend_y - 10}" width="11" height="11" '
+                     f'fill="{fill}"{outline}/>')
+        parts.append(_svg_text(lx + 15, legend_y, label, size=FONT - 1))
+        lx += item_w
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 4}" '
         f'viewBox="0 0 {WIDTH} {height + 4}">'

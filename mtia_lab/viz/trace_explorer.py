@@ -5,14 +5,17 @@ Two forms over the same rows:
 - `TraceTable` (static): one page of events as a fixed-width text table and an HTML table.
   It is what a saved notebook, nbval and a reader without a kernel see.
 - `TraceExplorer` (an ipywidgets box, opt-in): dropdowns filter by op, kind, phase, module and
-  device; a sort; prev/next pages; a list of the page's events; the selected event's details
+  device; a sort; prev/next pages; the page as an HTML table (columns aligned, nothing cut: it
+  scrolls sideways in a narrow notebook); an event chooser; the chosen event's details
   (dispatch path, tensors with shapes and strides, memory, times, source line) and the stride
-  layout of one of its tensors (viz/layout.py). Its own bundle carries the static table too.
+  layout of one of its tensors (viz/layout.py). The details follow the filters: a filter or a
+  page turn that hides the open event opens the first one shown instead. Its own bundle
+  carries the static table too, for every place without a widget front end.
 
 Big traces stay quick: a filter or sort change is one pass over the events (plus a sort);
 turning a page only formats that page's rows. The state tests read is plain attributes:
 `rows` (the filtered, sorted events), `page`, `page_rows`, `selected`, `details`,
-`layout_record`.
+`layout_record`; `event.value` is the position (in `rows`) of the open event.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import ipywidgets as widgets
 
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
 from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
-from .display import View, svg_img_html, text_html
+from .display import View, svg_img_html, text_html, widget_bundle
 from .layout import render_svg
 from .trace_format import (
     fmt_bytes,
@@ -70,7 +73,8 @@ COLUMNS = ("#", "op", "kind", "phase", "module", "inputs -> outputs", "sim", "ho
 def row_cells(e: OpEvent, times: bool = True) -> list[str]:
     ins = ", ".join(tensor_brief(t) for t in e.inputs)
     outs = ", ".join(tensor_brief(t) for t in e.outputs)
-    cells = [str(e.index), op_short(e.op), e.kind, e.phase, e.module or "-",
+    number = f"r{e.rank}:{e.index}" if hasattr(e, "rank") else str(e.index)  # distributed
+    cells = [number, op_short(e.op), e.kind, e.phase, e.module or "-",
              f"{ins} -> {outs}", fmt_sim(e.sim_us if e.sim_start_us is not None else None)]
     return cells + [fmt_host(e.host_ns)] if times else cells
 
@@ -85,7 +89,7 @@ def page_text(rows: list[OpEvent], page: int, page_size: int, times: bool = True
     table = [[_clip(cell, limit) for cell, limit in zip(row, limits, strict=False)]
              for row in table]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    right = {0, 6, 7}
+    right = NUMBER_COLUMNS
     lines = [_page_title(rows, page, page_size, total)]
     for n, row in enumerate(table):
         lines.append("  ".join(
@@ -97,23 +101,38 @@ def page_text(rows: list[OpEvent], page: int, page_size: int, times: bool = True
     return "\n".join(lines)
 
 
+NUMBER_COLUMNS = {0, 6, 7}  # right-aligned, never wrapped (a number stays with its unit)
+
+
 def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True,
-              total: int | None = None) -> str:
-    """The same page as an HTML table (fallbacks in red, views grey)."""
+              total: int | None = None, selected: OpEvent | None = None,
+              title: bool = True) -> str:
+    """The same page as an HTML table (fallbacks in red, views grey, the open event on a
+    yellow ground), under its title line unless `title=False` (the explorer has a status
+    line). Nothing is clipped: a table wider than the notebook scrolls sideways."""
     chosen = rows[page * page_size:(page + 1) * page_size]
-    head = "".join(f"<th style=\"text-align:left\">{html.escape(c)}</th>"
-                   for c in (COLUMNS if times else COLUMNS[:-1]))
+    columns = COLUMNS if times else COLUMNS[:-1]
+    head = "".join(
+        f'<th style="text-align:{"right" if i in NUMBER_COLUMNS else "left"};'
+        f'padding:1px 8px 1px 0;border-bottom:1px solid #999999">{html.escape(c)}</th>'
+        for i, c in enumerate(columns))
     body = []
     for e in chosen:
         colour = {"fallback": "#c0392b", "view": "#777777"}.get(e.kind, "inherit")
+        ground = ";background:#fff3b0" if e is selected else ""
         tip = html.escape(f"{e.call} at {short_source(e.source)}"
                           + (f" -- {e.reason}" if e.reason else ""))
-        cells = "".join(f"<td>{html.escape(c)}</td>" for c in row_cells(e, times))
-        body.append(f'<tr style="color:{colour}" title="{tip}">{cells}</tr>')
+        cells = "".join(
+            f'<td style="padding:1px 8px 1px 0;vertical-align:top;'
+            f'{"text-align:right;white-space:nowrap" if i in NUMBER_COLUMNS else ""}">'
+            f"{html.escape(c)}</td>" for i, c in enumerate(row_cells(e, times)))
+        body.append(f'<tr style="color:{colour}{ground}" title="{tip}">{cells}</tr>')
+    heading = f"<p>{html.escape(_page_title(rows, page, page_size, total))}</p>" if title else ""
     return (
-        f"<div><p>{html.escape(_page_title(rows, page, page_size, total))}</p>"
+        f"<div>{heading}"
+        '<div style="overflow-x:auto;max-width:100%">'
         '<table style="font-family:monospace;font-size:12px;border-collapse:collapse">'
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></div>"
     )
 
 
@@ -125,6 +144,15 @@ def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str
     return f"{matched}; page {page + 1} of {pages} (rows {first + 1}..{max(last, first + 1)})"
 
 
+def check_paging(page, page_size) -> None:
+    """A clear error for a page or page size that is not a usable int."""
+    for name, value, low in (("page_size", page_size, 1), ("page", page, 0)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, got {value}")
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
@@ -134,6 +162,7 @@ class TraceTable(View):
 
     def __init__(self, trace: Trace, *, page: int = 0, page_size: int = PAGE_SIZE,
                  sort: str = "order", times: bool = True, **filters) -> None:
+        check_paging(page, page_size)
         self.trace, self.page, self.page_size, self.times = trace, page, page_size, times
         self.sort, self.filters = sort, filters
         self.rows = select_rows(trace, sort, **filters)
@@ -190,6 +219,7 @@ class TraceExplorer(widgets.VBox):
     `.layout_record` are its state."""
 
     def __init__(self, trace: Trace, page_size: int = PAGE_SIZE, times: bool = True) -> None:
+        check_paging(0, page_size)
         self.trace, self.page_size, self.times = trace, page_size, times
         self.rows: list[OpEvent] = list(trace.events)
         self.page = 0
@@ -198,39 +228,50 @@ class TraceExplorer(widgets.VBox):
         self.layout_record: StridedLayout | None = None
         self._call_sizes: Counter | None = None
         ops, modules = _options(trace)
-        self.op = widgets.Dropdown(options=[ALL, *ops], description="op")
+        wide = widgets.Layout(width="300px")
+        self.op = widgets.Dropdown(options=[ALL, *ops], description="op", layout=wide)
         kinds = [*KINDS] + [k for k in ALL_KINDS[len(KINDS):] if any(
             e.kind == k for e in trace.events)]  # "compiled" only when the trace has some
-        self.kind = widgets.Dropdown(options=[ALL, *kinds], description="kind")
-        self.phase = widgets.Dropdown(options=[ALL, *PHASES], description="phase")
-        self.module = widgets.Dropdown(options=[ALL, *modules], description="module")
+        kinds += sorted({e.kind for e in trace.events} - set(kinds))  # "collective", "wait"
+        self.kind = widgets.Dropdown(options=[ALL, *kinds], description="kind", layout=wide)
+        self.phase = widgets.Dropdown(options=[ALL, *PHASES], description="phase", layout=wide)
+        self.module = widgets.Dropdown(options=[ALL, *modules], description="module",
+                                       layout=wide)
+        # Values are ALL or a device index: a Dropdown whose value is None shows an empty box.
         self.device = widgets.Dropdown(
-            options=[(ALL, None)] + [(f"mtia_sim:{d}", d) for d in trace.devices()],
-            description="device")
-        self.sort = widgets.Dropdown(options=list(SORTS), description="sort")
+            options=[(ALL, ALL)] + [(f"mtia_sim:{d}", d) for d in trace.devices()],
+            value=ALL, description="device", layout=wide)
+        self.sort = widgets.Dropdown(options=list(SORTS), description="sort", layout=wide)
+        ranks = trace.ranks() if hasattr(trace, "ranks") else []  # a RankedTrace (distributed)
+        self.rank = widgets.Dropdown(
+            options=[(ALL, ALL)] + [(f"rank {r}", r) for r in ranks], value=ALL,
+            description="rank", layout=wide if ranks else widgets.Layout(display="none"))
         self.prev = widgets.Button(description="< prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next >", layout=widgets.Layout(width="80px"))
         self.status = widgets.HTML()
-        self.table = widgets.Select(options=[], rows=min(page_size, 20),
-                                    layout=widgets.Layout(width="100%"))
+        self.table = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.table.add_class("mtia-trace-rows")
         self.add_class("mtia-trace-explorer")  # a stable hook for browser tests and CSS
-        self.tensor = widgets.Dropdown(options=[], description="tensor")
-        self.detail_html = widgets.HTML()
+        self.event = widgets.Dropdown(options=[], description="event",
+                                      layout=widgets.Layout(width="620px"))
+        self.event.add_class("mtia-trace-event")
+        self.tensor = widgets.Dropdown(options=[], description="tensor",
+                                       layout=widgets.Layout(width="620px"))
+        self.detail_html = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.picture = widgets.HTML()
-        style = widgets.HTML("<style>.mtia-trace-rows select{font-family:monospace;"
-                             "font-size:12px}</style>")
-        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort):
+        for control in (self.op, self.kind, self.phase, self.module, self.device, self.sort,
+                        self.rank):
             control.observe(self._refilter, names="value")
         self.prev.on_click(lambda _: self.turn(-1))
         self.next.on_click(lambda _: self.turn(+1))
-        self.table.observe(self._select, names="value")
+        self.event.observe(self._select, names="value")
         self.tensor.observe(self._show_layout, names="value")
         filters = widgets.HBox([widgets.VBox([self.op, self.kind, self.phase]),
-                                widgets.VBox([self.module, self.device, self.sort])])
+                                widgets.VBox([self.module, self.device, self.sort]),
+                                widgets.VBox([self.rank])])
         pager = widgets.HBox([self.prev, self.next, self.status])
-        super().__init__([style, filters, pager, self.table, self.detail_html, self.tensor,
-                          self.picture])
+        super().__init__([filters, pager, self.table, self.event, self.detail_html,
+                          self.tensor, self.picture])
         self._show_page()
 
     # -- filtering and paging: O(n) per filter change, O(page) per page turn ---------------
@@ -238,6 +279,8 @@ class TraceExplorer(widgets.VBox):
         """Set several filters at once (one refilter): `set_filters(op="aten::mm", device=0)`."""
         controls = {"op": self.op, "kind": self.kind, "phase": self.phase,
                     "module": self.module, "device": self.device}
+        if self.rank.options[1:]:
+            controls["rank"] = self.rank
         unknown = set(filters) - set(controls)
         if unknown:
             raise TypeError(f"unknown filter {sorted(unknown)}; use {sorted(controls)}")
@@ -247,7 +290,7 @@ class TraceExplorer(widgets.VBox):
         for name, value in filters.items():  # quietly, then one refilter
             controls[name].unobserve(self._refilter, names="value")
             try:
-                controls[name].value = ALL if value is None and name != "device" else value
+                controls[name].value = ALL if value is None else value
             except Exception as exc:  # traitlets' TraitError: say what the choices are
                 raise ValueError(f"{name}={value!r} is not in this trace; choose from "
                                  f"{[o for o in controls[name].options]}") from exc
@@ -259,8 +302,11 @@ class TraceExplorer(widgets.VBox):
         def value(control):
             return None if control.value == ALL else control.value
 
-        return {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
-                "module": value(self.module), "device": self.device.value}
+        chosen = {"op": value(self.op), "kind": value(self.kind), "phase": value(self.phase),
+                  "module": value(self.module), "device": value(self.device)}
+        if self.rank.options[1:]:
+            chosen["rank"] = value(self.rank)
+        return chosen
 
     def _refilter(self, change=None) -> None:
         self.rows = select_rows(self.trace, self.sort.value, **self.filters())
@@ -280,22 +326,24 @@ class TraceExplorer(widgets.VBox):
         self.page = min(max(self.page + step, 0), self.pages - 1)
         self._show_page()
 
-    def _show_page(self) -> None:
+    def _show_page(self, keep: int | None = None) -> None:
+        """Draw the page; open the event at position `keep`, else the open event if this page
+        shows it, else the page's first event (the details follow what is listed)."""
         start = self.page * self.page_size
-        options = []
-        for n, e in enumerate(self.page_rows):
-            cells = row_cells(e, self.times)
-            cells[1], cells[4], cells[5] = (_clip(cells[1], 22).ljust(22),
-                                            _clip(cells[4], 18).ljust(18), _clip(cells[5], 44))
-            options.append((f"{cells[0]:>7}  " + "  ".join(cells[1:]), start + n))
-        self.table.unobserve(self._select, names="value")
-        self.table.options = options
-        self.table.value = None
-        self.table.observe(self._select, names="value")
+        shown = self.page_rows
+        options = [(_event_label(e), start + n) for n, e in enumerate(shown)]
+        if keep is None:
+            keep = next((start + n for n, e in enumerate(shown) if e is self.selected),
+                        start if shown else None)
+        self.event.unobserve(self._select, names="value")
+        self.event.options = options
+        self.event.value = keep
+        self.event.observe(self._select, names="value")
         self.prev.disabled = self.page == 0
         self.next.disabled = self.page >= self.pages - 1
         self.status.value = html.escape(_page_title(self.rows, self.page, self.page_size,
                                                     len(self.trace)))
+        self._open(keep)
 
     # -- one event -------------------------------------------------------------------------
     def select(self, index: int) -> None:
@@ -303,27 +351,34 @@ class TraceExplorer(widgets.VBox):
         for position, e in enumerate(self.rows):
             if e.index == index:
                 self.page = position // self.page_size
-                self._show_page()
-                self.table.value = position
+                self._show_page(keep=position)
                 return
         raise ValueError(f"event #{index} is not among the {len(self.rows)} events the "
                          "filters keep; clear the filters (set_filters(op=None, ...)) first")
 
     def _select(self, change) -> None:
-        position = change["new"]
-        if position is None:
-            return
-        e = self.selected = self.rows[position]
-        if self._call_sizes is None:  # one pass, the first time an event is opened
-            self._call_sizes = Counter(ev.call_id for ev in self.trace.events)
-        self.details = event_details(e, self._call_sizes[e.call_id])
-        self.detail_html.value = text_html(self.details)
-        choices = [(f"in{i} {tensor_brief(t)}", ("in", i)) for i, t in enumerate(e.inputs)]
-        choices += [(f"out{i} {tensor_brief(t)}", ("out", i)) for i, t in enumerate(e.outputs)]
-        self.tensor.unobserve(self._show_layout, names="value")
-        self.tensor.options = choices
-        self.tensor.value = choices[0][1] if choices else None
-        self.tensor.observe(self._show_layout, names="value")
+        self._open(change["new"])
+
+    def _open(self, position: int | None) -> None:
+        if position is None:  # nothing matches the filters
+            self.selected, self.details = None, ""
+            self.detail_html.value = text_html("no event matches these filters")
+            self.tensor.options = []
+        else:
+            e = self.selected = self.rows[position]
+            if self._call_sizes is None:  # one pass, the first time an event is opened
+                self._call_sizes = Counter(ev.call_id for ev in self.trace.events)
+            self.details = event_details(e, self._call_sizes[e.call_id])
+            self.detail_html.value = _scrolling_pre(self.details)
+            choices = [(f"in{i} {tensor_brief(t)}", ("in", i)) for i, t in enumerate(e.inputs)]
+            choices += [(f"out{i} {tensor_brief(t)}", ("out", i))
+                        for i, t in enumerate(e.outputs)]
+            self.tensor.unobserve(self._show_layout, names="value")
+            self.tensor.options = choices
+            self.tensor.value = choices[0][1] if choices else None
+            self.tensor.observe(self._show_layout, names="value")
+        self.table.value = page_html(self.rows, self.page, self.page_size, self.times,
+                                     len(self.trace), self.selected, title=False)
         self._show_layout()
 
     def _show_layout(self, change=None) -> None:
@@ -344,12 +399,24 @@ class TraceExplorer(widgets.VBox):
     def to_text(self) -> str:
         return page_text(self.rows, self.page, self.page_size, self.times, len(self.trace))
 
-    def _repr_mimebundle_(self, **kwargs) -> dict:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = self.to_text()
-        bundle["text/html"] = page_html(self.rows, self.page, self.page_size, self.times,
-                                        len(self.trace))
-        return bundle
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict:
+        """The live widget, and its static form beside it: the page as text and as an HTML
+        table with the open event's details (what a saved notebook, nbconvert HTML or
+        GitHub show)."""
+        static = page_html(self.rows, self.page, self.page_size, self.times, len(self.trace),
+                           self.selected) + (_scrolling_pre(self.details) if self.details else "")
+        return widget_bundle(self, self.to_text(), static, include, exclude)
+
+
+def _scrolling_pre(text: str) -> str:
+    """Text whose long lines scroll sideways rather than break inside a word."""
+    return ('<div style="overflow-x:auto;max-width:100%"><pre style="white-space:pre">'
+            f"{html.escape(text)}</pre></div>")
+
+
+def _event_label(e: OpEvent) -> str:
+    where = f"  {e.module}" if e.module else ""
+    return f"#{e.index} {op_short(e.op)} [{e.kind}, {e.phase}]{where}"
 
 
 def _options(trace: Trace) -> tuple[list[str], list[str]]:

@@ -7,6 +7,7 @@ thing the same way (and a test of one pins the wording of all).
 from __future__ import annotations
 
 import re
+import sys
 
 from ..backend.allocator import format_bytes
 from ..trace.events import TensorRecord
@@ -21,17 +22,50 @@ _DTYPES = {
 
 
 def short_source(source: str) -> str:
-    """file:line without the folder; a notebook cell (whose file name changes at every kernel
-    start) becomes `cell:LINE`, so saved output stays the same."""
+    """file:line without the folder; a line of a notebook cell reads as IPython's tracebacks
+    say it, `In [5], line 3` (the cell's temporary file name changes at every kernel start, so
+    saved output stays the same). A cell this kernel did not run reads `In [?], line 3`."""
     if not source:
         return ""
-    cell = _IPYKERNEL_CELL.search(source)
-    if cell:
-        return f"cell:{cell.group(1)}"
+    filename, _, line = source.rpartition(":")
+    number = cell_number(filename)
+    if number is not None:
+        return f"In [{number}], line {line}"
+    if _IPYKERNEL_CELL.search(source):
+        return f"In [?], line {line}"
     cell = _IPYTHON_INPUT.search(source)
     if cell:
-        return f"In[{cell.group(1)}]:{cell.group(2)}"
+        return f"In [{cell.group(1)}], line {cell.group(2)}"
     return source.rsplit("/", 1)[-1]
+
+
+def short_sources(sources: list[str]) -> str:
+    """Several source lines, those of one cell together: 'In [9], lines 5 and 3; model.py:12'."""
+    groups: dict[str, list[str]] = {}
+    for text in map(short_source, sources):
+        where, sep, line = text.rpartition(", line ")
+        groups.setdefault(where if sep else text, []).append(line if sep else "")
+    parts = []
+    for where, lines in groups.items():
+        lines = [n for n in lines if n]
+        if not lines:
+            parts.append(where)
+        else:
+            joined = lines[0] if len(lines) == 1 else ", ".join(lines[:-1]) + " and " + lines[-1]
+            parts.append(f"{where}, line{'s' if len(lines) > 1 else ''} {joined}")
+    return "; ".join(parts)
+
+
+def cell_number(filename: str) -> int | None:
+    """The execution count of the notebook cell whose code IPython compiled under `filename`
+    (the `In [n]` its tracebacks show), or None outside IPython / for other files."""
+    ipython = sys.modules.get("IPython")  # never import IPython just to ask
+    shell = ipython.get_ipython() if ipython is not None else None
+    label = getattr(getattr(shell, "compile", None), "format_code_name", lambda _: None)(filename)
+    if not label:
+        return None
+    digits = label[1].removeprefix("In[").removesuffix("]")
+    return int(digits) if digits.isdigit() else None
 
 
 def op_short(op: str) -> str:

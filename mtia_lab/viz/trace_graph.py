@@ -128,6 +128,10 @@ class TraceGraph(View):
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())
 
+    def details(self) -> dict[str, dict]:
+        """Ops (`e<index>`) and tensors (`t<id>`) by DOT name: what a click shows in explore()."""
+        return render_details(self.graph)
+
     def to_rich(self) -> Any:
         from rich.text import Text
 
@@ -226,3 +230,32 @@ def render_dot(g: Dataflow) -> str:
         elif t.same_storage:  # another view of a storage an op wrote: it wrote these bytes
             body.append(f"e{t.producer} -> {t.name} [style=dotted];")
     return digraph(body, name="dataflow")
+
+
+def render_details(g: Dataflow) -> dict[str, dict]:
+    tensors = {t.id: t for t in g.tensors}
+
+    def describe(ids: list[int]) -> str:
+        return "\n".join(f"t{i}: {tensor_detail(tensors[i].record, tensors[i].storage)}"
+                         for i in ids) or "-"
+
+    out: dict[str, dict] = {}
+    for op in g.ops:
+        e = op.event
+        out[f"e{e.index}"] = {"title": f"#{e.index} {op_short(e.op)}", "rows": [
+            ["op", e.op], ["served", f"{e.kind} ({e.phase})" + (f": {e.reason}" if e.reason
+                                                                 else "")],
+            ["module", e.module or "-"], ["call", e.call or "-"],
+            ["source", short_source(e.source) or "-"],
+            ["inputs", describe(op.inputs)], ["outputs", describe(op.outputs)],
+        ]}
+    for t in g.tensors:
+        if t.alias_of is not None:
+            origin = f"{op_short(t.alias_op)} of t{t.alias_of} (an alias: no data moved)"
+        elif t.producer is None:
+            origin = "from outside the trace"
+        else:
+            origin = f"written by #{t.producer}"
+        out[t.name] = {"title": f"{t.name} {tensor_brief(t.record)}", "rows": [
+            ["tensor", tensor_detail(t.record, t.storage)], ["origin", origin]]}
+    return out

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..trace.events import ALL_KINDS, KINDS, Trace
 from .display import View
+from .registry import register_view
 from .trace_format import (
     fmt_bytes,
     fmt_host,
@@ -25,7 +26,7 @@ from .trace_format import (
     op_short,
     rich_html,
     rich_text,
-    short_source,
+    short_sources,
 )
 
 MAX_ROWS = 40  # ops in the table; the rest summed in one line
@@ -99,6 +100,10 @@ def headline(trace: Trace, show_host: bool, show_sim: bool) -> str:
     calls = len({e.call_id for e in trace.events})
     ops = len({e.op for e in trace.events})
     label = trace.metadata.get("label") or ""
+    if not trace.events:
+        return (f"trace{' ' + repr(label) if label else ''}: no op reached the mtia_sim device "
+                "(the code ran on the CPU only, or did no tensor work): move tensors with "
+                ".to(\"mtia_sim\") to trace them")
     text = (f"trace{' ' + repr(label) if label else ''}: {len(trace.events)} events, {ops} ops"
             f"{' (' + parts + ')' if parts else ''}, {calls} calls")
     backward = sum(e.phase == "backward" for e in trace.events)
@@ -143,16 +148,25 @@ class TraceSummary(_RichView):
                                  if any(r.kinds[k] for r in self.rows)]
 
     def to_rich(self) -> Any:
+        """The table, built for the width of the console that draws it (see _fit)."""
+        return _Fitted(self._build)
+
+    def _build(self, width: int) -> Any:
+        """At the usual 100 columns, every column. On a narrower console columns go until the
+        table fits -- first the count columns that are all zero, then comp., bwd, alloc, host
+        and bytes -- so a number never wraps away from its unit, nor an op name over three
+        lines (it may fold once, past 24 characters)."""
         from rich import box
         from rich.console import Group
+        from rich.markup import escape
         from rich.table import Table
         from rich.text import Text
 
+        if not self.rows:
+            return Text(headline(self.trace, self.show_host, self.show_sim))
         table = Table(
             box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
             show_footer=len(self.rows) > 1,
-            caption="comp.: events of calls that became several aten ops (F.linear -> t, "
-                    "addmm); bwd: run by autograd; bytes: read and written",
             caption_justify="left",
         )
         columns = ["op", "events", *self.kinds, "comp.", "bwd"]
@@ -160,24 +174,53 @@ class TraceSummary(_RichView):
         columns += ["sim"] if self.show_sim else []
         columns += ["bytes", "alloc"]
         total = self._total()
+        footer = self._cells(total, "total")
+        longest = max(len(op_short(r.op)) for r in self.rows[:self.max_rows])
+        keep = self._fit(columns, footer, width, min(longest, 24))
+        notes = {"comp.": "comp.: events of calls that became several aten ops (F.linear -> t, "
+                          "addmm)", "bwd": "bwd: run by autograd", "bytes": "bytes: read and "
+                          "written"}
+        table.caption = "; ".join(notes[columns[n]] for n in keep if columns[n] in notes)
         # Only the op column gives way when the table is too wide (a long name folds onto a
         # second line): a number cut to "16.79 …" would say something false.
-        for name, foot in zip(columns, self._cells(total, "total"), strict=True):
-            table.add_column(name, justify="left" if name == "op" else "right", footer=foot,
-                             no_wrap=name != "op", overflow="fold")
+        for n in keep:
+            name = columns[n]
+            table.add_column(name, justify="left" if name == "op" else "right",
+                             footer=footer[n], no_wrap=name != "op", overflow="fold",
+                             min_width=min(longest, 24) if name == "op" else None)
         for row in self.rows[:self.max_rows]:
             style = "bold red" if row.kinds["fallback"] else None
-            table.add_row(*self._cells(row, op_short(row.op)), style=style)
+            cells = self._cells(row, escape(op_short(row.op)))
+            table.add_row(*[cells[n] for n in keep], style=style)
         hidden = self.rows[self.max_rows:]
         if hidden:
             rest = OpRow(f"... {len(hidden)} more ops")
             for r in hidden:
                 _add(rest, r)
-            table.add_row(*self._cells(rest, rest.op), style="dim")
+            cells = self._cells(rest, rest.op)
+            table.add_row(*[cells[n] for n in keep], style="dim")
         parts: list[Any] = [Text(headline(self.trace, self.show_host, self.show_sim)), table]
         for op, reason in sorted(self.trace.fallbacks().items()):
             parts.append(Text(f"fallback {op_short(op)}: {reason}", style="red"))
         return Group(*parts)
+
+    def _fit(self, columns: list[str], footer: list[str], width: int, op_width: int) -> list:
+        """Positions of the columns shown at `width` (see _build)."""
+        keep = list(range(len(columns)))
+        if width >= self.width:
+            return keep
+        rows = [self._cells(r, "") for r in self.rows[:self.max_rows]]
+        size = {n: max(len(columns[n]), len(footer[n]), *(len(r[n]) for r in rows))
+                for n in keep}
+        size[0] = max(op_width, 5)
+        order = [n for n in keep if footer[n] == "."]  # all-zero counts first
+        order += [columns.index(c) for c in ("comp.", "bwd", "alloc", "host", "bytes")
+                  if c in columns and columns.index(c) not in order]
+        for n in order:
+            if sum(size[k] for k in keep) + 2 * len(keep) <= width:
+                break
+            keep.remove(n)
+        return keep
 
     def _total(self) -> OpRow:
         total = OpRow("total")
@@ -191,6 +234,16 @@ class TraceSummary(_RichView):
         cells += [fmt_host(row.host_ns)] if self.show_host else []
         cells += [fmt_sim(row.sim_us)] if self.show_sim else []
         return cells + [fmt_bytes(row.nbytes), fmt_bytes(row.allocated)]
+
+
+class _Fitted:
+    """A renderable built when rich knows the width it will be drawn at."""
+
+    def __init__(self, build) -> None:
+        self.build = build
+
+    def __rich_console__(self, console, options):
+        yield self.build(options.max_width)
 
 
 def _n(count: int) -> str:
@@ -278,11 +331,16 @@ class TraceTree(_RichView):
         self.roots = module_tree(trace)
 
     def to_rich(self) -> Any:
+        from rich.markup import escape
+        from rich.text import Text
         from rich.tree import Tree
 
-        tree = Tree(headline(self.trace, self.show_host, self.show_sim))
+        # Labels, error text, ops and module names are data: never rich markup ("[/]" would
+        # raise, "[link=javascript:...]" would become a link in the HTML).
+        tree = Tree(Text(headline(self.trace, self.show_host, self.show_sim)))
         for phase, root in self.roots.items():
-            self._grow(tree.add(f"[bold]{phase}[/bold]  {self._figures(root.total)}"), root)
+            self._grow(tree.add(f"[bold]{escape(phase)}[/bold]  {self._figures(root.total)}"),
+                       root)
         return tree
 
     def _grow(self, branch, node: ModuleNode) -> None:
@@ -292,8 +350,7 @@ class TraceTree(_RichView):
         for child in children[:MAX_TREE_CHILDREN]:
             where = ""
             if child.sources:
-                where = "  @ " + ", ".join(
-                    short_source(s) for s, _ in child.sources.most_common(2))
+                where = "  @ " + short_sources([s for s, _ in child.sources.most_common(2)])
             label = f"[bold cyan]{escape(child.name)}[/]  {self._figures(child.total)}"
             self._grow(branch.add(label + escape(where)), child)
         if len(children) > MAX_TREE_CHILDREN:
@@ -332,3 +389,14 @@ def trace_summary(trace: Trace, **options) -> TraceSummary:
 def trace_tree(trace: Trace, **options) -> TraceTree:
     """The trace as a tree of nn.Module paths, forward and backward."""
     return TraceTree(trace, **options)
+
+
+# How a Trace shows itself (Trace._repr_mimebundle_ and __rich__ look these up).
+@register_view(Trace, "notebook")
+def _notebook_view(trace: Trace) -> TraceSummary:
+    return TraceSummary(trace, times="sim")  # saved outputs stay the same from run to run
+
+
+@register_view(Trace, "terminal")
+def _terminal_view(trace: Trace) -> TraceSummary:
+    return TraceSummary(trace)

@@ -1,10 +1,10 @@
 """Fixtures of the real-browser tests: JupyterLab in headless Debian Chromium, driven by Playwright.
 
-One JupyterLab server (lab_server.py) and one browser per test module; `run_notebook(path)`
-opens a notebook and runs all its cells once per module, so several tests can read the same run
-(a cold kernel importing torch is most of the cost). Module scope, not session: the server, its
-kernels and Chromium hold over 1 GB and keep polling, and the rest of the suite runs after these
-tests on a small machine; a second browser test module pays for its own server (about 6 s).
+One JupyterLab server (lab_server.py) per session and one browser per test module;
+`run_notebook(path)` opens a notebook and runs all its cells once per module, so several tests can
+read the same run (a cold kernel importing torch is most of the cost). The kernels a module
+started are shut down when it ends (each holds torch: hundreds of MB), and Chromium with the
+module: the rest of the suite runs after these tests on a small machine.
 
 When a test fails, every open page is saved as a screenshot (and its HTML) in pytest's
 temporary folder and the path is printed, with the browser's console errors and the end of the
@@ -53,7 +53,7 @@ def chromium() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab_server(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
     server.start()
@@ -98,6 +98,7 @@ def run_notebook(
     for notebook in _open_pages:
         notebook.page.context.close()
     _open_pages.clear()
+    lab_server.shutdown_kernels()
 
 
 @pytest.fixture(autouse=True)

@@ -129,6 +129,19 @@ class LabServer:
         raise RuntimeError(f"jupyter lab did not answer within {START_TIMEOUT_S} s:\n"
                            f"{self.log_tail()}")
 
+    def shutdown_kernels(self) -> None:
+        """End every kernel the server runs (a finished notebook's kernel holds torch: hundreds
+        of MB), through the REST API, as the browser's "Shut Down All Kernels" does."""
+        headers = {"Authorization": f"token {self.token}"}
+        with urllib.request.urlopen(urllib.request.Request(
+                f"{self.url}/api/kernels", headers=headers), timeout=10) as response:
+            kernels = json.load(response)
+        for kernel in kernels:
+            request = urllib.request.Request(f"{self.url}/api/kernels/{kernel['id']}",
+                                             headers=headers, method="DELETE")
+            with urllib.request.urlopen(request, timeout=30):
+                pass
+
     def log_tail(self, lines: int = 40) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
