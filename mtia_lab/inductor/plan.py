@@ -48,6 +48,11 @@ class InductorGraph:
     def source(self, name: str) -> str:
         return self.sources[name]
 
+    def plan_detail(self) -> None:
+        """No per-buffer detail (compiler/plan_detail.py reads our scheduler's IR): views of
+        Inductor's plan draw from the records alone, as for a plan saved without detail."""
+        return None
+
 
 def user_source(fx_node) -> str:
     """file:line: code of the innermost user frame in the node's stack trace."""

@@ -52,8 +52,14 @@ CONTROLS = {
     "on_chip_memory_budget": "optional",
 }
 # Inductor's own guardrails (torch._inductor.config), for engine="inductor".
-INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()
-                     if name != "on_chip_memory_budget"}
+INDUCTOR_CONTROLS = {
+    "max_fusion_size": "slider",
+    "max_fusion_unique_io_buffers": "optional",
+    "score_fusion_memory_threshold": "int",
+    "max_fusion_buffer_group_pairwise_attempts": "int",
+    "combo_kernels": "bool",
+    "combo_kernel_max_num_args": "int",
+}
 ENGINES = ("ours", "inductor")
 MAX_GROUPS_LISTED = 30
 MAX_FLIPS_LISTED = 20
