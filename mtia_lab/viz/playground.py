@@ -52,14 +52,9 @@ CONTROLS = {
     "on_chip_memory_budget": "optional",
 }
 # Inductor's own guardrails (torch._inductor.config), for engine="inductor".
-INDUCTOR_CONTROLS = {
-    "max_fusion_size": "slider",
-    "max_fusion_unique_io_buffers": "optional",
-    "score_fusion_memory_threshold": "int",
-    "max_fusion_buffer_group_pairwise_attempts": "int",
-    "combo_kernels": "bool",
-    "combo_kernel_max_num_args": "int",
-}
+INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()  # ours-only settings out
+                     if name not in ("on_chip_memory_budget", "matmul_templates",
+                                     "combo_kernel_max_num_nodes")}
 ENGINES = ("ours", "inductor")
 MAX_GROUPS_LISTED = 30
 MAX_FLIPS_LISTED = 20
@@ -309,9 +304,9 @@ class PlaygroundWidget(widgets.VBox):
         self.picture = widgets.HTML()
         self.column = widgets.VBox(layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
         self.column.add_class("mtia-playground-controls")
-        results = widgets.VBox([self.numbers, self.error], layout=widgets.Layout(flex="1 1 auto"))
-        super().__init__([self.engine,
-                          widgets.HBox([self.column, results],
+        results = widgets.VBox([self.engine, self.numbers, self.error],
+                               layout=widgets.Layout(flex="1 1 auto"))
+        super().__init__([widgets.HBox([self.column, results],
                                        layout=widgets.Layout(flex_flow="row wrap")),
                           self.flips, self.groups, self.picture])
         self._build_controls()
