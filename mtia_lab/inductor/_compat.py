@@ -328,6 +328,13 @@ def scheduler_module():
     return module
 
 
+def current_graph():
+    """The GraphLowering Inductor is working on (its `V.graph`)."""
+    from torch._inductor.virtualized import V
+
+    return V.graph
+
+
 def combo_kernel_class() -> type:
     from torch._inductor.codegen.triton_combo_kernel import ComboKernel
 
