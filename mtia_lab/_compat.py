@@ -226,6 +226,14 @@ def storage_alias(host: torch.UntypedStorage, device: torch.device) -> torch.Unt
     return torch._C._construct_storage_from_data_pointer(host.data_ptr(), device, host.nbytes())
 
 
+def is_fake(tensor: torch.Tensor) -> bool:
+    """A FakeTensor (metadata only, while torch.compile traces): asking for its data pointer
+    warns on torch 2.13 (and will raise later)."""
+    from torch._subclasses.fake_tensor import is_fake as fake
+
+    return fake(tensor)
+
+
 # --- exceptions in backward (mtia_lab/backend/backward_errors.py) ---
 # The Python device guard of torch 2.13 (torch/csrc/acc/Module.cpp) calls into Python from
 # noexcept methods: a Python exception unwinding through the engine's stream guard aborts.

@@ -19,7 +19,7 @@ import weakref
 
 import torch
 
-from .._compat import DEVICE_NAME, copy_math_bits
+from .._compat import DEVICE_NAME, copy_math_bits, is_fake
 from .allocator import Block
 from .runtime import RUNTIME
 
@@ -224,13 +224,21 @@ def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: boo
     return host.to(device_of(device_index)).requires_grad_(requires_grad)
 
 
+def _compat_is_fake(inner: torch.Tensor) -> bool:
+    # Only FakeTensor subclasses can be fake: a plain CPU tensor (every op result) costs one
+    # type check, not a call into torch._subclasses.
+    return type(inner) is not torch.Tensor and is_fake(inner)
+
+
 def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
     """Put a CPU tensor on the device: share the DeviceStorage of its CPU storage if one
     exists (a view or an in-place result), otherwise allocate a block for it (a fresh result)."""
     untyped = inner.untyped_storage()
+    if _compat_is_fake(inner):  # a FakeTensor while torch.compile traces: no memory
+        return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
     try:
         ptr = untyped.data_ptr()
-    except RuntimeError:  # a FakeTensor while torch.compile traces: metadata only, no memory
+    except RuntimeError:  # metadata only, no memory
         return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
     entry = _LIVE_STORAGES.get(ptr) if ptr else None
     storage = entry() if entry is not None else None

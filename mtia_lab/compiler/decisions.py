@@ -119,7 +119,10 @@ class FusionPlan:
         if self.ir is not None and hasattr(self.ir, "buffers"):
             from .plan_detail import plan_detail
 
-            data["detail"] = plan_detail(self.ir)
+            own = getattr(self.ir, "plan_detail", None)  # another scheduler's graph (Inductor's)
+            detail = own() if own is not None else plan_detail(self.ir)
+            if detail is not None:
+                data["detail"] = detail
         return data
 
     @property

@@ -50,7 +50,10 @@ def install_hooks() -> None:
 
     errors.check_triton()
     _compat.interpreter_env()
+    if _compat.triton_made_before_switch():
+        raise errors.triton_imported_too_early()
     _compat.activate_host_driver()
+    _compat.faster_nested_calls()
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
     from ..backend.tensor import MTIATensor

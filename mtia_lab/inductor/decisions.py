@@ -136,9 +136,7 @@ def install() -> None:
 
     def make_init(original):
         def _init(self, nodes):
-            from torch._inductor.virtualized import V
-
-            graph = V.graph
+            graph = _compat.current_graph()
             if _compat.DEVICE not in getattr(graph, "device_types", ()):
                 return original(self, nodes)
             phase = "backward" if graph.is_backward else (

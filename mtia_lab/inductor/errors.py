@@ -41,6 +41,14 @@ def check_triton() -> None:
             "Triton kernel then runs interpreted, CUDA's included)")
 
 
+def triton_imported_too_early() -> InductorDeviceError:
+    return InductorDeviceError(
+        "Triton was imported before mtia_lab could switch it to its interpreter (by importing "
+        "torch._inductor or triton before mtia_lab, or with TRITON_INTERPRET=0): its kernels "
+        "cannot run on mtia_sim in this process. Restart Python and `import mtia_lab` before "
+        "torch._inductor / triton (or start it with TRITON_INTERPRET=1).")
+
+
 def unsupported_op(op: str, cause: BaseException) -> InductorDeviceError:
     return InductorDeviceError(
         f"TorchInductor cannot lower {op} for mtia_sim (no lowering, decomposition or ATen "

@@ -105,6 +105,6 @@ LIBDEVICE = _Libdevice("mtia_lab.inductor.libdevice.LIBDEVICE")
 def install(helpers_module) -> None:
     """Give Inductor's triton_helpers (which the generated kernels import it from) this one."""
     helpers_module.libdevice = LIBDEVICE
-    compat = sys.modules.get("torch._inductor.runtime.triton_compat")
+    compat = sys.modules.get("torch._inductor.runtime.triton_compat")  # Inductor's own compat
     if compat is not None:
         compat.libdevice = LIBDEVICE

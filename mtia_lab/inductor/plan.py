@@ -30,7 +30,7 @@ import torch
 from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
 from ..compiler.decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from .decisions import Collector
+from .decisions import Collector, rule_of
 from .kernels import _jit_source, _order, describe, fx_origins
 
 _GEMM = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_mm")
@@ -47,6 +47,11 @@ class InductorGraph:
 
     def source(self, name: str) -> str:
         return self.sources[name]
+
+    def plan_detail(self) -> None:
+        """No per-buffer detail (compiler/plan_detail.py reads our scheduler's IR): views of
+        Inductor's plan draw from the records alone, as for a plan saved without detail."""
+        return None
 
 
 def user_source(fx_node) -> str:
@@ -206,8 +211,6 @@ def _decisions(c: Collector, by_name: dict) -> list[FusionDecision]:
         first, second = _names(a.node1), _names(a.node2)
         if not first or not second:
             continue
-        from .decisions import rule_of
-
         rule = "fused" if a.fused else rule_of(a.why)
         reason = "Inductor fused them" if a.fused else a.text
         if a.numbers:

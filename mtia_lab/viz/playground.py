@@ -304,9 +304,9 @@ class PlaygroundWidget(widgets.VBox):
         self.picture = widgets.HTML()
         self.column = widgets.VBox(layout=widgets.Layout(flex="0 0 auto", min_width="560px"))
         self.column.add_class("mtia-playground-controls")
-        results = widgets.VBox([self.numbers, self.error], layout=widgets.Layout(flex="1 1 auto"))
-        super().__init__([self.engine,
-                          widgets.HBox([self.column, results],
+        results = widgets.VBox([self.engine, self.numbers, self.error],
+                               layout=widgets.Layout(flex="1 1 auto"))
+        super().__init__([widgets.HBox([self.column, results],
                                        layout=widgets.Layout(flex_flow="row wrap")),
                           self.flips, self.groups, self.picture])
         self._build_controls()
