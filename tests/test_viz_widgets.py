@@ -68,7 +68,7 @@ def test_playground_notes_a_refused_value_by_its_field(pg):
 
 def test_playground_controls_keep_their_width(pg):
     w = pg.widget(show_graph=False)
-    column = w.children[1].children[0]  # under the ours/Inductor switch
+    column = w.children[0].children[0]
     assert column is w.column
     assert column.layout.flex == "0 0 auto" and column.layout.min_width == "560px"
     assert all(row.layout.flex == "0 0 auto" for row in column.children[:-1])

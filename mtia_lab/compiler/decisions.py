@@ -114,9 +114,9 @@ class FusionPlan:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ir"}
         data = asdict(FusionPlan(**data))
         data.pop("ir")
-        # Dataflow inside kernels, shapes, users' names (for views): our IR has them; a plan of
-        # Inductor's carries an InductorGraph instead (mtia_lab/inductor), drawn without them.
-        if self.ir is not None and hasattr(self.ir, "buffers"):
+        # Dataflow inside kernels, shapes, users' names (for views), from our IR; a plan of
+        # Inductor's carries an InductorGraph (mtia_lab/inductor) that answers for itself.
+        if self.ir is not None:
             from .plan_detail import plan_detail
 
             own = getattr(self.ir, "plan_detail", None)  # another scheduler's graph (Inductor's)
