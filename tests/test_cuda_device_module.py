@@ -121,9 +121,12 @@ def test_snapshot_and_history_read_by_torch_memory_viz(clean_memory):
         snapshot = mt.memory._snapshot()
     finally:
         mt.memory._record_memory_history(enabled=None)
-    segment = next(s for s in snapshot["segments"] if s["device"] == 0 and s["allocated_size"])
+    # `keep`'s block (tensors left alive by earlier tests may share the device)
+    address = mtia_lab.storage_of(keep).address
+    segment, block = next((s, b) for s in snapshot["segments"] if s["device"] == 0
+                          for b in s["blocks"] if b["address"] == address)
     assert segment["stream"] == 0 and segment["segment_pool_id"] == (0, 0)
-    block = next(b for b in segment["blocks"] if b["state"] == "active_allocated")
+    assert block["state"] == "active_allocated"
     assert any(f["filename"] == __file__ and f["line"] == line for f in block["frames"])
     actions = [e["action"] for e in snapshot["device_traces"][0]]
     for action in ("segment_alloc", "alloc", "free_requested", "free_completed", "oom"):
