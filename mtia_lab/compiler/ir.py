@@ -28,6 +28,7 @@ import torch
 import torch.fx
 
 from .._compat import size_hint, symbolic_size_at
+from ..fx_source import user_frame
 
 aten = torch.ops.aten
 
@@ -276,21 +277,8 @@ def _nbytes(t: torch.Tensor, size: Size = size_hint) -> int:
 
 
 def user_source(node: torch.fx.Node) -> tuple[str, ...]:
-    """The innermost frame of the node's stack trace that is the user's code, not torch's."""
-    trace = node.meta.get("stack_trace") or ""
-    lines = trace.strip().splitlines()
-    best = innermost = ""
-    for i, line in enumerate(lines):
-        line = line.strip()
-        if line.startswith("File ") and ", line " in line:
-            parts = line.split(", ")
-            where = parts[0][6:-1].rsplit("/", 1)[-1] + ":" + parts[1].removeprefix("line ")
-            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            innermost = f"{where}: {code}" if code else where
-            if "/torch/" not in line:
-                best = innermost
-    # A model made only of torch.nn modules has no user frame: name torch's line instead.
-    best = best or innermost
+    """The user's line that made the node (fx_source.user_frame), as a tuple of one or none."""
+    best = user_frame(node)
     return (best,) if best else ()
 
 

@@ -30,6 +30,7 @@ import torch
 from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
 from ..compiler.decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
+from ..fx_source import user_frame
 from .decisions import Collector, rule_of
 from .kernels import _jit_source, _order, describe, fx_origins
 
@@ -52,22 +53,6 @@ class InductorGraph:
         """No per-buffer detail (compiler/plan_detail.py reads our scheduler's IR): views of
         Inductor's plan draw from the records alone, as for a plan saved without detail."""
         return None
-
-
-def user_source(fx_node) -> str:
-    """file:line: code of the innermost user frame in the node's stack trace."""
-    lines = (fx_node.meta.get("stack_trace") or "").strip().splitlines()
-    best = innermost = ""
-    for i, line in enumerate(lines):
-        line = line.strip()
-        if line.startswith("File ") and ", line " in line:
-            parts = line.split(", ")
-            where = parts[0][6:-1].rsplit("/", 1)[-1] + ":" + parts[1].removeprefix("line ")
-            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            innermost = f"{where}: {code}" if code else where
-            if "/torch/" not in line:
-                best = innermost
-    return best or innermost
 
 
 def _kind(snode) -> str:
@@ -170,7 +155,7 @@ def build_plan(c: Collector) -> FusionPlan:
         groups.append(KernelGroup(
             i, tuple(own), kind, reads, writes, cost, cost.duration_us(profile),
             tuple(describe(n) for n in fx), tuple(dict.fromkeys(
-                s for s in (user_source(n) for n in fx) if s))))
+                s for s in (user_frame(n) for n in fx) if s))))
         kname = next((name_of[id(sub)] for sub in snode.get_nodes()
                       if name_of.get(id(sub))), None)
         if kname is None and kind == "extern":
@@ -222,7 +207,7 @@ def _decisions(c: Collector, by_name: dict) -> list[FusionDecision]:
         fx = [by_name[n] for n in first + second if n in by_name]
         out.append(FusionDecision(first, second, a.fused, rule, reason, int(a.score or 0),
                                   a.round, tuple(describe(n) for n in fx),
-                                  tuple(dict.fromkeys(s for s in map(user_source, fx) if s))))
+                                  tuple(dict.fromkeys(s for s in map(user_frame, fx) if s))))
     for part, node, count, extra, limit in c.combo_splits:
         first = tuple(n for s in part for n in _names(s))
         second = _names(node)
