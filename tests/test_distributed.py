@@ -355,9 +355,13 @@ def test_command_line_runs_a_script_on_n_ranks_with_torchrun_variables(tmp_path)
         dist.init_process_group()  # plain: mtia_sim is the accelerator, mtia_ccl its backend
         t = torch.ones(2, device="mtia_sim") * (dist.get_rank() + 1)
         dist.all_reduce(t)
-        print(f"rank={os.environ['RANK']} local={os.environ['LOCAL_RANK']} "
-              f"world={dist.get_world_size()} backend={dist.group.WORLD.name()} "
-              f"chip={os.environ['MTIA_SIM_VISIBLE_DEVICES']} sum={t.cpu().tolist()}")
+        # One write of the whole line: the ranks share the launcher's stdout, and print()'s
+        # separate write of the newline can interleave with the other rank's line.
+        sys.stdout.write(f"rank={os.environ['RANK']} local={os.environ['LOCAL_RANK']} "
+                         f"world={dist.get_world_size()} backend={dist.group.WORLD.name()} "
+                         f"chip={os.environ['MTIA_SIM_VISIBLE_DEVICES']} "
+                         f"sum={t.cpu().tolist()}\\n")
+        sys.stdout.flush()
         dist.destroy_process_group()
         if sys.argv[1:] == ["fail"] and os.environ["RANK"] == "1":
             sys.exit(3)
