@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from .source_names import short_source
+
 
 def user_frame(node: torch.fx.Node) -> str:
     """The innermost frame of the node's stack trace that is the user's code, not torch's; a
@@ -20,7 +22,7 @@ def user_frame(node: torch.fx.Node) -> str:
         line = line.strip()
         if line.startswith("File ") and ", line " in line:
             parts = line.split(", ")
-            where = parts[0][6:-1].rsplit("/", 1)[-1] + ":" + parts[1].removeprefix("line ")
+            where = short_source(parts[0][6:-1] + ":" + parts[1].removeprefix("line "))
             code = lines[i + 1].strip() if i + 1 < len(lines) else ""
             innermost = f"{where}: {code}" if code else where
             if "/torch/" not in line:

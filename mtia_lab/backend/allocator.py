@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..source_names import short_source
+
 MIN_BLOCK = 512  # every size is rounded up to this
 SMALL_SIZE = 1 << 20  # requests up to 1 MiB use the small pool
 SMALL_SEGMENT = 2 << 20  # the small pool grows 2 MiB at a time
@@ -704,7 +706,7 @@ class CachingAllocator:
         for segment in self.segments:
             for block in segment.blocks():
                 if block.allocated:
-                    where = f" at {block.source}" if block.source else ""
+                    where = f" at {short_source(block.source)}" if block.source else ""
                     key = (block.op or "unknown op") + where
                     holders[key] = holders.get(key, 0) + block.size
         top = sorted(holders.items(), key=lambda kv: -kv[1])[:5]

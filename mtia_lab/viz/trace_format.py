@@ -6,37 +6,15 @@ thing the same way (and a test of one pins the wording of all).
 
 from __future__ import annotations
 
-import re
-import sys
-
 from ..backend.allocator import format_bytes
+from ..source_names import cell_number, short_source  # noqa: F401  (re-exported)
 from ..trace.events import TensorRecord
 
-_IPYKERNEL_CELL = re.compile(r"/ipykernel_\d+/\d+\.py:(\d+)$")
-_IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>:(\d+)$")
 _DTYPES = {
     "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
     "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8",
     "complex64": "c64", "complex128": "c128",
 }
-
-
-def short_source(source: str) -> str:
-    """file:line without the folder; a line of a notebook cell reads as IPython's tracebacks
-    say it, `In [5], line 3` (the cell's temporary file name changes at every kernel start, so
-    saved output stays the same). A cell this kernel did not run reads `In [?], line 3`."""
-    if not source:
-        return ""
-    filename, _, line = source.rpartition(":")
-    number = cell_number(filename)
-    if number is not None:
-        return f"In [{number}], line {line}"
-    if _IPYKERNEL_CELL.search(source):
-        return f"In [?], line {line}"
-    cell = _IPYTHON_INPUT.search(source)
-    if cell:
-        return f"In [{cell.group(1)}], line {cell.group(2)}"
-    return source.rsplit("/", 1)[-1]
 
 
 def short_sources(sources: list[str]) -> str:
@@ -54,18 +32,6 @@ def short_sources(sources: list[str]) -> str:
             joined = lines[0] if len(lines) == 1 else ", ".join(lines[:-1]) + " and " + lines[-1]
             parts.append(f"{where}, line{'s' if len(lines) > 1 else ''} {joined}")
     return "; ".join(parts)
-
-
-def cell_number(filename: str) -> int | None:
-    """The execution count of the notebook cell whose code IPython compiled under `filename`
-    (the `In [n]` its tracebacks show), or None outside IPython / for other files."""
-    ipython = sys.modules.get("IPython")  # never import IPython just to ask
-    shell = ipython.get_ipython() if ipython is not None else None
-    label = getattr(getattr(shell, "compile", None), "format_code_name", lambda _: None)(filename)
-    if not label:
-        return None
-    digits = label[1].removeprefix("In[").removesuffix("]")
-    return int(digits) if digits.isdigit() else None
 
 
 def op_short(op: str) -> str:
