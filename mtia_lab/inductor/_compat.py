@@ -272,6 +272,25 @@ def launch_grid(autotuner, args) -> tuple[int, ...]:
     return tuple(int(g) for g in grid)
 
 
+def whole_grid_refusal(autotuner) -> str | None:
+    """Why a launch cannot run as one NumPy program for its whole grid (None: it can)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(autotuner.fn, InterpretedFunction):
+        return "not an interpreted Triton function"
+    if not autotuner.configs:
+        return "no launch configuration"
+    return None
+
+
+def interpreter_launch(autotuner, args) -> tuple[tuple, tuple[int, ...], dict]:
+    """(arguments, grid, constexpr block sizes) of a launch, as Inductor's interpreted launch
+    computes them (CachingAutotuner.run with TRITON_INTERPRET=1: its first config)."""
+    config = autotuner.configs[0]
+    args, grid = autotuner._interpret_args_grid(tuple(args), config)
+    return tuple(args), tuple(int(g) for g in grid), dict(config.kwargs)
+
+
 def kernel_source(autotuner) -> str:
     fn = getattr(autotuner.fn, "fn", autotuner.fn)
     src = getattr(autotuner.fn, "src", None) or getattr(fn, "src", None)
