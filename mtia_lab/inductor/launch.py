@@ -90,30 +90,19 @@ def _execute(original, autotuner, host: list, stream, kwargs: dict):
     when the kernel allows it, else program by program, as Triton's interpreter does."""
     from . import whole_grid
 
-    reason = getattr(autotuner, "_mtia_lab_per_program", None)
-    if reason is None and not kwargs:
-        reason = _compat.whole_grid_refusal(autotuner)
-    if reason is None:
-        args, grid, constexprs = _compat.interpreter_launch(autotuner, host)
-        written = [a for n, a in zip(autotuner.fn.arg_names, args, strict=False)
-                   if n in autotuner.mutated_arg_names and isinstance(a, torch.Tensor)]
-        saved = [w.clone() for w in written]
-        tapes = autotuner.__dict__.setdefault("_mtia_lab_tapes", {})
-        for attempt in range(2):  # a replay whose guard fails is recorded afresh, once
-            try:
-                whole_grid.run(autotuner.fn, grid, args, constexprs, tapes)
-                return None
-            except Exception as error:  # what it wrote is restored; per program below
-                for tensor, before in zip(written, saved, strict=True):
-                    tensor.copy_(before)
-                if isinstance(error, whole_grid.TapeMiss) and attempt == 0:
-                    continue
-                reason = f"{type(error).__name__}: {(str(error) or ' ').splitlines()[0]}"
-                autotuner._mtia_lab_per_program = reason
-                break
-    whole_grid.STATS.per_program += 1
-    whole_grid.STATS.reasons[f"{_compat.kernel_name_of(autotuner)}: {reason}"] += 1
-    return original(autotuner, *host, stream=stream, **kwargs)
+    def per_program():
+        return original(autotuner, *host, stream=stream, **kwargs)
+
+    name = _compat.kernel_name_of(autotuner)
+    refusal = "keyword arguments" if kwargs else _compat.whole_grid_refusal(autotuner)
+    if refusal is not None:
+        return whole_grid.run_per_program(name, refusal, per_program)
+    args, grid, constexprs = _compat.interpreter_launch(autotuner, host)
+    written = [a for n, a in zip(autotuner.fn.arg_names, args, strict=False)
+               if n in autotuner.mutated_arg_names and isinstance(a, torch.Tensor)]
+    state = autotuner.__dict__.setdefault("_mtia_lab_grid", {})
+    return whole_grid.launch(autotuner.fn, name, grid, args, constexprs, written, state,
+                             per_program)
 
 
 def install() -> None:

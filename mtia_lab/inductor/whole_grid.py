@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,8 @@ from triton.runtime.jit import _normalize_ty
 
 # Elements a chunk of programs may hold per value (programs x block): bounds host memory.
 CHUNK_ELEMENTS = 1 << 22
+# False: every launch runs program by program, Triton's own way (to compare the two)
+ENABLED = True
 
 
 class NotVectorizable(Exception):
@@ -286,6 +289,53 @@ RecordingBuilder = type("RecordingBuilder", (GridBuilder,),
                         {name: _recorded(name) for name in _RECORDED})
 
 
+def _is_slot(value) -> bool:
+    return type(value) is tuple and len(value) == 2 and value[0] is _SLOT
+
+
+_EFFECTS = ("create_masked_store", "create_store", "create_atomic", "create_assert",
+            "create_assume", "create_print", "check_uniform", "create_barrier",
+            "create_descriptor_store", "create_descriptor_scatter")
+_PER_LAUNCH = ("create_get_program_id", "create_get_num_programs")
+
+
+def _reads(step) -> list[int]:
+    _, spec, kw, _, _ = step
+    return [a[1] for a in (*spec, *kw.values()) if _is_slot(a)]
+
+
+def optimize(tape: Tape, recorded: list) -> Tape:
+    """Fold what no launch changes (steps reading only constants: ranges, constant blocks,
+    their casts and broadcasts) into constants, with the values of the recording run
+    (`recorded`: slot -> handle), drop steps whose results nothing uses, and lay each step out
+    for replay: (method, argument template, slot positions, kwargs, out slots, guard)."""
+    launch_slots = set(tape.inputs.values())
+    kept = []
+    for step in tape.steps:
+        name, _, _, outs, _ = step
+        if (name.startswith(_EFFECTS) or name in _PER_LAUNCH
+                or any(s in launch_slots for s in _reads(step))):
+            launch_slots.update(outs)
+            kept.append(step)
+        else:
+            for slot in outs:
+                tape.constants[slot] = recorded[slot]
+    needed: set[int] = set()
+    live = []
+    for step in reversed(kept):
+        if step[0].startswith(_EFFECTS) or any(s in needed for s in step[3]):
+            live.append(step)
+            needed.update(_reads(step))
+    tape.constants = {s: h for s, h in tape.constants.items() if s in needed}
+    tape.steps = []
+    for name, spec, kw, outs, guard in reversed(live):
+        template = [None if _is_slot(a) else a for a in spec]
+        positions = tuple((i, a[1]) for i, a in enumerate(spec) if _is_slot(a))
+        tape.steps.append((getattr(GridBuilder, name), template, positions, kw, outs,
+                           name == "check_uniform", guard))
+    return tape
+
+
 def replay(tape: Tape, builder: GridBuilder, arguments: dict) -> None:
     """Run the tape's builder calls on new arguments (name -> handle) and program ids."""
     env: list = [None] * tape.slots
@@ -293,18 +343,17 @@ def replay(tape: Tape, builder: GridBuilder, arguments: dict) -> None:
         env[slot] = handle
     for name, slot in tape.inputs.items():
         env[slot] = arguments[name]
-    for name, spec, kw, outs, guard in tape.steps:
-        args = [env[a[1]] if type(a) is tuple and len(a) == 2 and a[0] is _SLOT else a
-                for a in spec]
+    for method, template, positions, kw, outs, is_guard, guard in tape.steps:
+        args = template.copy()
+        for i, slot in positions:
+            args[i] = env[slot]
         if kw:
-            kw = {k: env[v[1]] if type(v) is tuple and len(v) == 2 and v[0] is _SLOT else v
-                  for k, v in kw.items()}
-        result = getattr(builder, name)(*args, **kw)
-        if guard is not None or name == "check_uniform":
+            kw = {k: env[v[1]] if _is_slot(v) else v for k, v in kw.items()}
+        result = method(builder, *args, **kw)
+        if is_guard:
             if result != guard:
                 raise TapeMiss(f"the kernel's Python read {result!r}, recorded {guard!r}")
-            continue
-        if isinstance(result, tuple):
+        elif type(result) is tuple:
             for slot, value in zip(outs, result, strict=True):
                 env[slot] = value
         elif outs:
@@ -527,7 +576,7 @@ def _record(kernel, fixed: dict, handles: dict, programs: tuple) -> Tape | None:
     finally:
         semantic.builder = default
         scope.restore()
-    return recorder.tape if recorder.valid else None
+    return optimize(recorder.tape, recorder.alive) if recorder.valid else None
 
 
 def _tape_key(fixed: dict, handles: dict) -> tuple:
@@ -563,3 +612,34 @@ def run(kernel, grid, args: tuple, constexprs: dict, tapes: dict) -> None:
             STATS.recorded += start == 0
             if tape is not None:
                 tapes[key] = tape
+
+
+def run_per_program(name: str, reason: str, per_program: Callable[[], object]):
+    """Launch program by program (Triton's interpreter), counted with its reason."""
+    STATS.per_program += 1
+    STATS.reasons[f"{name}: {reason}"] += 1
+    return per_program()
+
+
+def launch(kernel, name: str, grid, args: tuple, constexprs: dict, written: list, state: dict,
+           per_program: Callable[[], object]):
+    """One launch of `kernel` (`name`, for STATS): its whole grid at once when it can be,
+    else `per_program()`. `written`: the host tensors it may write (restored before falling
+    back, so nothing is written twice); `state`: what this kernel's launches keep (its tapes,
+    or why it runs per program)."""
+    reason = state.get("reason") if ENABLED else "whole-grid runs are switched off"
+    if reason is None:
+        saved = [w.clone() for w in written]
+        tapes = state.setdefault("tapes", {})
+        for attempt in range(2):  # a replay whose guard fails is recorded afresh, once
+            try:
+                return run(kernel, grid, args, constexprs, tapes)
+            except Exception as error:  # what it wrote is restored; per program below
+                for tensor, before in zip(written, saved, strict=True):
+                    tensor.copy_(before)
+                if isinstance(error, TapeMiss) and attempt == 0:
+                    continue
+                reason = state["reason"] = (f"{type(error).__name__}: "
+                                            f"{(str(error) or ' ').splitlines()[0]}")
+                break
+    return run_per_program(name, reason, per_program)
