@@ -543,16 +543,51 @@ def _elements_per_program(constexprs: dict) -> int:
     return size
 
 
+@functools.cache
+def _signature(fn) -> tuple[inspect.Signature, frozenset]:
+    """A kernel function's signature and its constexpr parameters (read once per kernel)."""
+    annotations = inspect.get_annotations(fn)
+    constexprs = frozenset(n for n, t in annotations.items() if _normalize_ty(t) == "constexpr")
+    return inspect.signature(fn), constexprs
+
+
+@functools.cache
+def _pointer_type(dtype) -> tl.dtype:
+    import torch
+
+    return tl.str_to_ty(triton_mangle(torch.empty(0, dtype=dtype)), None)
+
+
+def triton_mangle(value) -> str:
+    from triton.runtime.jit import mangle_type
+
+    return mangle_type(value)
+
+
+def _convert(value):
+    """A kernel argument as Triton's interpreter hands it to the kernel (`_implicit_cvt`); a
+    host tensor becomes a pointer to its memory (no copy: the interpreter's own launch copies
+    each argument's storage to the host and back, which host memory does not need)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        handle = tri.TensorHandle(np.array([value.data_ptr()], dtype=np.uint64),
+                                  _pointer_type(value.dtype))
+        return tl.tensor(handle, handle.dtype)
+    return tri._implicit_cvt(value)
+
+
 def _arguments(kernel, args: tuple, constexprs: dict) -> tuple[dict, dict]:
     """(constexpr values, argument handles) of a launch, as Triton's GridExecutor makes them."""
-    call = inspect.getcallargs(kernel.fn, *args, **constexprs)
-    annotations = {n: _normalize_ty(t) for n, t in inspect.get_annotations(kernel.fn).items()}
+    signature, fixed_names = _signature(kernel.fn)
+    bound = signature.bind(*args, **constexprs)
+    bound.apply_defaults()
     fixed, handles = {}, {}
-    for name, value in call.items():
-        if annotations.get(name) == "constexpr":
+    for name, value in bound.arguments.items():
+        if name in fixed_names:
             fixed[name] = value
         else:
-            handles[name] = tri._implicit_cvt(value)
+            handles[name] = _convert(value)
     return fixed, handles
 
 
