@@ -8,8 +8,9 @@ weights, no download; why not timm is said there) runs the same steps on the CPU
 - three AdamW steps: parameters, buffers and the optimizer's state after each run; the default
   AdamW (foreach) for every model, in strict mode (no op may fall back to the CPU), and
   `fused=True` for two;
-- `torch.compile(backend="mtia_lab")` in eval mode under `no_grad`, and for one training step
-  (forward, backward, AdamW step), against CPU eager.
+- `torch.compile(backend="mtia_lab")` and `torch.compile()` (real Inductor for the device, with
+  its default config) in eval mode under `no_grad`, and for one training step (forward,
+  backward, AdamW step), against CPU eager.
 
 Compiling is what costs time: the compiled tests of the larger models carry the `slow` marker,
 which a plain run leaves out (pyproject.toml); `pytest tests/test_model_zoo.py -m slow` runs
@@ -48,9 +49,19 @@ NORMWISE = {"mobilenet_v2": 2e-3}
 SLOW_COMPILE = {"efficientnet", "mobilenet_v2", "t5", "llama"}
 
 
+# Real Inductor compiles for the device (Triton kernels, interpreted): 10-40 s a model here, so
+# in a plain run one CNN and one transformer; `-m slow` runs the others.
+INDUCTOR_IN_PLAIN_RUN = {"resnet", "gpt2"}
+
+
 def _compiled_params():
-    return [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_COMPILE else [])
-            for n in NAMES]
+    params = []
+    for backend in ("mtia_lab", "inductor"):
+        for n in NAMES:
+            slow = n in SLOW_COMPILE if backend == "mtia_lab" else n not in INDUCTOR_IN_PLAIN_RUN
+            params.append(pytest.param(n, backend, marks=[pytest.mark.slow] if slow else [],
+                                       id=f"{n}-{backend}"))
+    return params
 
 
 @pytest.fixture
@@ -62,11 +73,22 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
+def _compile(model, backend: str):
+    """backend "mtia_lab" (the teaching scheduler) or "inductor" (real Inductor for the device,
+    as a plain `torch.compile(model)` gives)."""
+    return torch.compile(model) if backend == "inductor" else torch.compile(model, backend=backend)
+
+
 def _run_compiled(compiled, batch: dict):
-    """compiled(**batch), checking that the mtia_lab backend ran it (not eager Python)."""
+    """compiled(**batch), checking that compiled kernels ran it (not eager Python) and, for
+    Inductor, that every Triton launch ran as one NumPy program for its grid."""
+    from mtia_lab.inductor import whole_grid
+
+    whole_grid.STATS.reset()
     with mtia_lab.trace() as trace:
         output = compiled(**batch)
     assert trace.kinds().get("compiled", 0) > 0, "no compiled kernel ran: Dynamo fell back"
+    assert whole_grid.STATS.per_program == 0, whole_grid.STATS.reasons
     return output
 
 
@@ -156,10 +178,10 @@ def test_fused_adamw_steps_match_cpu(name):
     _assert_optimizer_state_matches(cpu_opt, device_opt)
 
 
-@pytest.mark.parametrize("name", _compiled_params())
-def test_compiled_eval_under_no_grad_matches_cpu(name, fresh_dynamo):
+@pytest.mark.parametrize(("name", "backend"), _compiled_params())
+def test_compiled_eval_under_no_grad_matches_cpu(name, backend, fresh_dynamo):
     cpu_model, device_model, batch, device_batch = _pair(name, train=False)
-    compiled = torch.compile(device_model, backend="mtia_lab")
+    compiled = _compile(device_model, backend)
     with torch.no_grad():
         expected = cpu_model(**batch)
         got = _run_compiled(compiled, device_batch)
@@ -167,10 +189,10 @@ def test_compiled_eval_under_no_grad_matches_cpu(name, fresh_dynamo):
     torch.testing.assert_close(logits(got).cpu(), logits(expected), **COMPILED)
 
 
-@pytest.mark.parametrize("name", _compiled_params())
-def test_compiled_training_step_matches_cpu(name, fresh_dynamo):
+@pytest.mark.parametrize(("name", "backend"), _compiled_params())
+def test_compiled_training_step_matches_cpu(name, backend, fresh_dynamo):
     cpu_model, device_model, batch, device_batch = _pair(name, train=True)
-    compiled = torch.compile(device_model, backend="mtia_lab")
+    compiled = _compile(device_model, backend)
     cpu_opt = torch.optim.AdamW(cpu_model.parameters(), lr=1e-2)
     device_opt = torch.optim.AdamW(device_model.parameters(), lr=1e-2)
     expected = cpu_model(**batch)
