@@ -61,3 +61,31 @@ def test_a_user_setting_of_the_switch_is_left_alone():
     done = run_python("import os, mtia_lab; print(os.environ['TRITON_INTERPRET'])",
                       PYTHONPATH=".", TRITON_INTERPRET="0")
     assert done.stdout.strip() == "0", done.stderr
+
+
+def test_out_of_memory_in_a_compiled_call_names_the_holders_and_the_next_call_works():
+    import mtia_lab
+
+    def f(x):
+        y = (x * 2).relu()
+        return ((y @ y.t()).softmax(-1) + 1).sum(0)
+
+    torch.compiler.reset()
+    x = torch.randn(512, 512)
+    compiled = torch.compile(f)
+    expected = compiled(x.to(DEVICE)).cpu()  # compiled and run once with room to spare
+    device_x = x.to(DEVICE)
+    held = torch.mtia_sim.memory_allocated()
+    capacity = mtia_lab.backend.runtime.RUNTIME.capacity
+    torch.mtia_sim.empty_cache()
+    try:
+        mtia_lab.configure(memory_capacity=held + (1 << 20))  # less than the call's buffers
+        with pytest.raises(torch.OutOfMemoryError) as info:
+            compiled(device_x)
+    finally:
+        mtia_lab.configure(memory_capacity=capacity)
+    message = str(info.value)
+    assert "out of memory" in message and "Largest holders of memory" in message
+    assert "memory_capacity" in message  # the fix is named
+    assert torch.mtia_sim.memory_allocated() == held  # the failed call's buffers are back
+    torch.testing.assert_close(compiled(device_x).cpu(), expected)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import traceback
 
 import torch
 
@@ -145,10 +146,31 @@ def _inner(inner_compile, keep: bool):
     @functools.wraps(inner_compile)
     def compile_inner(*args, **kwargs):
         with keep_list(keep), _keep_as_fallbacks(), _explained():
-            return inner_compile(*args, **kwargs)
+            return _frees_on_error(inner_compile(*args, **kwargs))
 
     compile_inner._mtia_lab = True
     return compile_inner
+
+
+def _frees_on_error(output):
+    """A compiled graph's buffers are locals of its wrapper's `call`: when a call fails (an
+    out-of-memory on the device, a kernel error), the traceback would keep them alive -- in a
+    notebook for as long as it shows the error. Clear those finished frames, so the device's
+    memory is back where it was before the call."""
+    call = getattr(output, "current_callable", None)
+    if call is None or getattr(call, "_mtia_lab", False):
+        return output
+
+    def current_callable(args):
+        try:
+            return call(args)
+        except BaseException as error:
+            traceback.clear_frames(error.__traceback__)
+            raise
+
+    current_callable._mtia_lab = True
+    output.current_callable = current_callable
+    return output
 
 
 def _explain(error: BaseException) -> errors.InductorDeviceError | None:
