@@ -224,6 +224,16 @@ def detect_fake_mode(inputs):
     return detect(inputs)
 
 
+def without_inner_key(keypath: tuple, inner: str) -> tuple:
+    """A size binding's key path (`unbacked_bindings` of an FX node: where a data-dependent
+    size such as nonzero's `u0` is read from its result) without the step into a wrapper
+    subclass's inner tensor `inner`: `_inner.size(0)` -> `.size(0)`."""
+    from torch.fx.experimental.symbolic_shapes import InnerTensorKey
+
+    return tuple(k for k in keypath
+                 if not (isinstance(k, InnerTensorKey) and k.inner_name == inner))
+
+
 def inductor_decompositions() -> dict:
     from torch._inductor.decomposition import select_decomp_table
 
@@ -311,7 +321,8 @@ def kernel_name_of(autotuner) -> str:
 def add_kernel_estimates() -> None:
     """Have Inductor put its own per-kernel estimates (`kernel_num_gb`, `kernel_flop`) in the
     metadata of every Triton kernel it generates for this device (it does so for CUDA only
-    when benchmarking); the launch hook prices kernels from them."""
+    when benchmarking); the launch hook prices kernels from them. Not for kernels of symbolic
+    sizes: Inductor's estimates are numbers at one size."""
     from torch._inductor.codegen.triton import TritonKernel
 
     original = TritonKernel.inductor_meta_per_kernel
@@ -324,8 +335,8 @@ def add_kernel_estimates() -> None:
         try:
             from torch._inductor.virtualized import V
 
-            if V.graph.get_current_device_or_throw().type != DEVICE:
-                return out
+            if V.graph.get_current_device_or_throw().type != DEVICE or _symbolic_sizes(self):
+                return out  # symbolic sizes: the launch hook prices the runtime arguments
             if "kernel_num_gb" not in out:
                 out["kernel_num_gb"] = self.estimate_kernel_num_bytes() / 1e9
             if "kernel_flop" not in out:
@@ -338,6 +349,14 @@ def add_kernel_estimates() -> None:
 
     inductor_meta_per_kernel._mtia_lab = True
     TritonKernel.inductor_meta_per_kernel = inductor_meta_per_kernel
+
+
+def _symbolic_sizes(kernel) -> bool:
+    """Whether a Triton kernel's sizes are symbolic (dynamic shapes): its estimates, made at
+    the sizes Dynamo traced, would not hold for the next call's sizes."""
+    numels = getattr(kernel, "numels", {}) or {}
+    return bool(getattr(kernel.args, "sizevars", None)) or any(
+        getattr(n, "free_symbols", None) for n in numels.values())
 
 
 # --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/decisions.py) ----------

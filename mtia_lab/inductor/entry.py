@@ -78,30 +78,59 @@ def has_device_inputs(example_inputs) -> bool:
 
 
 def device_fakes(gm: torch.fx.GraphModule, example_inputs) -> list:
-    """Plain fake tensors on mtia_sim in place of the fake MTIATensors (see module docstring)."""
+    """Plain fake tensors on mtia_sim in place of the fake MTIATensors (see module docstring).
+
+    Dynamo hands the backend the *real* inputs; their fakes, with symbolic sizes and strides
+    under dynamic shapes (`s0`, `s1*s0`), are the placeholders' example values. The device
+    fakes take those SymInts, in the same fake mode and shape env, so Inductor compiles one
+    graph for every size; SymInt inputs (the sizes themselves) pass through."""
     mode = _compat.detect_fake_mode(example_inputs)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     out = []
     with mode:
-        for x in example_inputs:
+        for i, x in enumerate(example_inputs):
             if isinstance(x, MTIATensor):
-                fake = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+                like = _traced(placeholders[i] if i < len(placeholders) else None, x)
+                fake = torch.empty_strided(like.shape, like.stride(), dtype=x.dtype,
+                                           device=x.device)
                 if x.requires_grad:
                     fake.requires_grad_(True)
                 out.append(fake)
             else:
                 out.append(x)
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for node, value in zip(placeholders, out, strict=False):
         for key in ("example_value", "val"):
             if isinstance(node.meta.get(key), MTIATensor):
                 node.meta[key] = value
+    _without_inner(gm)
     return out
 
 
-def _symbolic(example_inputs) -> bool:
-    return any(isinstance(x, torch.SymInt) or (
-        isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape))
-        for x in example_inputs)
+def _without_inner(gm: torch.fx.GraphModule) -> None:
+    """Dynamo reads a data-dependent size (nonzero's `u0`) through the MTIATensor's inner
+    tensor: a `getattr(idx, "_inner")` node, and a binding `_inner.size(0)`. The device graph
+    has no inner tensor, and a wrapper's sizes are its inner tensor's: read them from the
+    value itself."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target is getattr and node.args[1:] == ("_inner",):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+            changed = True
+        elif node.meta.get("unbacked_bindings"):
+            node.meta["unbacked_bindings"] = {
+                symbol: _compat.without_inner_key(path, "_inner")
+                for symbol, path in node.meta["unbacked_bindings"].items()}
+    if changed:
+        gm.recompile()
+
+
+def _traced(node: torch.fx.Node | None, x: MTIATensor) -> torch.Tensor:
+    """Dynamo's fake of input `x` (its placeholder's example value), else `x` itself."""
+    fake = node.meta.get("example_value") if node is not None else None
+    if isinstance(fake, MTIATensor) and fake.dim() == x.dim():
+        return fake
+    return x
 
 
 def compile_for_device(original, gm, example_inputs, *args, **kwargs):
@@ -109,8 +138,6 @@ def compile_for_device(original, gm, example_inputs, *args, **kwargs):
     from . import install_hooks
 
     install_hooks()
-    if _symbolic(example_inputs):
-        raise errors.dynamic_shapes()
     inputs = device_fakes(gm, example_inputs)
     kwargs["decompositions"] = decompositions(kwargs.get("decompositions"))
     kwargs["inner_compile"] = _inner(kwargs.get("inner_compile"), _STATE["keep_list"])
