@@ -8,6 +8,7 @@ Inductor, and every patch leaves Inductor's own behaviour unchanged for other de
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
@@ -222,6 +223,33 @@ def detect_fake_mode(inputs):
     from torch._guards import detect_fake_mode as detect
 
     return detect(inputs)
+
+
+@contextlib.contextmanager
+def constants_made_on_host(mode):
+    """While Inductor's AOTAutograd traces a graph for mtia_sim on `mode`, make
+    `torch.tensor(data, device="mtia_sim")` a plain fake tensor on the device, as FakeTensorMode
+    does for a GPU it must not initialize (`avoid_device_init`): the data is lifted on the host
+    and the fake moves. Left to itself, with our device available, it makes a real device
+    tensor -- an MTIATensor -- whose fake is the wrapper subclass, and AOTAutograd would then
+    wrap the graph's outputs as subclasses of the inner tensors of a graph that has none."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    prop = FakeTensorMode.__dict__["avoid_device_init"]
+    if not getattr(prop.fget, "_mtia_lab", False):
+        original = prop.fget
+
+        def avoid_device_init(self) -> bool:
+            return getattr(self, "_mtia_lab_host_constants", False) or original(self)
+
+        avoid_device_init._mtia_lab = True
+        FakeTensorMode.avoid_device_init = property(avoid_device_init)
+    previous = getattr(mode, "_mtia_lab_host_constants", False)
+    mode._mtia_lab_host_constants = True
+    try:
+        yield
+    finally:
+        mode._mtia_lab_host_constants = previous
 
 
 def without_inner_key(keypath: tuple, inner: str) -> tuple:

@@ -145,7 +145,8 @@ def compile_for_device(original, gm, example_inputs, *args, **kwargs):
     # Inductor's FX graph cache would skip its scheduler on a hit: no decisions to collect.
     patches.setdefault("fx_graph_cache", False)
     kwargs["config_patches"] = patches
-    with _explained():
+    mode = _compat.detect_fake_mode(example_inputs)
+    with _explained(), _compat.constants_made_on_host(mode):
         return original(gm, inputs, *args, **kwargs)
 
 

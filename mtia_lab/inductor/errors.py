@@ -57,15 +57,6 @@ def unsupported_op(op: str, cause: BaseException) -> InductorDeviceError:
         f"{_first_line(cause)}")
 
 
-def dynamic_shapes() -> InductorDeviceError:
-    return InductorDeviceError(
-        "TorchInductor on mtia_sim compiles for static shapes only, and this graph has symbolic "
-        "sizes (dynamic=True, mark_dynamic, or Dynamo's automatic dynamic shapes after a "
-        "second input size): the device graph handed to Inductor is made at fixed sizes. "
-        "Compile with torch.compile(fn, dynamic=False) (one graph per size), or with "
-        "backend='mtia_lab', which handles dynamic shapes.")
-
-
 def kernel_failed(kernel: str, nodes: str, cause: BaseException) -> InductorDeviceError:
     inner = cause.__cause__ if isinstance(cause.__cause__, InductorDeviceError) else None
     if inner is not None:
