@@ -37,12 +37,14 @@ __all__ = [
 ]
 
 
-def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = None):
+def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = None,
+                  dynamic: bool | None = False):
     """Real TorchInductor's FusionPlan of `fn` on mtia_sim (mtia_lab/inductor/plan.py): the same
-    record as ours, from Inductor's own scheduler; `config` patches Inductor's config."""
+    record as ours, from Inductor's own scheduler; `config` patches Inductor's config;
+    `dynamic=True` compiles for symbolic sizes, which the plan reports as such."""
     from ..inductor import inductor_plan as plan
 
-    return plan(fn, *example_inputs, keep=keep, config=config)
+    return plan(fn, *example_inputs, keep=keep, config=config, dynamic=dynamic)
 
 
 def trace(fn, *args) -> GraphIR:

@@ -55,6 +55,9 @@ class KernelGroup:
     duration_us: float
     aten_nodes: tuple[str, ...] = ()
     source: tuple[str, ...] = ()
+    # What it runs over, as text, size symbols kept ("32*s0"): a Triton kernel's numel and
+    # reduction numel (its xnumel, r0_numel), an extern kernel's output shape. Inductor's plans.
+    sizes: tuple[str, ...] = ()
 
     @property
     def bytes_moved(self) -> int:
@@ -82,6 +85,9 @@ class FusionPlan:
     views: tuple[str, ...] = ()  # FX nodes that are views: no kernel
     ir: object = field(default=None, repr=False, compare=False)
     notes: tuple[str, ...] = ()  # Inductor checks the scheduler leaves out on purpose
+    # Dynamic shapes: each size symbol and what it stands for ("s0" -> "x.size(0), 3 when
+    # traced"). Groups' sizes keep the symbols; bytes and times are at the sizes traced.
+    symbols: dict[str, str] = field(default_factory=dict)
 
     @property
     def kernel_count(self) -> int:
@@ -139,10 +145,19 @@ class FusionPlan:
 
     def __str__(self) -> str:
         lines = [self.summary()]
+        if self.symbols:
+            lines.append(f"  {symbols_text(self.symbols)}")
         for g in self.groups:
-            lines.append(f"  kernel {g.index} ({g.kind}, {g.bytes_moved:,} B, "
+            over = f" over {' x '.join(g.sizes)}" if self.symbols and g.sizes else ""
+            lines.append(f"  kernel {g.index} ({g.kind}{over}, {g.bytes_moved:,} B, "
                          f"{g.duration_us:.2f} us): {', '.join(g.nodes)}")
         return "\n".join(lines)
+
+
+def symbols_text(symbols: dict[str, str]) -> str:
+    """"symbolic sizes: s0 = x.size(0), 3 when traced; bytes and times at the sizes traced"."""
+    named = "; ".join(f"{name} = {meaning}" for name, meaning in symbols.items())
+    return f"symbolic sizes: {named} (bytes and times at the sizes traced)"
 
 
 def flipped(before: FusionPlan, after: FusionPlan) -> list[tuple[FusionDecision, FusionDecision]]:

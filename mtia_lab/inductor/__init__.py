@@ -129,12 +129,14 @@ def _on_device(args):
 
 
 def inductor_plans(fn, *example_inputs, keep: bool = True, config: dict | None = None,
-                   **kwargs) -> tuple[object, list]:
+                   dynamic: bool | None = False, **kwargs) -> tuple[object, list]:
     """Compile `fn` afresh with Inductor for mtia_sim and run it once: (result, its plans).
 
     Host tensors among the inputs are moved to mtia_sim first. `config`: Inductor config values
     for this compile (`{"max_fusion_unique_io_buffers": 4}`); `keep=False`: without the
-    keep-list. `torch.compiler.reset()` runs first, so no cached compile hides the plan."""
+    keep-list; `dynamic`: torch.compile's (True: symbolic sizes, which the plan keeps as
+    `FusionPlan.symbols`; None: only the dims given to `torch._dynamo.mark_dynamic`).
+    `torch.compiler.reset()` runs first, so no cached compile hides the plan."""
     install_hooks()
     from . import _compat
 
@@ -142,15 +144,16 @@ def inductor_plans(fn, *example_inputs, keep: bool = True, config: dict | None =
     start = len(PLANS)
     args = _on_device(example_inputs)
     with _compat.inductor_config().patch(**(config or {})), keep_list(keep):
-        result = torch.compile(fn, fullgraph=True, dynamic=False)(*args, **kwargs)
+        result = torch.compile(fn, fullgraph=True, dynamic=dynamic)(*args, **kwargs)
     return result, PLANS[start:]
 
 
 def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = None,
-                  **kwargs):
+                  dynamic: bool | None = False, **kwargs):
     """Inductor's FusionPlan of `fn(*example_inputs)` on mtia_sim (the forward graph when `fn`
     also needs gradients). See `inductor_plans`."""
-    _, plans = inductor_plans(fn, *example_inputs, keep=keep, config=config, **kwargs)
+    _, plans = inductor_plans(fn, *example_inputs, keep=keep, config=config, dynamic=dynamic,
+                              **kwargs)
     if not plans:
         raise InductorDeviceError("Inductor compiled no graph for mtia_sim: does fn use device "
                                   "tensors (or host tensors among example_inputs)?")

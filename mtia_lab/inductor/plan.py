@@ -23,6 +23,7 @@ launches from the kernel's own estimate).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -30,7 +31,9 @@ import torch
 from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
 from ..compiler.decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
+from ..compiler.plan_detail import user_name
 from ..fx_source import user_frame
+from . import _compat
 from .decisions import Collector, rule_of
 from .kernels import _jit_source, _order, describe, fx_origins
 
@@ -91,6 +94,41 @@ def _cost(snode, kind: str) -> KernelCost:
     return KernelCost(0.0, vector, read, written, 0, low)
 
 
+def _sizes(snode, kind: str) -> tuple:
+    """What a kernel runs over, as Inductor's own sizes (sympy, symbols kept): a Triton
+    kernel's (numel,) or (numel, reduction numel), an extern kernel's output shape."""
+    try:
+        if kind == "extern":
+            node = snode.node  # an ATen fallback's result is its first output (MultiOutput)
+            outputs = getattr(node, "outputs", None) or [node]
+            return tuple(outputs[0].get_size())
+        _, (numel, rnumel) = snode.group
+    except Exception:  # no single size Inductor can tell
+        return ()
+    return (numel,) if rnumel == 1 else (numel, rnumel)
+
+
+_SIZE_OF = re.compile(r"^(.*)\.(size|stride)\(\)\[(\d+)\]$")
+
+
+def source_text(source: str) -> str:
+    """Dynamo's source of a size as the user writes it: "L['x'].size()[0]" -> "x.size(0)"."""
+    found = _SIZE_OF.match(source)
+    if not found:
+        return user_name(source)
+    base, what, dim = found.groups()
+    return f"{user_name(base)}.{what}({dim})"
+
+
+def _symbols(exprs) -> dict[str, str]:
+    """Each size symbol of a dynamic-shape plan -> what it stands for (FusionPlan.symbols)."""
+    out = {}
+    for name, (source, hint) in _compat.size_symbols(exprs).items():
+        when = f"{hint} when traced" if hint is not None else "data-dependent"
+        out[name] = f"{source_text(source) if source else 'a size'}, {when}"
+    return out
+
+
 def _names(snode) -> tuple[str, ...]:
     return tuple(o.name for o in fx_origins([snode]))
 
@@ -143,6 +181,7 @@ def build_plan(c: Collector) -> FusionPlan:
         home[name] = min(where, key=lambda i: (len(origin_sets[i]), i))
     by_name = {n.name: n for n in graph.nodes} if graph is not None else {}
     groups: list[KernelGroup] = []
+    sizes = [_sizes(snode, kind) for snode, kind in launches]
     info = InductorGraph(getattr(graph, "owning_module", None))
     info.sources.update(info_sources)
     for i, (snode, kind) in enumerate(launches):
@@ -155,7 +194,7 @@ def build_plan(c: Collector) -> FusionPlan:
         groups.append(KernelGroup(
             i, tuple(own), kind, reads, writes, cost, cost.duration_us(profile),
             tuple(describe(n) for n in fx), tuple(dict.fromkeys(
-                s for s in (user_frame(n) for n in fx) if s))))
+                s for s in (user_frame(n) for n in fx) if s)), tuple(map(str, sizes[i]))))
         kname = next((name_of[id(sub)] for sub in snode.get_nodes()
                       if name_of.get(id(sub))), None)
         if kname is None and kind == "extern":
@@ -175,7 +214,8 @@ def build_plan(c: Collector) -> FusionPlan:
     views = tuple(n.name for n in (graph.nodes if graph is not None else ())
                   if n.op == "call_function" and n.name not in kept)
     settings = dict(c.settings, engine="inductor")
-    return FusionPlan(c.name, groups, decisions, before, after, combos, settings, views, info)
+    return FusionPlan(c.name, groups, decisions, before, after, combos, settings, views, info,
+                      symbols=_symbols(e for group in sizes for e in group))
 
 
 def _after_time(groups, combos, profile) -> float:

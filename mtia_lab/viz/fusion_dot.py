@@ -25,6 +25,7 @@ from __future__ import annotations
 import textwrap
 
 from ..backend.allocator import format_bytes
+from ..compiler.decisions import symbols_text
 from .fusion_graph import (
     GUARDRAILS,
     KIND_BORDER,
@@ -34,6 +35,7 @@ from .fusion_graph import (
     RULE_REFUSED,
     buffer_name,
     fmt_us,
+    over,
     reason_of,
     refusals,
     side,
@@ -186,10 +188,12 @@ class FusionDot:
             body.append(f'more [shape="note", label={quote(f"... {hidden} more kernels")}];')
         body += self._legend()
         b, a = data["before"], data["after"]
+        symbolic = (f"<br/>{html_text(symbols_text(data['symbols']))}"
+                    if data.get("symbols") else "")
         title = (f"<<b>fusion plan {html_text(repr(data['name']))}</b>: {b['kernels']} -&gt; "
                  f"{a['kernels']} kernels<br/>{b['bytes_moved']:,} -&gt; {a['bytes_moved']:,} "
                  f"bytes moved, {html_text(fmt_us(b['time_us']))} -&gt; "
-                 f"{html_text(fmt_us(a['time_us']))} simulated>")
+                 f"{html_text(fmt_us(a['time_us']))} simulated{symbolic}>")
         dot = digraph(body, name=data["name"], label="TITLE", labelloc="t")
         return dot.replace('label="TITLE";', f"label={title};", 1)
 
@@ -202,7 +206,8 @@ class FusionDot:
         module = common_module([self.nodes.get(n, {}).get("module", "") for n in g["nodes"]])
         where = f"<tr><td>{html_text(module)}</td></tr>" if module else ""
         label = (f'<<table border="0" cellborder="0" cellspacing="0">'
-                 f'<tr><td><b>kernel {index}</b> ({html_text(kind)})</td></tr>'
+                 f'<tr><td><b>kernel {index}</b> ({html_text(kind + over(g, self.data))})'
+                 '</td></tr>'
                  f'<tr><td>{html_text(format_bytes(moved))} moved, '
                  f'{html_text(fmt_us(g["duration_us"]))}</td></tr>{where}</table>>')
         lines = [f"subgraph cluster_k{index} {{",
@@ -424,6 +429,8 @@ def fusion_details(data: dict, max_kernels: int, max_nodes: int,
                 ["simulated", fmt_us(g["duration_us"])],
                 ["source", "\n".join(g.get("source") or []) or "-"],
                 ["decisions", "\n".join(decisions_of(members)) or "-"]]
+        if over(g, data):  # a plan of symbolic sizes
+            rows.insert(4, ["runs over", over(g, data).removeprefix(" over ")])
         shown = [f"n_{n}" for n in g["nodes"][:max_nodes]]
         if len(g["nodes"]) > max_nodes:
             shown.append(f"more_k{g['index']}")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..backend.allocator import format_bytes
 from ..compiler.config import SETTINGS
+from ..compiler.decisions import symbols_text
 from .display import View
 from .graphviz_render import dot_to_svg
 from .trace_format import rich_text
@@ -95,11 +96,18 @@ def headline(data: dict) -> str:
             f"{fmt_us(b['time_us'])} -> {fmt_us(a['time_us'])} simulated")
 
 
-def kernel_line(g: dict, combo: int | None = None) -> str:
+def over(g: dict, data: dict) -> str:
+    """" over s0 x 32": what a kernel runs over, in a plan of symbolic sizes (else "")."""
+    sizes = g.get("sizes") or ()
+    return f" over {' x '.join(sizes)}" if sizes and data.get("symbols") else ""
+
+
+def kernel_line(g: dict, combo: int | None = None, sizes: str = "") -> str:
     cost = g["cost"]
     moved = cost["bytes_read"] + cost["bytes_written"]
     launch = f", combo launch {combo}" if combo is not None else ""
-    return (f"kernel {g['index']} ({g['kind']}{launch}): {_count(len(g['nodes']), 'node')}, "
+    return (f"kernel {g['index']} ({g['kind']}{sizes}{launch}): "
+            f"{_count(len(g['nodes']), 'node')}, "
             f"{format_bytes(moved)} moved ({cost['bytes_read']:,} read, "
             f"{cost['bytes_written']:,} written), {fmt_us(g['duration_us'])}")
 
@@ -146,10 +154,12 @@ class FusionGraph(View):
 
         data = self.data
         tree = Tree(Text(headline(data)))
+        if data.get("symbols"):
+            add(tree, symbols_text(data["symbols"]))
         combo_of = {g: i for i, combo in enumerate(data["combos"]) for g in combo}
         groups = data["groups"]
         for g in groups[:self.max_kernels]:
-            branch = add(tree, kernel_line(g, combo_of.get(g["index"])))
+            branch = add(tree, kernel_line(g, combo_of.get(g["index"]), over(g, data)))
             labels = g["aten_nodes"] or g["nodes"]
             for label in labels[:self.max_nodes]:
                 add(branch, label)
