@@ -155,9 +155,9 @@ class FusionPlan:
 
 
 def symbols_text(symbols: dict[str, str]) -> str:
-    """"symbolic sizes: s0 = x.size(0), 3 when traced; bytes and times at the sizes traced"."""
+    """"symbolic sizes: s0 = x.size(0), 3 when traced -- bytes and times at the sizes traced"."""
     named = "; ".join(f"{name} = {meaning}" for name, meaning in symbols.items())
-    return f"symbolic sizes: {named} (bytes and times at the sizes traced)"
+    return f"symbolic sizes: {named} -- bytes and times at the sizes traced"
 
 
 def flipped(before: FusionPlan, after: FusionPlan) -> list[tuple[FusionDecision, FusionDecision]]:

@@ -401,22 +401,21 @@ def current_graph():
     return V.graph
 
 
-def size_symbols(exprs) -> dict[str, tuple[str, int | None]]:
-    """The size symbols in Inductor's sympy sizes `exprs`, each with where Dynamo read it (its
-    source name, "L['x'].size()[0]") and the value it had when traced (None for a
+def size_symbols(exprs) -> dict[str, tuple[list[str], int | None]]:
+    """The size symbols in Inductor's sympy sizes `exprs`, each with where Dynamo read it (the
+    names of its sources, "L['x'].size()[0]") and the value it had when traced (None for a
     data-dependent size, nonzero's `u0`), from the shape env of the graph being compiled."""
     from torch._inductor.virtualized import V
 
     shape_env = V.graph.sizevars.shape_env
-    hints = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val
+    hints = shape_env.backed_var_to_val  # data-dependent sizes (unbacked) have none
     symbols = set().union(*(getattr(e, "free_symbols", set()) for e in exprs))
     out = {}
     for symbol in sorted(symbols, key=str):
-        sources = shape_env.var_to_sources.get(symbol) or ()
-        source = sources[0].name if sources else ""
+        names = [s.name() if callable(s.name) else s.name
+                 for s in shape_env.var_to_sources.get(symbol) or ()]
         hint = hints.get(symbol)
-        out[str(symbol)] = (source() if callable(source) else source,
-                            int(hint) if hint is not None else None)
+        out[str(symbol)] = (names, int(hint) if hint is not None else None)
     return out
 
 

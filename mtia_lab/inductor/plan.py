@@ -108,11 +108,13 @@ def _sizes(snode, kind: str) -> tuple:
     return (numel,) if rnumel == 1 else (numel, rnumel)
 
 
-_SIZE_OF = re.compile(r"^(.*)\.(size|stride)\(\)\[(\d+)\]$")
+# A size of a device tensor, or of its inner host tensor (`._inner`, the same number).
+_SIZE_OF = re.compile(r"^(.*?)(?:\._inner)?\.(size|stride)\(\)\[(\d+)\]$")
 
 
 def source_text(source: str) -> str:
-    """Dynamo's source of a size as the user writes it: "L['x'].size()[0]" -> "x.size(0)"."""
+    """Dynamo's source of a size as the user writes it: "L['x'].size()[0]" -> "x.size(0)"
+    (and "L['x']._inner.size()[0]", the same size read from the device tensor's host bytes)."""
     found = _SIZE_OF.match(source)
     if not found:
         return user_name(source)
@@ -123,9 +125,10 @@ def source_text(source: str) -> str:
 def _symbols(exprs) -> dict[str, str]:
     """Each size symbol of a dynamic-shape plan -> what it stands for (FusionPlan.symbols)."""
     out = {}
-    for name, (source, hint) in _compat.size_symbols(exprs).items():
-        when = f"{hint} when traced" if hint is not None else "data-dependent"
-        out[name] = f"{source_text(source) if source else 'a size'}, {when}"
+    for name, (sources, hint) in _compat.size_symbols(exprs).items():
+        where = [source_text(sources[0])] if sources else []
+        when = f"{hint} when traced" if hint is not None else "data-dependent (known at run time)"
+        out[name] = ", ".join([*where, when])
     return out
 
 
