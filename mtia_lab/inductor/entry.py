@@ -8,7 +8,9 @@ Inductor would then see a CPU graph and compile it for the CPU: C++ kernels, CPU
 So for Inductor the example inputs are re-made as plain fake tensors *on mtia_sim* (same fake
 mode, sizes, strides, dtype, requires_grad): AOTAutograd has no subclass to desugar, the
 forward and backward graphs it traces carry `mtia_sim:0` on every value, and Inductor compiles
-them for that device -- Triton kernels through the registrations of device.py. At run time the
+them for that device -- Triton kernels through the registrations of device.py. Under dynamic
+shapes the sizes and strides are Dynamo's SymInts (same shape env), so Inductor compiles one
+graph of symbolic sizes, as for a GPU; SymInt inputs pass through. At run time the
 compiled code receives the real device tensors: buffers it allocates are device tensors,
 extern kernels (mm, convolution, the keep-list) are eager ATen calls on the device, and each
 Triton launch is unwrapped to host memory by launch.py.

@@ -8,6 +8,8 @@ devices):
   2. prices the launch with the roofline (backend/cost.py): bytes from Inductor's own estimate
      of the kernel (`kernel_num_gb`, written bytes = the arguments it mutates), flops from its
      `estimate_flops` when it has one, else one vector op per element written (the eager rule);
+     a kernel of symbolic sizes (dynamic shapes) has no estimate (it would hold at one size
+     only): its bytes are those of the tensor arguments of this launch;
   3. charges it to the current stream of the device (streams.charge), as an eager op would be;
   4. tells LISTENERS (the trace: trace_events.py) with a `TritonLaunch` record.
 Extern kernels (mm, convolution, the keep-list) are not launches here: they are eager ATen

@@ -14,6 +14,9 @@ playground, plan_compare) reads Inductor's real plan too. How Inductor's facts f
     combos      the groups each combo-kernel launch packs (config.combo_kernels)
     cost        KernelCost from Inductor's own estimates of each scheduler node (bytes read and
                 written, estimate_flops), priced by our roofline (backend/cost.py)
+    sizes       what each kernel runs over, as Inductor's sympy sizes printed ("32*s0")
+    symbols     under dynamic shapes, each size symbol: the input size it stands for and its
+                value when traced, the sizes Inductor's estimates (bytes, times) are made at
     ir          an `InductorGraph`: the FX graph, the kernels' names and Triton sources
 
 Departures, on purpose: Inductor has no "round" for combo decisions (-1 here, as in ours), and
