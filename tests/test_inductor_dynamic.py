@@ -135,11 +135,15 @@ def _train_steps(make, shapes, mark=(), dynamic=None) -> list:
     return PLANS[start:]
 
 
-def test_mlp_training_with_dynamic_batch_compiles_forward_and_backward_once():
+@pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic_true", "automatic"])
+def test_mlp_training_with_dynamic_batch_compiles_forward_and_backward_once(dynamic):
     def mlp():
         return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
 
-    plans = _train_steps(mlp, [(3, 8), (5, 8), (7, 8)], dynamic=True)
+    plans = _train_steps(mlp, [(3, 8), (5, 8), (7, 8)], dynamic=dynamic)
+    if dynamic is None:  # static at 3; the recompile at 5 is dynamic, and serves 7
+        static, plans = plans[:2], plans[2:]
+        assert not any(p.symbols for p in static)
     assert [p.name.split("_")[0] for p in plans] == ["forward", "backward"]
     assert all(_symbol_of(p, "args[0].size(0)") for p in plans)
 

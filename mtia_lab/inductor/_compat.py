@@ -244,6 +244,9 @@ def constants_made_on_host(mode):
 
         avoid_device_init._mtia_lab = True
         FakeTensorMode.avoid_device_init = property(avoid_device_init)
+    if mode is None:  # nothing traced on fake tensors
+        yield
+        return
     previous = getattr(mode, "_mtia_lab_host_constants", False)
     mode._mtia_lab_host_constants = True
     try:
