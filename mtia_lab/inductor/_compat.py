@@ -313,6 +313,18 @@ def launch_grid(autotuner, args) -> tuple[int, ...]:
     return tuple(int(g) for g in grid)
 
 
+def written_arg_names(autotuner) -> frozenset:
+    """The arguments a launch writes. Inductor lists only the buffers it updates in place
+    (`mutated_arg_names`: in_out_ptr0, a mutated input); the outputs it writes fresh are the
+    arguments it names `out_ptr*`."""
+    names = getattr(autotuner, "_mtia_lab_written", None)
+    if names is None:
+        names = autotuner._mtia_lab_written = frozenset(
+            [*autotuner.mutated_arg_names,
+             *(n for n in autotuner.fn.arg_names if n.startswith("out_ptr"))])
+    return names
+
+
 def whole_grid_refusal(autotuner) -> str | None:
     """Why a launch cannot run as one NumPy program for its whole grid (None: it can)."""
     from triton.runtime.interpreter import InterpretedFunction

@@ -56,7 +56,7 @@ class TritonLaunch:
 def launch_cost(autotuner, args) -> KernelCost:
     """The roofline terms of one launch (see the module docstring)."""
     names = list(autotuner.fn.arg_names)
-    mutated = set(autotuner.mutated_arg_names)
+    mutated = _compat.written_arg_names(autotuner)
     written = sum(a.nbytes for n, a in zip(names, args, strict=False)
                   if n in mutated and isinstance(a, torch.Tensor))
     total_args = sum(a.nbytes for a in args if isinstance(a, torch.Tensor))
@@ -70,7 +70,7 @@ def launch_cost(autotuner, args) -> KernelCost:
 
 
 def _split(autotuner, args) -> tuple[tuple, tuple]:
-    mutated = set(autotuner.mutated_arg_names)
+    mutated = _compat.written_arg_names(autotuner)
     pairs = list(zip(autotuner.fn.arg_names, args, strict=False))
     outs = tuple(a for n, a in pairs if n in mutated and isinstance(a, MTIATensor))
     ins = tuple(a for n, a in pairs if n not in mutated and isinstance(a, MTIATensor))
@@ -101,7 +101,7 @@ def _execute(original, autotuner, host: list, stream, kwargs: dict):
         return whole_grid.run_per_program(name, refusal, per_program)
     args, grid, constexprs = _compat.interpreter_launch(autotuner, host)
     written = [a for n, a in zip(autotuner.fn.arg_names, args, strict=False)
-               if n in autotuner.mutated_arg_names and isinstance(a, torch.Tensor)]
+               if n in _compat.written_arg_names(autotuner) and isinstance(a, torch.Tensor)]
     state = autotuner.__dict__.setdefault("_mtia_lab_grid", {})
     return whole_grid.launch(autotuner.fn, name, grid, args, constexprs, written, state,
                              per_program)

@@ -615,8 +615,15 @@ def _record(kernel, fixed: dict, handles: dict, programs: tuple) -> Tape | None:
 
 
 def _tape_key(fixed: dict, handles: dict) -> tuple:
+    """A tape per constexprs, argument types and scalar values: scalars are sizes (xnumel...),
+    which loop bounds read, so a kernel launched at several sizes keeps a tape for each."""
+    def part(value):
+        if isinstance(value, tl.tensor):
+            return (str(value.type), None if value.type.is_ptr() else value.handle.data.item())
+        return (repr(value),)
+
     return (tuple(sorted((k, repr(v)) for k, v in fixed.items())),
-            tuple(sorted((k, str(getattr(v, "type", type(v)))) for k, v in handles.items())))
+            tuple(sorted((k, part(v)) for k, v in handles.items())))
 
 
 def run(kernel, grid, args: tuple, constexprs: dict, tapes: dict) -> None:
