@@ -8,6 +8,7 @@ Inductor, and every patch leaves Inductor's own behaviour unchanged for other de
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
@@ -230,21 +231,63 @@ def inductor_decompositions() -> dict:
     return dict(select_decomp_table())
 
 
-def ensure_fallback(op) -> bool:
-    """Lower `op` as an ATen call (an extern kernel) instead of decomposing it; True if added."""
+@contextlib.contextmanager
+def temporary_fallback(op):
+    """Lower `op` as an ATen call (an extern kernel) while the block runs, when Inductor has no
+    lowering of its own for it (layer norm: Inductor decomposes it). An op that has one (mm's
+    `tuned_mm`) is left alone: kept out of the decomposition table, it reaches that lowering.
+    On exit every structure `make_fallback` writes -- `lowerings`, `fallbacks`,
+    `needs_realized_inputs`, `_maybe_layout_constraints` -- is put back exactly as it was, so
+    compiles for other devices never see the fallback. Yields whether one was added."""
     from torch._inductor import lowering
 
-    if op in lowering.lowerings and op not in lowering.decompositions:
-        return False
-    lowering.make_fallback(op, warn=False, override_decomp=True)
-    return True
+    if op in lowering.lowerings:
+        yield False
+        return
+    saved = _fallback_state(lowering, op)
+    try:
+        lowering.make_fallback(op, warn=False, override_decomp=True)
+        yield True
+    finally:
+        _restore_fallback_state(lowering, saved)
 
 
-def remove_fallback(op) -> None:
+_ABSENT = object()
+
+
+def _fallback_state(lowering, op) -> dict:
+    ops = lowering.get_overloads(op)
+    return {"ops": ops,
+            "lowerings": {o: lowering.lowerings.get(o, _ABSENT) for o in ops},
+            "constraints": {o: lowering._maybe_layout_constraints.get(o, _ABSENT) for o in ops},
+            "fallbacks": {o for o in ops if o in lowering.fallbacks},
+            "realized": {o for o in ops if o in lowering.needs_realized_inputs}}
+
+
+def _restore_fallback_state(lowering, saved: dict) -> None:
+    for table, key in ((lowering.lowerings, "lowerings"),
+                       (lowering._maybe_layout_constraints, "constraints")):
+        for o, value in saved[key].items():
+            if value is _ABSENT:
+                table.pop(o, None)
+            else:
+                table[o] = value
+    for members, key in ((lowering.fallbacks, "fallbacks"),
+                         (lowering.needs_realized_inputs, "realized")):
+        for o in saved["ops"]:
+            if o not in saved[key]:
+                members.discard(o)
+
+
+def lowering_tables() -> dict:
+    """Copies of Inductor's global lowering tables, to check that nothing changed them."""
     from torch._inductor import lowering
 
-    lowering.lowerings.pop(op, None)
-    lowering.fallbacks.discard(op)
+    return {"lowerings": dict(lowering.lowerings), "fallbacks": list(lowering.fallbacks),
+            "needs_realized_inputs": list(lowering.needs_realized_inputs),
+            "layout_constraints": dict(lowering._maybe_layout_constraints),
+            "decompositions": dict(lowering.decompositions),
+            "selected_decompositions": inductor_decompositions()}
 
 
 def has_lowering(op) -> bool:

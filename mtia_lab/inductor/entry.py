@@ -62,14 +62,15 @@ def decompositions(table: dict | None) -> dict:
 
 @contextlib.contextmanager
 def _keep_as_fallbacks():
-    """Lower kept ops that Inductor would decompose (layer norm) as ATen calls, for the length
-    of one compilation: Inductor compiles other devices' graphs as it always does."""
-    added = [op for op in keep_ops() if _STATE["keep_list"] and _compat.ensure_fallback(op)]
-    try:
+    """Lower kept ops that Inductor has no lowering for (layer norm, which it decomposes) as
+    ATen calls, for the length of one compilation; kept ops with a lowering of their own
+    (mm's `tuned_mm`, convolution) need only stay out of the decomposition table. Inductor's
+    tables are restored exactly afterwards: other devices' compiles see no trace of it."""
+    with contextlib.ExitStack() as stack:
+        if _STATE["keep_list"]:
+            for op in keep_ops():
+                stack.enter_context(_compat.temporary_fallback(op))
         yield
-    finally:
-        for op in added:
-            _compat.remove_fallback(op)
 
 
 def has_device_inputs(example_inputs) -> bool:
