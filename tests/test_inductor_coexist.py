@@ -3,11 +3,14 @@
 A notebook compares CPU and device compiles side by side: CPU Inductor must keep writing its
 C++ kernels with its own lowerings (mm's `tuned_mm`...) whatever the device compiled before,
 and the device's keep-list fallbacks (layer norm as one ATen call) must be gone once its
-compile ends. C++ compiles are slow here, so the graphs are tiny and few.
+compile ends. C++ compiles are slow here, so the graphs are tiny and few. Whether Triton was
+imported before mtia_lab or after must not matter either (fresh interpreters).
 """
 
+import pytest
 import torch
 import torch.nn.functional as F
+from fresh_python import run_python
 
 from mtia_lab.inductor import _compat
 
@@ -60,12 +63,40 @@ def test_cpu_and_device_compiles_interleave_in_one_process():
 def test_a_device_compile_leaves_inductors_tables_as_they_were():
     """Forward and backward (layer norm and its backward get temporary fallbacks)."""
     torch.manual_seed(0)
-    a, w, b = (torch.randn(*s).to(DEVICE).requires_grad_() for s in ((4, 8), (8, 8), (8,)))
+    host = [torch.randn(*s, requires_grad=True) for s in ((4, 8), (8, 8), (8,))]
+    dev = [t.detach().to(DEVICE).requires_grad_() for t in host]
     before = _compat.lowering_tables()
     torch.compiler.reset()
-    torch.compile(_linear_norm, dynamic=False)(a, w, b).sum().backward()
+    torch.compile(_linear_norm, dynamic=False)(*dev).sum().backward()
     after = _compat.lowering_tables()
     assert after.keys() == before.keys()
     for name in before:
         assert after[name] == before[name], f"Inductor's {name} changed"
-    assert a.grad is not None and w.grad is not None and b.grad is not None
+    _linear_norm(*host).sum().backward()
+    for d, h in zip(dev, host, strict=True):
+        torch.testing.assert_close(d.grad.cpu(), h.grad, rtol=1e-4, atol=1e-5)
+
+
+_IMPORT_ORDER = """
+import importlib, os
+assert "TRITON_INTERPRET" not in os.environ  # the switch comes from mtia_lab, or too late
+importlib.import_module({before!r})
+import triton.language as tl
+from triton.runtime.jit import JITFunction
+assert isinstance(tl.sum, JITFunction)  # Triton's library made in compiled mode
+import torch
+import mtia_lab
+x = torch.randn(8, 16)
+fn = lambda t: torch.softmax(t * 2, -1).sum(0)  # reductions call Triton's library (tl.max...)
+out = torch.compile(fn, dynamic=False)(x.to("mtia_sim"))
+torch.testing.assert_close(out.cpu(), fn(x))
+print("ok")
+"""
+
+
+# mtia_lab first is the order of every other test process (conftest.py imports it first).
+@pytest.mark.parametrize("before", ["triton", "torch._inductor"])
+def test_triton_imported_before_mtia_lab_still_runs_device_kernels(before):
+    done = run_python(_IMPORT_ORDER.format(before=before), unset=("TRITON_INTERPRET",))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "ok"

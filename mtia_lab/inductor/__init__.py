@@ -50,8 +50,10 @@ def install_hooks() -> None:
 
     errors.check_triton()
     _compat.interpreter_env()
-    if _compat.triton_made_before_switch():
-        raise errors.triton_imported_too_early()
+    if _compat.triton_made_before_switch():  # `import triton` came before `import mtia_lab`
+        _compat.interpret_triton_library()
+        if _compat.triton_made_before_switch():
+            raise errors.triton_imported_too_early()
     _compat.activate_host_driver()
     _compat.faster_nested_calls()
     _compat.trust_triton_for(_compat.DEVICE)

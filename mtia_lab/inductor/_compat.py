@@ -48,7 +48,7 @@ def interpreter_env() -> None:
 def triton_made_before_switch() -> bool:
     """Was Triton imported before the interpreter switch was on? Its own library functions
     (`tl.sum`'s combine function...) are then compiled-mode jit functions, which interpreted
-    kernels cannot call; only a fresh process can fix that."""
+    kernels cannot call (`interpret_triton_library` rebuilds them)."""
     import sys
 
     standard = sys.modules.get("triton.language.standard")
@@ -57,6 +57,44 @@ def triton_made_before_switch() -> bool:
     from triton.runtime.interpreter import InterpretedFunction
 
     return not isinstance(standard.sum, InterpretedFunction)
+
+
+def interpret_triton_library() -> int:
+    """Triton imported before the switch (`import triton` or `torch._inductor` first): rebuild
+    what it made in compiled mode, so that the process is as if the switch had come first.
+
+    Triton reads the switch at run time everywhere but in `@triton.jit` itself, which made a
+    compiled-mode `JITFunction` (not an `InterpretedFunction`) of each library function then:
+    `triton.language.standard` (`sum`, `max`, their combine functions...) and
+    `triton.language.random`. Those modules hold nothing else that depends on the switch, so
+    each is re-executed (`importlib.reload`: its jit functions are remade interpreted, and
+    `tl.tensor`'s member functions re-attached), then every module-level name elsewhere that
+    still points to an old function (`triton.language.sum`...) is rebound to the new one.
+    Inductor's own helpers are reloaded by `interpreted_helpers`. Returns the number of
+    functions rebuilt."""
+    import importlib
+    import sys
+
+    from triton.runtime.jit import JITFunction
+
+    renewed: dict[int, tuple[object, object]] = {}  # id(old) -> (old, new)
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("triton."):
+            continue
+        own = {key: value for key, value in vars(module).items()
+               if isinstance(value, JITFunction) and value.fn.__module__ == name}
+        if own:
+            importlib.reload(module)
+            renewed.update({id(old): (old, getattr(module, key)) for key, old in own.items()})
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for key, value in list(names.items()):
+            pair = renewed.get(id(value))  # by id first: touching some objects warns
+            if pair is not None and pair[0] is value:
+                names[key] = pair[1]
+    return len(renewed)
 
 
 def interpreted_helpers() -> None:
