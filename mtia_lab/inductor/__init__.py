@@ -17,6 +17,7 @@ Reading order, as a graph flows:
     plan.py       those facts as the project's FusionPlan record
     launch.py     each kernel launch: host memory, roofline price, stream clock, listeners
     trace_events.py   launches in `mtia_lab.trace()` as "compiled" events
+    modes.py      mode="reduce-overhead" (device graphs) and "max-autotune" (what is skipped)
     errors.py     one clear error for what cannot compile on the device
 
 Shares with the teaching scheduler (mtia_lab/compiler) only its records (FusionPlan, KernelGroup,

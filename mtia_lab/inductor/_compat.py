@@ -9,6 +9,7 @@ Inductor, and every patch leaves Inductor's own behaviour unchanged for other de
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 
@@ -338,6 +339,90 @@ def inductor_config():
     import torch._inductor.config as config
 
     return config
+
+
+# --- Inductor: compile modes (read by mtia_lab/inductor/modes.py) ------------------------------
+def cudagraphs_requested() -> bool:
+    """mode="reduce-overhead" / "max-autotune" (or the config set by hand), inside a compile."""
+    return bool(inductor_config().triton.cudagraphs)
+
+
+def autotuning_requested() -> bool:
+    config = inductor_config()
+    return bool(config.max_autotune or config.max_autotune_gemm or config.max_autotune_pointwise
+                or config.coordinate_descent_tuning)
+
+
+def rerecord_limit() -> int:
+    return int(inductor_config().triton.cudagraph_unexpected_rerecord_limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphCaptureFacts:
+    """What Inductor decided about capturing one compiled graph in a (CUDA) graph."""
+
+    static_inputs: frozenset[int]  # parameters and buffers: used in place by a replay
+    mutated_inputs: frozenset[int]
+    reasons: tuple[str, ...]  # why Inductor would not capture it, the device type aside
+
+
+def graph_capture_facts(compiled) -> GraphCaptureFacts:
+    """Read from Inductor's CompiledFxGraph. Inductor gives every graph whose device is not
+    "cuda" the reason "multiple devices: device(type='mtia_sim', ...)"; that one is dropped
+    (the device has its own graphs), every other reason is kept."""
+    from torch._inductor.cudagraph_utils import format_default_skip_message
+
+    static = frozenset(compiled.fx_kwargs.get("static_input_idxs") or ())
+    mutated = set(compiled.mutated_input_idxs or ())
+    info = compiled.cudagraph_info
+    reasons = [r for r in (info.cudagraph_fail_reasons if info else []) if r]
+    if mutated - static and "mutated inputs" not in reasons:
+        reasons.append("mutated inputs")
+    ours = {format_default_skip_message(f"multiple devices: {torch.device(DEVICE, i)!r}")
+            for i in compiled.device_idxs}
+    disabled = compiled.disabled_cudagraphs_reason
+    if disabled and disabled not in ours:
+        reasons.append(disabled)
+    others = set(compiled.device_types) - {DEVICE}
+    if others:
+        reasons.append(f"the graph also runs on {', '.join(sorted(others))}")
+    return GraphCaptureFacts(static, frozenset(mutated), tuple(dict.fromkeys(reasons)))
+
+
+def static_input(x: torch.Tensor) -> torch.Tensor:
+    """Inductor's graph placeholder for a copied-in input (same size and strides)."""
+    from torch._inductor.compile_fx import static_input as make
+
+    return make(x)
+
+
+def copy_into_static(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Inductor's copy of an input into its placeholder (expanded dimensions indexed first)."""
+    from torch._inductor.compile_fx import index_expanded_dims_and_copy_
+    from torch._inductor.output_code import get_expanded_dims
+
+    index_expanded_dims_and_copy_(dst, src, get_expanded_dims(src))
+
+
+def no_gemm_templates_for(device: str) -> None:
+    """Inductor offers Triton matmul/convolution templates only on a "big GPU", and asks
+    before checking max-autotune, warning "Not enough SMs" on every first matmul of a small
+    one. On `device` templates are never offered (they are chosen by timing, which the
+    simulator has no honest figure for: see modes.py): answer False, quietly."""
+    from torch._inductor import utils
+
+    original = utils.is_big_gpu
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    @functools.wraps(original)
+    def is_big_gpu(index_or_device=0) -> bool:
+        if isinstance(index_or_device, torch.device) and index_or_device.type == device:
+            return False
+        return original(index_or_device)
+
+    is_big_gpu._mtia_lab = True
+    utils.is_big_gpu = is_big_gpu
 
 
 # --- Inductor: runtime (each Triton launch) -------------------------------------------------------

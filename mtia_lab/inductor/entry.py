@@ -27,7 +27,7 @@ import functools
 import torch
 
 from ..backend.tensor import MTIATensor
-from . import _compat, errors
+from . import _compat, errors, modes
 
 aten = torch.ops.aten
 _STATE = {"keep_list": True}
@@ -137,7 +137,8 @@ def _explained():
 
 def _inner(inner_compile, keep: bool):
     """Inductor's inner compile (forward, and backward when autograd first needs it) with the
-    keep-list's fallbacks in place, and errors explained."""
+    keep-list's fallbacks in place, errors explained, and the compile mode applied to what it
+    returns (modes.py: graph capture for reduce-overhead)."""
     if inner_compile is None:
         inner_compile = _compat.compile_fx_module().compile_fx_inner
     if getattr(inner_compile, "_mtia_lab", False):
@@ -145,8 +146,11 @@ def _inner(inner_compile, keep: bool):
 
     @functools.wraps(inner_compile)
     def compile_inner(*args, **kwargs):
+        modes.note_autotuning()
         with keep_list(keep), _keep_as_fallbacks(), _explained():
-            return inner_compile(*args, **kwargs)
+            compiled = inner_compile(*args, **kwargs)
+        modes.apply_graph_capture(compiled)
+        return compiled
 
     compile_inner._mtia_lab = True
     return compile_inner
