@@ -95,6 +95,21 @@ def test_reduce_overhead_says_why_a_graph_is_not_captured():
     torch.testing.assert_close(dev.cpu(), x + 2)
 
 
+def test_reduce_overhead_leaves_a_graph_with_host_work_uncaptured_and_says_so():
+    def invert(a):  # linalg_inv_ex has no device kernel: the CPU fallback runs it
+        return torch.linalg.inv(a * 2 + torch.eye(4, device=a.device) * 4).relu()
+
+    run = torch.compile(invert, mode="reduce-overhead", dynamic=False)
+    start = len(modes.GRAPHED)
+    with pytest.warns(modes.CompileModeWarning, match="linalg_inv_ex ran on the host"):
+        run(torch.randn(4, 4).to(DEVICE))
+    for _ in range(2):
+        a = torch.randn(4, 4)
+        torch.testing.assert_close(run(a.to(DEVICE)).cpu(), invert(a), rtol=1e-4, atol=1e-5)
+    (graphed,) = modes.device_graphs(start)
+    assert graphed.graph is None and "CPU fallback" in graphed.skipped
+
+
 def test_max_autotune_warns_once_what_it_skips_and_matches_eager():
     host, dev = _models()
     start = len(modes.GRAPHED)

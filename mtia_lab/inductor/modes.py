@@ -170,7 +170,7 @@ class DeviceGraphed:
             if self.mutated_inputs:  # part of the work ran, and it wrote inputs: no rerun
                 raise
             self._skip(str(error).splitlines()[0])
-            return self.run(list(self._placeholders))
+            return self.run(real)
         self.graph, self.captures = g, self.captures + 1
         self._outputs = tuple(outputs)
         self._sources = tuple(self._source(o) for o in outputs)
@@ -213,16 +213,15 @@ class DeviceGraphed:
         """The graph's outputs as the caller's own tensors: a copy of what the graph made (the
         next replay rewrites it); a view of an input, on the caller's tensor (Inductor returns
         inputs that backward needs: the graph holds only its copy)."""
-        handed = []
-        for out, source in zip(self._outputs, self._sources, strict=True):
-            if source is None:
-                handed.append(out.clone())
-            elif source < 0 or source in self.static_inputs:
-                handed.append(out)
-            else:
+        made = [k for k, source in enumerate(self._sources) if source is None]
+        handed = list(self._outputs)
+        for k, copy in zip(made, _copied([self._outputs[k] for k in made]), strict=True):
+            handed[k] = copy
+        for k, (out, source) in enumerate(zip(self._outputs, self._sources, strict=True)):
+            if source is not None and source >= 0 and source not in self.static_inputs:
                 slot, x = self._placeholders[source], real[source]
                 offset = out.storage_offset() - slot.storage_offset() + x.storage_offset()
-                handed.append(x.as_strided(out.size(), out.stride(), offset))
+                handed[k] = x.as_strided(out.size(), out.stride(), offset)
         return handed
 
     def _skip(self, reason: str) -> None:
@@ -241,3 +240,33 @@ class DeviceGraphed:
                  f"{self.captures} capture(s), {self.replays} replay(s), {self.graph}")
         return f"DeviceGraphed({state})"
 
+
+def _extent(t: torch.Tensor) -> int:
+    """How many elements of its storage a tensor reaches (offset included)."""
+    if t.numel() == 0:
+        return t.storage_offset()
+    return t.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride(),
+                                                                         strict=True))
+
+
+def _copied(outputs: list) -> list:
+    """Fresh device copies of graph-made outputs that keep each one's size, strides and storage
+    offset, and which of them share memory (AOTAutograd rebuilds views of outputs from those
+    numbers): one copy per shared buffer, of the extent they reach."""
+    copies = list(outputs)
+    groups: dict[int, list[int]] = {}
+    for k, out in enumerate(outputs):
+        groups.setdefault(id(out._storage), []).append(k)
+    for members in groups.values():
+        first = outputs[members[0]]
+        if any(outputs[k].dtype != first.dtype for k in members):  # views of other dtypes
+            for k in members:
+                copies[k] = outputs[k].clone()
+            continue
+        extent = max(_extent(outputs[k]) for k in members)
+        flat = torch.empty(extent, dtype=first.dtype, device=first.device)
+        flat.copy_(first.as_strided((extent,), (1,), 0))
+        for k in members:
+            out = outputs[k]
+            copies[k] = flat.as_strided(out.size(), out.stride(), out.storage_offset())
+    return copies
