@@ -323,6 +323,7 @@ def lowering_tables() -> dict:
     from torch._inductor import lowering
 
     return {"lowerings": dict(lowering.lowerings), "fallbacks": list(lowering.fallbacks),
+            "user_lowerings": dict(lowering.user_lowerings),
             "needs_realized_inputs": list(lowering.needs_realized_inputs),
             "layout_constraints": dict(lowering._maybe_layout_constraints),
             "decompositions": dict(lowering.decompositions),
@@ -371,7 +372,11 @@ def graph_capture_facts(compiled) -> GraphCaptureFacts:
     "cuda" the reason "multiple devices: device(type='mtia_sim', ...)"; that one is dropped
     (the device has its own graphs), every other reason is kept."""
     from torch._inductor.cudagraph_utils import format_default_skip_message
+    from torch._inductor.output_code import CompiledFxGraph
 
+    if not isinstance(compiled, CompiledFxGraph):
+        return GraphCaptureFacts(frozenset(), frozenset(),
+                                 (f"Inductor made a {type(compiled).__name__}",))
     static = frozenset(compiled.fx_kwargs.get("static_input_idxs") or ())
     mutated = set(compiled.mutated_input_idxs or ())
     info = compiled.cudagraph_info

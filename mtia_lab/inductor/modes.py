@@ -61,7 +61,8 @@ def note_autotuning() -> None:
     """Called inside each device compile, with the mode's config in place."""
     if _compat.autotuning_requested():
         warn_once("max-autotune", (
-            'mode="max-autotune" on mtia_sim: autotuning is skipped. Inductor chooses Triton '
+            'mode="max-autotune" (max_autotune, coordinate_descent_tuning) on mtia_sim: '
+            "autotuning is skipped. Inductor chooses Triton "
             "matmul/convolution templates and each kernel's block sizes by timing every "
             "candidate on the device, and neither timing exists here (Triton's interpreter "
             "times the host; the roofline prices every block size the same): matmuls and "
