@@ -5,7 +5,8 @@ needs no dispatch and no allocation:
 
 - "out="      the op's `out=` overload writes the captured output buffers (`mm` -> `mm.out`);
 - "in-place"  the op writes its arguments, exactly as captured (`add_`, `copy_`, `normal_`);
-- "copy"      no usable `out=` overload: the kernel runs, its results are copied into the buffers.
+- "copy"      no usable `out=` overload: the kernel runs, its results are copied into the buffers;
+- "launch"    a kernel launched without the dispatcher (Inductor's Triton kernels), redone as is.
 
 Buffers that only live inside the graph then share host memory, as their device blocks share the
 graph's private pool (`share_dead_buffers`): a chain of 50 ops touches a few buffers, not 50.
@@ -29,7 +30,7 @@ class GraphNode:
     """One recorded kernel: `call(*args, **kwargs)` redoes it on the captured buffers."""
 
     op: str  # "aten::addmm"
-    how: str  # "out=", "in-place" or "copy" (see the module docstring)
+    how: str  # "out=", "in-place", "copy" or "launch" (see the module docstring)
     inputs: tuple[torch.Tensor, ...]  # inner (CPU) tensors of the device memory it reads
     outputs: tuple[torch.Tensor, ...]  # inner tensors of the buffers it writes
     device_us: float  # simulated kernel time without the launch (a replay launches once)

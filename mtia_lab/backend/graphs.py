@@ -91,6 +91,26 @@ def refuse_if_capturing(what: str, why: str, fix: str) -> None:
         _ACTIVE.fail(what, why, fix)
 
 
+def record_launch(device_index: int, op: str, inputs: tuple, outputs: tuple, duration_us: float,
+                  call: Callable[..., object], args: tuple, kwargs: dict) -> bool:
+    """A kernel launched without the dispatcher (an Inductor-generated Triton kernel:
+    inductor/launch.py), which has just run `call(*args, **kwargs)` on the device memory
+    (`inputs`/`outputs`: inner tensors): while a graph captures, record it so that replays
+    redo it, and return True (the clock then moves at replay). False when nothing captures."""
+    capture = _ACTIVE
+    if capture is None:
+        return False
+    if device_index != capture.device_index:
+        capture.fail(op, f"it runs on {DEVICE_NAME}:{device_index}, not on the captured device",
+                     f"Capture work of {DEVICE_NAME}:{capture.device_index} only.")
+    device_us = max(0.0, duration_us - capture.launch_us)
+    capture.graph._nodes.append(
+        GraphNode(op, "launch", tuple(inputs), tuple(outputs), device_us, call, args, kwargs))
+    for buffer in outputs:
+        capture._recorded.add(buffer.untyped_storage().data_ptr())
+    return True
+
+
 class MTIAGraph:
     """A captured region of device work (shaped like torch.mtia.MTIAGraph / torch.cuda.CUDAGraph).
 

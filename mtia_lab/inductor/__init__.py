@@ -17,6 +17,7 @@ Reading order, as a graph flows:
     plan.py       those facts as the project's FusionPlan record
     launch.py     each kernel launch: host memory, roofline price, stream clock, listeners
     trace_events.py   launches in `mtia_lab.trace()` as "compiled" events
+    modes.py      mode="reduce-overhead" (device graphs) and "max-autotune" (what is skipped)
     errors.py     one clear error for what cannot compile on the device
 
 Shares with the teaching scheduler (mtia_lab/compiler) only its records (FusionPlan, KernelGroup,
@@ -50,8 +51,10 @@ def install_hooks() -> None:
 
     errors.check_triton()
     _compat.interpreter_env()
-    if _compat.triton_made_before_switch():
-        raise errors.triton_imported_too_early()
+    if _compat.triton_made_before_switch():  # `import triton` came before `import mtia_lab`
+        _compat.interpret_triton_library()
+        if _compat.triton_made_before_switch():
+            raise errors.triton_imported_too_early()
     _compat.activate_host_driver()
     _compat.faster_nested_calls()
     _compat.trust_triton_for(_compat.DEVICE)

@@ -9,6 +9,7 @@ Inductor, and every patch leaves Inductor's own behaviour unchanged for other de
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 
@@ -48,7 +49,7 @@ def interpreter_env() -> None:
 def triton_made_before_switch() -> bool:
     """Was Triton imported before the interpreter switch was on? Its own library functions
     (`tl.sum`'s combine function...) are then compiled-mode jit functions, which interpreted
-    kernels cannot call; only a fresh process can fix that."""
+    kernels cannot call (`interpret_triton_library` rebuilds them)."""
     import sys
 
     standard = sys.modules.get("triton.language.standard")
@@ -57,6 +58,44 @@ def triton_made_before_switch() -> bool:
     from triton.runtime.interpreter import InterpretedFunction
 
     return not isinstance(standard.sum, InterpretedFunction)
+
+
+def interpret_triton_library() -> int:
+    """Triton imported before the switch (`import triton` or `torch._inductor` first): rebuild
+    what it made in compiled mode, so that the process is as if the switch had come first.
+
+    Triton reads the switch at run time everywhere but in `@triton.jit` itself, which made a
+    compiled-mode `JITFunction` (not an `InterpretedFunction`) of each library function then:
+    `triton.language.standard` (`sum`, `max`, their combine functions...) and
+    `triton.language.random`. Those modules hold nothing else that depends on the switch, so
+    each is re-executed (`importlib.reload`: its jit functions are remade interpreted, and
+    `tl.tensor`'s member functions re-attached), then every module-level name elsewhere that
+    still points to an old function (`triton.language.sum`...) is rebound to the new one.
+    Inductor's own helpers are reloaded by `interpreted_helpers`. Returns the number of
+    functions rebuilt."""
+    import importlib
+    import sys
+
+    from triton.runtime.jit import JITFunction
+
+    renewed: dict[int, tuple[object, object]] = {}  # id(old) -> (old, new)
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("triton."):
+            continue
+        own = {key: value for key, value in vars(module).items()
+               if isinstance(value, JITFunction) and value.fn.__module__ == name}
+        if own:
+            importlib.reload(module)
+            renewed.update({id(old): (old, getattr(module, key)) for key, old in own.items()})
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for key, value in list(names.items()):
+            pair = renewed.get(id(value))  # by id first: touching some objects warns
+            if pair is not None and pair[0] is value:
+                names[key] = pair[1]
+    return len(renewed)
 
 
 def interpreted_helpers() -> None:
@@ -271,21 +310,64 @@ def inductor_decompositions() -> dict:
     return dict(select_decomp_table())
 
 
-def ensure_fallback(op) -> bool:
-    """Lower `op` as an ATen call (an extern kernel) instead of decomposing it; True if added."""
+@contextlib.contextmanager
+def temporary_fallback(op):
+    """Lower `op` as an ATen call (an extern kernel) while the block runs, when Inductor has no
+    lowering of its own for it (layer norm: Inductor decomposes it). An op that has one (mm's
+    `tuned_mm`) is left alone: kept out of the decomposition table, it reaches that lowering.
+    On exit every structure `make_fallback` writes -- `lowerings`, `fallbacks`,
+    `needs_realized_inputs`, `_maybe_layout_constraints` -- is put back exactly as it was, so
+    compiles for other devices never see the fallback. Yields whether one was added."""
     from torch._inductor import lowering
 
-    if op in lowering.lowerings and op not in lowering.decompositions:
-        return False
-    lowering.make_fallback(op, warn=False, override_decomp=True)
-    return True
+    if op in lowering.lowerings:
+        yield False
+        return
+    saved = _fallback_state(lowering, op)
+    try:
+        lowering.make_fallback(op, warn=False, override_decomp=True)
+        yield True
+    finally:
+        _restore_fallback_state(lowering, saved)
 
 
-def remove_fallback(op) -> None:
+_ABSENT = object()
+
+
+def _fallback_state(lowering, op) -> dict:
+    ops = lowering.get_overloads(op)
+    return {"ops": ops,
+            "lowerings": {o: lowering.lowerings.get(o, _ABSENT) for o in ops},
+            "constraints": {o: lowering._maybe_layout_constraints.get(o, _ABSENT) for o in ops},
+            "fallbacks": {o for o in ops if o in lowering.fallbacks},
+            "realized": {o for o in ops if o in lowering.needs_realized_inputs}}
+
+
+def _restore_fallback_state(lowering, saved: dict) -> None:
+    for table, key in ((lowering.lowerings, "lowerings"),
+                       (lowering._maybe_layout_constraints, "constraints")):
+        for o, value in saved[key].items():
+            if value is _ABSENT:
+                table.pop(o, None)
+            else:
+                table[o] = value
+    for members, key in ((lowering.fallbacks, "fallbacks"),
+                         (lowering.needs_realized_inputs, "realized")):
+        for o in saved["ops"]:
+            if o not in saved[key]:
+                members.discard(o)
+
+
+def lowering_tables() -> dict:
+    """Copies of Inductor's global lowering tables, to check that nothing changed them."""
     from torch._inductor import lowering
 
-    lowering.lowerings.pop(op, None)
-    lowering.fallbacks.discard(op)
+    return {"lowerings": dict(lowering.lowerings), "fallbacks": list(lowering.fallbacks),
+            "user_lowerings": dict(lowering.user_lowerings),
+            "needs_realized_inputs": list(lowering.needs_realized_inputs),
+            "layout_constraints": dict(lowering._maybe_layout_constraints),
+            "decompositions": dict(lowering.decompositions),
+            "selected_decompositions": inductor_decompositions()}
 
 
 def has_lowering(op) -> bool:
@@ -298,6 +380,94 @@ def inductor_config():
     import torch._inductor.config as config
 
     return config
+
+
+# --- Inductor: compile modes (read by mtia_lab/inductor/modes.py) ------------------------------
+def cudagraphs_requested() -> bool:
+    """mode="reduce-overhead" / "max-autotune" (or the config set by hand), inside a compile."""
+    return bool(inductor_config().triton.cudagraphs)
+
+
+def autotuning_requested() -> bool:
+    config = inductor_config()
+    return bool(config.max_autotune or config.max_autotune_gemm or config.max_autotune_pointwise
+                or config.coordinate_descent_tuning)
+
+
+def rerecord_limit() -> int:
+    return int(inductor_config().triton.cudagraph_unexpected_rerecord_limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphCaptureFacts:
+    """What Inductor decided about capturing one compiled graph in a (CUDA) graph."""
+
+    static_inputs: frozenset[int]  # parameters and buffers: used in place by a replay
+    mutated_inputs: frozenset[int]
+    reasons: tuple[str, ...]  # why Inductor would not capture it, the device type aside
+
+
+def graph_capture_facts(compiled) -> GraphCaptureFacts:
+    """Read from Inductor's CompiledFxGraph. Inductor gives every graph whose device is not
+    "cuda" the reason "multiple devices: device(type='mtia_sim', ...)"; that one is dropped
+    (the device has its own graphs), every other reason is kept."""
+    from torch._inductor.cudagraph_utils import format_default_skip_message
+    from torch._inductor.output_code import CompiledFxGraph
+
+    if not isinstance(compiled, CompiledFxGraph):
+        return GraphCaptureFacts(frozenset(), frozenset(),
+                                 (f"Inductor made a {type(compiled).__name__}",))
+    static = frozenset(compiled.fx_kwargs.get("static_input_idxs") or ())
+    mutated = set(compiled.mutated_input_idxs or ())
+    info = compiled.cudagraph_info
+    reasons = [r for r in (info.cudagraph_fail_reasons if info else []) if r]
+    if mutated - static and "mutated inputs" not in reasons:
+        reasons.append("mutated inputs")
+    ours = {format_default_skip_message(f"multiple devices: {torch.device(DEVICE, i)!r}")
+            for i in compiled.device_idxs}
+    disabled = compiled.disabled_cudagraphs_reason
+    if disabled and disabled not in ours:
+        reasons.append(disabled)
+    others = set(compiled.device_types) - {DEVICE}
+    if others:
+        reasons.append(f"the graph also runs on {', '.join(sorted(others))}")
+    return GraphCaptureFacts(static, frozenset(mutated), tuple(dict.fromkeys(reasons)))
+
+
+def static_input(x: torch.Tensor) -> torch.Tensor:
+    """Inductor's graph placeholder for a copied-in input (same size and strides)."""
+    from torch._inductor.compile_fx import static_input as make
+
+    return make(x)
+
+
+def copy_into_static(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Inductor's copy of an input into its placeholder (expanded dimensions indexed first)."""
+    from torch._inductor.compile_fx import index_expanded_dims_and_copy_
+    from torch._inductor.output_code import get_expanded_dims
+
+    index_expanded_dims_and_copy_(dst, src, get_expanded_dims(src))
+
+
+def no_gemm_templates_for(device: str) -> None:
+    """Inductor offers Triton matmul/convolution templates only on a "big GPU", and asks
+    before checking max-autotune, warning "Not enough SMs" on every first matmul of a small
+    one. On `device` templates are never offered (they are chosen by timing, which the
+    simulator has no honest figure for: see modes.py): answer False, quietly."""
+    from torch._inductor import utils
+
+    original = utils.is_big_gpu
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    @functools.wraps(original)
+    def is_big_gpu(index_or_device=0) -> bool:
+        if isinstance(index_or_device, torch.device) and index_or_device.type == device:
+            return False
+        return original(index_or_device)
+
+    is_big_gpu._mtia_lab = True
+    utils.is_big_gpu = is_big_gpu
 
 
 # --- Inductor: runtime (each Triton launch) -------------------------------------------------------

@@ -146,4 +146,5 @@ def register() -> None:
     _compat.register_device_interface(DEVICE, _interface())
     _compat.register_device_codegen(DEVICE, _op_overrides(), _wrapper_codegen())
     _compat.mtia_config_heuristics(DEVICE)
+    _compat.no_gemm_templates_for(DEVICE)
     _done.append(True)

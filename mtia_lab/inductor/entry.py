@@ -30,7 +30,7 @@ import traceback
 import torch
 
 from ..backend.tensor import MTIATensor
-from . import _compat, errors
+from . import _compat, errors, modes
 
 aten = torch.ops.aten
 _STATE = {"keep_list": True}
@@ -65,14 +65,15 @@ def decompositions(table: dict | None) -> dict:
 
 @contextlib.contextmanager
 def _keep_as_fallbacks():
-    """Lower kept ops that Inductor would decompose (layer norm) as ATen calls, for the length
-    of one compilation: Inductor compiles other devices' graphs as it always does."""
-    added = [op for op in keep_ops() if _STATE["keep_list"] and _compat.ensure_fallback(op)]
-    try:
+    """Lower kept ops that Inductor has no lowering for (layer norm, which it decomposes) as
+    ATen calls, for the length of one compilation; kept ops with a lowering of their own
+    (mm's `tuned_mm`, convolution) need only stay out of the decomposition table. Inductor's
+    tables are restored exactly afterwards: other devices' compiles see no trace of it."""
+    with contextlib.ExitStack() as stack:
+        if _STATE["keep_list"]:
+            for op in keep_ops():
+                stack.enter_context(_compat.temporary_fallback(op))
         yield
-    finally:
-        for op in added:
-            _compat.remove_fallback(op)
 
 
 def has_device_inputs(example_inputs) -> bool:
@@ -167,7 +168,8 @@ def _explained():
 
 def _inner(inner_compile, keep: bool):
     """Inductor's inner compile (forward, and backward when autograd first needs it) with the
-    keep-list's fallbacks in place, and errors explained."""
+    keep-list's fallbacks in place, errors explained, and the compile mode applied to what it
+    returns (modes.py: graph capture for reduce-overhead)."""
     if inner_compile is None:
         inner_compile = _compat.compile_fx_module().compile_fx_inner
     if getattr(inner_compile, "_mtia_lab", False):
@@ -175,8 +177,11 @@ def _inner(inner_compile, keep: bool):
 
     @functools.wraps(inner_compile)
     def compile_inner(*args, **kwargs):
+        modes.note_autotuning()
         with keep_list(keep), _keep_as_fallbacks(), _explained():
-            return _frees_on_error(inner_compile(*args, **kwargs))
+            compiled = inner_compile(*args, **kwargs)
+        modes.apply_graph_capture(compiled)
+        return _frees_on_error(compiled)
 
     compile_inner._mtia_lab = True
     return compile_inner

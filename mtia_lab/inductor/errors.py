@@ -44,8 +44,9 @@ def check_triton() -> None:
 def triton_imported_too_early() -> InductorDeviceError:
     return InductorDeviceError(
         "Triton was imported before mtia_lab could switch it to its interpreter (by importing "
-        "torch._inductor or triton before mtia_lab, or with TRITON_INTERPRET=0): its kernels "
-        "cannot run on mtia_sim in this process. Restart Python and `import mtia_lab` before "
+        "torch._inductor or triton before mtia_lab), and its library functions (tl.sum...) "
+        "could not be rebuilt for the interpreter afterwards: its kernels cannot run on "
+        "mtia_sim in this process. Restart Python and `import mtia_lab` before "
         "torch._inductor / triton (or start it with TRITON_INTERPRET=1).")
 
 

@@ -12,6 +12,7 @@ devices):
      only): its bytes are those of the tensor arguments of this launch;
   3. charges it to the current stream of the device (streams.charge), as an eager op would be;
   4. tells LISTENERS (the trace: trace_events.py) with a `TritonLaunch` record.
+While a device graph captures, step 3 is a recorded graph node instead (`_captured`).
 Extern kernels (mm, convolution, the keep-list) are not launches here: they are eager ATen
 calls on device tensors, served and charged by the dispatcher like any eager op.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..backend import graphs
 from ..backend.cost import KernelCost
 from ..backend.runtime import RUNTIME
 from ..backend.streams import charge
@@ -128,9 +130,11 @@ def install() -> None:
             raise clear from None
         state = RUNTIME.device(device._storage.device_index)
         cost = launch_cost(self, args)
-        span = charge(state, cost.duration_us(state.profile))
+        ins, outs = _split(self, args)
+        span = None
+        if not _captured(self, state, cost, ins, outs, (self, *host), {"stream": stream, **kwargs}):
+            span = charge(state, cost.duration_us(state.profile))
         if LISTENERS:
-            ins, outs = _split(self, args)
             launch = TritonLaunch(_info(self), _compat.launch_grid(self, host), ins, outs)
             for listener in LISTENERS:
                 listener(launch, cost, span)
@@ -138,3 +142,17 @@ def install() -> None:
 
     run._mtia_lab = True
     cls.run = run
+    _ORIGINAL_RUN.append(original)
+
+
+_ORIGINAL_RUN: list[Callable] = []
+
+
+def _captured(autotuner, state, cost, ins, outs, args, kwargs) -> bool:
+    """While a device graph captures (torch.mtia_sim.graph, or mode="reduce-overhead"), the
+    launch is recorded for replays (which redo Inductor's own launcher on the same host memory)
+    instead of charged now: the graph's clock moves at replay, as for eager ops."""
+    return graphs.record_launch(
+        state.index, _info(autotuner).name, tuple(t._inner for t in ins),
+        tuple(t._inner for t in outs), cost.duration_us(state.profile), _ORIGINAL_RUN[0], args,
+        kwargs)
