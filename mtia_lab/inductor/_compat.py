@@ -477,12 +477,6 @@ def caching_autotuner() -> type:
     return CachingAutotuner
 
 
-def launch_grid(autotuner, args) -> tuple[int, ...]:
-    """The grid the interpreter launches `args` on (Inductor's own computation)."""
-    _, grid = autotuner._interpret_args_grid(tuple(args), autotuner.configs[0])
-    return tuple(int(g) for g in grid)
-
-
 def written_arg_names(autotuner) -> frozenset:
     """The arguments a launch writes. Inductor lists only the buffers it updates in place
     (`mutated_arg_names`: in_out_ptr0, a mutated input); the outputs it writes fresh are the

@@ -89,9 +89,10 @@ def _info(autotuner) -> KernelInfo:
     return info
 
 
-def _execute(original, autotuner, host: list, stream, kwargs: dict):
+def _execute(original, autotuner, host: list, launch: tuple, stream, kwargs: dict):
     """Run one launch on host memory: the whole grid as one NumPy program (whole_grid.py)
-    when the kernel allows it, else program by program, as Triton's interpreter does."""
+    when the kernel allows it, else program by program, as Triton's interpreter does.
+    `launch`: (arguments, grid, constexprs), as Inductor's interpreted launch makes them."""
     from . import whole_grid
 
     def per_program():
@@ -101,7 +102,7 @@ def _execute(original, autotuner, host: list, stream, kwargs: dict):
     refusal = "keyword arguments" if kwargs else _compat.whole_grid_refusal(autotuner)
     if refusal is not None:
         return whole_grid.run_per_program(name, refusal, per_program)
-    args, grid, constexprs = _compat.interpreter_launch(autotuner, host)
+    args, grid, constexprs = launch
     written = [a for n, a in zip(autotuner.fn.arg_names, args, strict=False)
                if n in _compat.written_arg_names(autotuner) and isinstance(a, torch.Tensor)]
     state = autotuner.__dict__.setdefault("_mtia_lab_grid", {})
@@ -121,8 +122,9 @@ def install() -> None:
         if device is None:
             return original(self, *args, stream=stream, **kwargs)
         host = [a._inner if isinstance(a, MTIATensor) else a for a in args]
+        launch = _compat.interpreter_launch(self, host)
         try:
-            result = _execute(original, self, host, stream, kwargs)
+            result = _execute(original, self, host, launch, stream, kwargs)
         except Exception as error:  # one clear error naming the kernel and its aten nodes
             info = _info(self)
             clear = errors.kernel_failed(info.name, ", ".join(info.nodes) or "?", error)
@@ -135,9 +137,9 @@ def install() -> None:
         if not _captured(self, state, cost, ins, outs, (self, *host), {"stream": stream, **kwargs}):
             span = charge(state, cost.duration_us(state.profile))
         if LISTENERS:
-            launch = TritonLaunch(_info(self), _compat.launch_grid(self, host), ins, outs)
+            record = TritonLaunch(_info(self), launch[1], ins, outs)
             for listener in LISTENERS:
-                listener(launch, cost, span)
+                listener(record, cost, span)
         return result
 
     run._mtia_lab = True

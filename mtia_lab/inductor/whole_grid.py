@@ -89,6 +89,17 @@ def _handle(data: np.ndarray, dtype) -> tri.TensorHandle:
     return tri.TensorHandle(data, dtype)
 
 
+_SHAPES: dict[int, tuple] = {}
+
+
+def _shape_of(block_type) -> tuple[int, ...]:
+    """A block type's shape as ints (types are made once per kernel and kept by its tape)."""
+    shape = _SHAPES.get(id(block_type))
+    if shape is None or shape[0] is not block_type:
+        shape = _SHAPES[id(block_type)] = (block_type, tuple(int(s) for s in block_type.shape))
+    return shape[1]
+
+
 class GridBuilder(tri.InterpreterBuilder):
     """Triton's interpreter builder, with the program axis in front of every value.
 
@@ -113,7 +124,7 @@ class GridBuilder(tri.InterpreterBuilder):
     # shapes: the block axes start at 1
     def create_splat(self, ret_ty, arg):
         lead = arg.data.shape[0]
-        shape = tuple(ret_ty.shape)
+        shape = _shape_of(ret_ty)
         data = arg.data.reshape((lead,) + (1,) * len(shape))
         return _handle(np.broadcast_to(data, (lead,) + shape), arg.dtype.scalar)
 
@@ -565,16 +576,17 @@ def triton_mangle(value) -> str:
 
 
 def _convert(value):
-    """A kernel argument as Triton's interpreter hands it to the kernel (`_implicit_cvt`); a
-    host tensor becomes a pointer to its memory (no copy: the interpreter's own launch copies
-    each argument's storage to the host and back, which host memory does not need)."""
+    """A kernel argument's handle, as Triton's interpreter makes it (`_implicit_cvt`); a host
+    tensor becomes a pointer to its memory (no copy: the interpreter's own launch copies each
+    argument's storage to the host and back, which host memory does not need). Arguments with
+    no handle (tuples, None) are returned as they are: a kernel taking them is not recorded."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        handle = tri.TensorHandle(np.array([value.data_ptr()], dtype=np.uint64),
-                                  _pointer_type(value.dtype))
-        return tl.tensor(handle, handle.dtype)
-    return tri._implicit_cvt(value)
+        return tri.TensorHandle(np.array([value.data_ptr()], dtype=np.uint64),
+                                _pointer_type(value.dtype))
+    converted = tri._implicit_cvt(value)
+    return converted.handle if isinstance(converted, tl.tensor) else converted
 
 
 def _arguments(kernel, args: tuple, constexprs: dict) -> tuple[dict, dict]:
@@ -596,18 +608,21 @@ def _record(kernel, fixed: dict, handles: dict, programs: tuple) -> Tape | None:
     the run cannot be replayed)."""
     builder = RecordingBuilder()
     builder.recorder = recorder = Recorder()
+    values = {}
     for name, value in handles.items():
-        if isinstance(value, tl.tensor):
-            recorder.tape.inputs[name] = recorder._new(value.handle)
+        if isinstance(value, tri.TensorHandle):
+            recorder.tape.inputs[name] = recorder._new(value)
+            value = tl.tensor(value, value.dtype)
         elif isinstance(value, tuple):
             recorder.valid = False
+        values[name] = value
     builder.set_grid_dim(*_BUILDER.grid_dim)
     builder.set_programs(programs)
     semantic = tri.interpreter_semantic
     scope = _patch_lang(kernel.fn)
     default, semantic.builder = semantic.builder, builder
     try:
-        kernel.rewrite()(**fixed, **handles)
+        kernel.rewrite()(**fixed, **values)
     finally:
         semantic.builder = default
         scope.restore()
@@ -618,8 +633,8 @@ def _tape_key(fixed: dict, handles: dict) -> tuple:
     """A tape per constexprs, argument types and scalar values: scalars are sizes (xnumel...),
     which loop bounds read, so a kernel launched at several sizes keeps a tape for each."""
     def part(value):
-        if isinstance(value, tl.tensor):
-            return (str(value.type), None if value.type.is_ptr() else value.handle.data.item())
+        if isinstance(value, tri.TensorHandle):
+            return (str(value.dtype), None if value.dtype.is_ptr() else value.data.item())
         return (repr(value),)
 
     return (tuple(sorted((k, repr(v)) for k, v in fixed.items())),
@@ -635,7 +650,7 @@ def run(kernel, grid, args: tuple, constexprs: dict, tapes: dict) -> None:
     total = grid[0] * grid[1] * grid[2]
     chunk = max(1, CHUNK_ELEMENTS // _elements_per_program(constexprs))
     key = _tape_key(fixed, handles)
-    arguments = {k: v.handle for k, v in handles.items() if isinstance(v, tl.tensor)}
+    arguments = {k: v for k, v in handles.items() if isinstance(v, tri.TensorHandle)}
     _BUILDER.set_grid_dim(*grid)
     with np.errstate(all="ignore"):  # masked lanes compute garbage, as on a GPU
         for start in range(0, total, chunk):
