@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/meta_strides_sweep.py                  # every layout, forward
     .venv/bin/python scripts/meta_strides_sweep.py --backward       # and backward (about 3 min)
-    .venv/bin/python scripts/meta_strides_sweep.py --layouts channels_last --ops conv2d,max_pool2d
+    .venv/bin/python scripts/meta_strides_sweep.py --ops native_batch_norm --layouts transposed
     .venv/bin/python scripts/meta_strides_sweep.py --json strides.json
 
 For every float32 OpInfo and input layout (mtia_lab/testing/meta_strides.py), prints how many
