@@ -259,6 +259,12 @@ def inductor_config():
     return config
 
 
+def size_stride_check():
+    """The check Inductor's generated wrapper runs on each extern kernel's result:
+    assert_size_stride(tensor, size, stride, op_name) raises AssertionError on a mismatch."""
+    return torch._C._dynamo.guards.assert_size_stride
+
+
 # --- Inductor: runtime (each Triton launch) -------------------------------------------------------
 def caching_autotuner() -> type:
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
