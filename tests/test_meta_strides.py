@@ -117,6 +117,12 @@ def test_batch_norm_in_eval_returns_per_channel_statistics_as_on_cuda():
         torch.testing.assert_close(out[1].cpu(), mean)
         torch.testing.assert_close(out[2].cpu(), torch.rsqrt(var + 1e-5))
         assert replay(calls[-1]) == ("", "")
+    outs = [torch.empty(0, device=DEVICE) for _ in range(3)]  # out= resizes them, as the fake
+    _, calls = _recorded(lambda: torch.ops.aten.native_batch_norm.out(
+        *args, False, 0.1, 1e-5, out=outs[0], save_mean=outs[1], save_invstd=outs[2]))
+    torch.testing.assert_close(outs[1].cpu(), mean)
+    torch.testing.assert_close(outs[2].cpu(), torch.rsqrt(var + 1e-5))
+    assert replay(calls[-1]) == ("", "")
 
 
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])

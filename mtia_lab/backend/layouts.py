@@ -79,6 +79,17 @@ def _batch_norm_eval(training_at: int | None, eps_at: int):
     return rule
 
 
+def _batch_norm_eval_out(func, args, kwargs, out):
+    """`out=` BatchNorm in eval: the CPU leaves `save_mean` / `save_invstd` as they were; the
+    fake kernel's (CUDA's) results are the per-channel statistics, written into them."""
+    if bool(_arg(args, kwargs, func, 5)) or args[3] is None or args[4] is None:
+        return out
+    stats = _eval_statistics(args[3], args[4], _arg(args, kwargs, func, 7), args[0])
+    for written, value in zip(out[1:], stats, strict=True):
+        written.resize_(value.shape).copy_(value)
+    return out
+
+
 def _embedding_bag_like_cuda(func, args, kwargs, out):
     """EmbeddingBag's bookkeeping results as CUDA returns them (the fake kernel's for any
     device but the CPU): `offset2bag` gives every index its bag (the CPU's fast sum path leaves
@@ -231,6 +242,8 @@ _OVERLOAD_RULES: dict[str, Rule] = {
     "_native_batch_norm_legit.no_stats": follow_fake,
     "_native_batch_norm_legit_no_training.default": _batch_norm_eval(None, 6),
     "_batch_norm_no_update.default": _batch_norm_eval(None, 6),
+    "native_batch_norm.out": _batch_norm_eval_out,
+    "_native_batch_norm_legit.out": _batch_norm_eval_out,
 }
 
 

@@ -176,8 +176,10 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
             compare(functional, cpu_out, check_values=not random, check_device=False)
     except Exception as error:  # noqa: BLE001 -- any CPU failure means "no reference"
         return SampleRun(cpu_error=first_line(error))
-    if variant == "op":
+    if variant in ("op", "out"):
         expected = in_device_conventions(op_name, sample, expected)
+        if cpu_out is not None:
+            cpu_out = in_device_conventions(op_name, sample, cpu_out)
     if move_error:
         return SampleRun(problem=move_error, klass="error")
     previous = recorder.previous = dispatch.set_observer(recorder)
