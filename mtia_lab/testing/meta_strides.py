@@ -218,10 +218,11 @@ def _leaves(value) -> list:
 def layout_difference(actual, expected, inputs=()) -> str:
     """"" if every tensor (or TensorSpec) in `actual` has the layout of its fake in `expected`;
     else one line about the first that has not (Inductor's rule: sizes, then strides of
-    dimensions longer than 1; tensors with no element pass). The storage offset is compared
-    for results that view an input (`inputs`: the call's arguments): a fresh result's offset
-    says nothing, and PyTorch's fake-tensor cache re-creates cached fresh results at offset 0
-    (the uncached first call of `slice_scatter` on a view at offset 1 says 1)."""
+    dimensions longer than 1, tensors with no element passing; and the dtype). The storage
+    offset is compared for results that view an input (`inputs`: the call's arguments): a
+    fresh result's offset says nothing, and PyTorch's fake-tensor cache re-creates cached
+    fresh results at offset 0 (the uncached first call of `slice_scatter` on a view at
+    offset 1 says 1)."""
     viewed = {s.storage for s in _leaves(inputs) if isinstance(s, TensorSpec)}
     act_leaves, exp_leaves = _leaves(actual), _leaves(expected)
     if len(act_leaves) != len(exp_leaves):
@@ -233,6 +234,8 @@ def layout_difference(actual, expected, inputs=()) -> str:
         where = f"output {i}" if len(act_leaves) > 1 else "output"
         if act.shape != tuple(exp.shape):
             return f"{where}: device size {act.shape} vs fake {tuple(exp.shape)}"
+        if act.dtype != exp.dtype:
+            return f"{where}: device dtype {act.dtype} vs fake {exp.dtype}"
         if 0 in act.shape:
             continue
         differ = [d for d, n in enumerate(act.shape) if n > 1 and act.stride[d] != exp.stride(d)]
