@@ -154,7 +154,7 @@ def test_contiguous_inputs_never_ask_the_fake_kernel(monkeypatch):
     runs = []
     original = layouts._run_fake
     monkeypatch.setattr(layouts, "_run_fake", lambda *a: runs.append(a[0]) or original(*a))
-    monkeypatch.setattr(layouts, "_LAYOUTS", {})
+    monkeypatch.setattr(layouts, "_RESTRIDES", {})
     x = torch.randn(4, 5, device=DEVICE, requires_grad=True)
     F.mse_loss(x.logsumexp(-1), torch.zeros(4, device=DEVICE)).backward()
     torch.logical_and(x, x)

@@ -117,7 +117,7 @@ def _arg(args, kwargs, func, position: int, default=None):
 
 # --- meta kernels that differ from eager: restride to what the fake kernel computes --------
 
-_LAYOUTS: dict = {}  # (op, metadata of the arguments) -> result layouts, or None
+_RESTRIDES: dict = {}  # (op, metadata of the arguments) -> what to restride, see follow_fake
 _MAX_CACHED = 4096
 
 
@@ -125,25 +125,57 @@ def follow_fake(func, args, kwargs, out):
     """`out` restrided to the fake kernel's layout for these arguments.
 
     With contiguous inputs every op listed here already matches (the oracle checks it), so the
-    fake kernel runs only for other layouts, once per op and argument metadata (cached)."""
-    tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    fake kernel runs only for other layouts, once per op and argument metadata: which results
+    then need another layout is cached (the CPU kernel's layout depends on that metadata only).
+    """
+    tensors = _tensors(args, kwargs)
     if all(t.is_contiguous() for t in tensors):
         return out
     if "generator" in kwargs:  # the device's generator: no part of the layout
         kwargs = {k: v for k, v in kwargs.items() if k != "generator"}
-    layouts = _fake_layouts(func, args, kwargs)
-    if layouts is None:
+    key = _key(func, args, kwargs)
+    restrides = _RESTRIDES.get(key) if key is not None else None
+    if restrides is None:
+        restrides = _restrides(func, args, kwargs, tensors, out)
+        if key is not None:
+            if len(_RESTRIDES) >= _MAX_CACHED:
+                _RESTRIDES.clear()
+            _RESTRIDES[key] = restrides
+    if not restrides:
         return out
+    if isinstance(out, torch.Tensor):
+        return _restrided(out, restrides[0][1:])
+    results = list(out)
+    for i, shape, stride in restrides:
+        results[i] = _restrided(results[i], (shape, stride))
+    return type(out)(results)
+
+
+def _tensors(args, kwargs) -> list:
+    """The tensor arguments (in lists too: one level, as aten schemas have)."""
+    found = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, torch.Tensor))
+    return found
+
+
+def _restrides(func, args, kwargs, tensors, out) -> tuple:
+    """((result index, shape, stride), ...): the fresh results whose layout is not the fake
+    kernel's, and the layout to give them; () when all match or the fake kernel cannot say."""
+    layouts = _run_fake(func, args, kwargs)
+    if layouts is None:
+        return ()
     results = [out] if isinstance(out, torch.Tensor) else list(out)
     inputs = {storage_identity(t) for t in tensors}
-    changed = False
-    for i, (result, layout) in enumerate(zip(results, layouts, strict=False)):
-        if (isinstance(result, torch.Tensor) and layout is not None
-                and storage_identity(result) not in inputs and _differs(result, layout)):
-            results[i], changed = _restrided(result, layout), True
-    if not changed:
-        return out
-    return results[0] if isinstance(out, torch.Tensor) else type(out)(results)
+    return tuple(
+        (i, layout[0], layout[1])
+        for i, (result, layout) in enumerate(zip(results, layouts, strict=False))
+        if isinstance(result, torch.Tensor) and layout is not None
+        and storage_identity(result) not in inputs and _differs(result, layout)
+    )
 
 
 def _differs(result: torch.Tensor, layout: tuple) -> bool:
@@ -156,35 +188,25 @@ def _differs(result: torch.Tensor, layout: tuple) -> bool:
 
 
 def _restrided(result: torch.Tensor, layout: tuple) -> torch.Tensor:
-    shape, stride, _ = layout
+    shape, stride = layout[:2]
     return result.new_empty_strided(shape, stride).copy_(result)
 
 
 def _key(func, args, kwargs):
+    """The op and its arguments' metadata (values of non-tensors); None if unhashable (symbolic
+    sizes while tracing)."""
     def meta(v):
         if isinstance(v, torch.Tensor):
-            return (tuple(v.shape), v.stride(), v.storage_offset(), v.dtype)
+            return (v.shape, v.stride(), v.storage_offset(), v.dtype)
+        if isinstance(v, (list, tuple)):
+            return tuple(meta(item) for item in v)
         return v
-    leaves = tuple(meta(v) for v in pytree.tree_leaves((args, kwargs)))
+    key = (func, tuple(meta(a) for a in args), tuple((k, meta(v)) for k, v in kwargs.items()))
     try:
-        hash(leaves)
-    except TypeError:  # symbolic sizes while tracing, unhashable arguments: not cached
+        hash(key)
+    except TypeError:
         return None
-    return (func, leaves)
-
-
-def _fake_layouts(func, args, kwargs) -> list | None:
-    """(shape, stride, offset) of each result of `func` on fake `mtia_sim` tensors with the
-    arguments' metadata (None for a non-tensor result); None if the fake kernel cannot say."""
-    key = _key(func, args, kwargs)
-    if key is not None and key in _LAYOUTS:
-        return _LAYOUTS[key]
-    layouts = _run_fake(func, args, kwargs)
-    if key is not None:
-        if len(_LAYOUTS) >= _MAX_CACHED:
-            _LAYOUTS.clear()
-        _LAYOUTS[key] = layouts
-    return layouts
+    return key
 
 
 def _run_fake(func, args, kwargs) -> list | None:
