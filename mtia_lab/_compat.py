@@ -387,3 +387,24 @@ def allow_device_mesh_for(device_type: str) -> None:
     device_mesh.init_device_mesh = init_device_mesh
     if getattr(dist, "init_device_mesh", None) is original:
         dist.init_device_mesh = init_device_mesh
+
+
+def fake_tensor_mode():
+    """A fresh FakeTensorMode: ops on its tensors run their fake (meta) kernels only, giving the
+    sizes and strides TorchInductor plans with (mtia_lab/testing/meta_strides.py)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode()
+
+
+def no_fake_mode():
+    """A context without the active FakeTensorMode (torch.compile's, while it traces): a fresh
+    fake mode can run inside it (mtia_lab/backend/layouts.py)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    return unset_fake_temporarily()
+
+
+def storage_identity(tensor: torch.Tensor) -> int:
+    """Which storage a tensor uses, for real and fake tensors alike (no data pointer asked)."""
+    return tensor.untyped_storage()._cdata

@@ -81,10 +81,6 @@ GRAPHS = {
     "linear_cross_entropy": (linear_cross_entropy, lambda: (
         _r(16, 32), _r(100, 32), _r(100), torch.randint(0, 100, (16,)))),
 }
-# Inductor config for the reference side of one graph, and why.
-INDUCTOR_CONFIG = {
-    # mtia_lab.inductor on this graph fails its own stride check after the depthwise
-    # convolution (the device kernel returns NCHW, Inductor's layout optimization planned
-    # channels-last): compared without the layout optimization until that is fixed there.
-    "depthwise_conv_bn": {"layout_optimization": False},
-}
+# Inductor config for the reference side of one graph, and why (none needed: every graph is
+# compiled with Inductor's defaults, its layout optimization included).
+INDUCTOR_CONFIG: dict = {}

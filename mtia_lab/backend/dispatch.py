@@ -19,7 +19,7 @@ import torch
 
 from .._compat import DEVICE_NAME
 from .._compat import compile_session as _session
-from . import cost, fallback, host_indices, oom
+from . import cost, fallback, host_indices, layouts, oom
 from .registry import KERNELS, Kernel, run_on_device
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
@@ -133,7 +133,7 @@ class _OpPlan:
     later makes the plan stale, and the next call makes a new one."""
 
     __slots__ = ("registered", "kernel", "facts", "name", "first_alias", "host_sync",
-                 "before_run")
+                 "before_run", "layout")
 
     def __init__(self, func: torch._ops.OpOverload, registered: Kernel | None) -> None:
         self.registered = registered
@@ -148,6 +148,8 @@ class _OpPlan:
         # Asked once here, not per call: hashing an OpOverload runs Python code (torch/_ops.py)
         self.host_sync = func in _HOST_SYNCS
         self.before_run = _BEFORE_RUN.get(func)
+        # The layout the fake kernel promises, where the CPU's kernel gives another (layouts.py)
+        self.layout = layouts.RULES.get(func)
 
 
 # Keyed by id(func): overloads are interned (torch.ops.aten.add.Tensor is always the same object,
@@ -225,6 +227,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             out = fallback.run(func, op_facts, inner_args, inner_kwargs, device)
         except RuntimeError as error:  # a host allocation failure is the device's OOM
             raise oom.device_error(error, device.index, plan.name)  # noqa: B904
+        if plan.layout is not None:
+            out = plan.layout(func, inner_args, inner_kwargs, out)
         kind = "fallback"
         # The op ran on the host: its inputs went up the host link and its results came back.
         price = cost.transfer(cost.tensor_bytes(inner_args) + cost.tensor_bytes(out))
@@ -237,6 +241,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             out = kernel.fn(func, inner_args, inner_kwargs, device)
         except RuntimeError as error:  # a host allocation failure is the device's OOM
             raise oom.device_error(error, device.index, plan.name)  # noqa: B904
+        if plan.layout is not None:
+            out = plan.layout(func, inner_args, inner_kwargs, out)
         if kernel.cross_device and not (
             type(target) is int and devices and all(d == target for d in devices)
         ):  # a copy between host and device, or between two devices: it crosses the link
@@ -314,6 +320,8 @@ def _traced(func, args, kwargs):
         out = func(*inner_args, **inner_kwargs)
     else:
         out = kernel.fn(func, inner_args, inner_kwargs, RUNTIME.device(index))
+    if plan.layout is not None:
+        out = plan.layout(func, inner_args, inner_kwargs, out)
     if type(target) is not int:  # the result leaves the device
         return out
     # Fake results have no memory: `wrap` gives them a storage without an allocator block.

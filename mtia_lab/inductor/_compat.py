@@ -470,6 +470,12 @@ def no_gemm_templates_for(device: str) -> None:
     utils.is_big_gpu = is_big_gpu
 
 
+def size_stride_check():
+    """The check Inductor's generated wrapper runs on each extern kernel's result:
+    assert_size_stride(tensor, size, stride, op_name) raises AssertionError on a mismatch."""
+    return torch._C._dynamo.guards.assert_size_stride
+
+
 # --- Inductor: runtime (each Triton launch) -------------------------------------------------------
 def caching_autotuner() -> type:
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner

@@ -33,6 +33,21 @@ def reinterpret_tensor(base: torch.Tensor, size, stride, offset_increment: int =
     return torch.as_strided(base, size, stride, base.storage_offset() + offset_increment)
 
 
+def assert_size_stride(tensor: torch.Tensor, size, stride, op_name: str | None = None) -> None:
+    """Inductor's run-time check of an extern kernel's result (or a graph input) against its
+    plan, whose failure is named as what it is: the device's kernel broke its fake kernel's
+    promise (errors.layout_mismatch), not a bare AssertionError from the generated code."""
+    try:
+        _CHECK(tensor, size, stride, op_name)
+    except AssertionError as error:
+        from .errors import layout_mismatch
+
+        raise layout_mismatch(op_name, error) from error
+
+
+_CHECK = _compat.size_stride_check()
+
+
 def _interface() -> type:
     module = getattr(torch, DEVICE)
 
@@ -123,7 +138,9 @@ def _wrapper_codegen() -> type:
             self.imports.splice("import mtia_lab.inductor.device\nimport mtia_lab.inductor.launch")
             self.header.splice(
                 "reinterpret_tensor = mtia_lab.inductor.device.reinterpret_tensor  # keeps the "
-                "device tensor (mtia_lab)")
+                "device tensor (mtia_lab)\n"
+                "assert_size_stride = mtia_lab.inductor.device.assert_size_stride  # names a "
+                "device kernel's layout bug (mtia_lab)")
 
         @staticmethod
         def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):

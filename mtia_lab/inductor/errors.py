@@ -68,6 +68,30 @@ def kernel_failed(kernel: str, nodes: str, cause: BaseException) -> InductorDevi
         "backend='mtia_lab'.")
 
 
+class DeviceLayoutError(InductorDeviceError):
+    """A device kernel's result is not laid out as the op's fake (meta) kernel said: the
+    device's bug (mtia_lab/backend/layouts.py), found by Inductor's run-time check."""
+
+
+def layout_mismatch(op_name: str, cause: AssertionError) -> DeviceLayoutError:
+    """Inductor's assert_size_stride failed on the result of `op_name` (or on an input)."""
+    said = "; ".join(line.strip() for line in str(cause).splitlines()[:1])
+    if op_name in ("input", "", None):
+        return DeviceLayoutError(
+            "a compiled graph's input on mtia_sim has other sizes or strides than the graph "
+            "was compiled for, which Dynamo's guards should have prevented: a bug of mtia_lab's "
+            "Inductor path. Workaround: torch.compiler.reset() and compile again, or compile "
+            f"with backend='mtia_lab'. Inductor's check said: {said}")
+    return DeviceLayoutError(
+        f"mtia_sim's kernel for {op_name} returned a result with other sizes or strides than "
+        "the op's fake (meta) kernel promised, which TorchInductor planned the compiled code "
+        "with. This is a bug of the mtia_sim device, not of your model: each device kernel "
+        "must lay its results out as PyTorch's fake kernel says for the device "
+        "(mtia_lab/backend/layouts.py; mtia_lab.testing.meta_strides checks it). Please report "
+        f"it with the op's name. Workaround: torch._inductor.config.layout_optimization = False "
+        f"(for convolutions), or compile with backend='mtia_lab'. Inductor's check said: {said}")
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
