@@ -510,8 +510,15 @@ def interpreter_launch(autotuner, args) -> tuple[tuple, tuple[int, ...], dict]:
     """(arguments, grid, constexpr block sizes) of a launch, as Inductor's interpreted launch
     computes them (CachingAutotuner.run with TRITON_INTERPRET=1: its first config)."""
     config = autotuner.configs[0]
-    args, grid = autotuner._interpret_args_grid(tuple(args), config)
-    return tuple(args), tuple(int(g) for g in grid), dict(config.kwargs)
+    # the grid depends on the scalar arguments (sizes) alone: computed once per set of them
+    key = tuple(a for a in args if isinstance(a, (int, float, bool)))
+    cache = autotuner.__dict__.setdefault("_mtia_lab_grids", {})
+    known = cache.get(key)
+    if known is None:
+        trimmed, grid = autotuner._interpret_args_grid(tuple(args), config)
+        known = cache[key] = (len(trimmed), tuple(int(g) for g in grid), dict(config.kwargs))
+    count, grid, constexprs = known
+    return tuple(args[:count]), grid, constexprs
 
 
 def kernel_source(autotuner) -> str:

@@ -45,6 +45,8 @@ import triton.language as tl
 from triton.runtime import interpreter as tri
 from triton.runtime.jit import _normalize_ty
 
+from .tape_code import compile_tape
+
 # Elements a chunk of programs may hold per value (programs x block): bounds host memory.
 CHUNK_ELEMENTS = 1 << 22
 # False: every launch runs program by program, Triton's own way (to compare the two)
@@ -230,8 +232,9 @@ class Tape:
 
     inputs: dict = field(default_factory=dict)  # kernel argument name -> slot
     constants: dict = field(default_factory=dict)  # slot -> handle made outside the builder
-    steps: list = field(default_factory=list)  # (method, args, kwargs, out slots, guard value)
+    steps: list = field(default_factory=list)  # (method name, args, kwargs, out slots, guard)
     slots: int = 0
+    run: Callable | None = None  # the steps as one function (tape_code.py), once optimized
 
 
 _SLOT = object()  # marks an argument read from a slot
@@ -318,8 +321,8 @@ def _reads(step) -> list[int]:
 def optimize(tape: Tape, recorded: list) -> Tape:
     """Fold what no launch changes (steps reading only constants: ranges, constant blocks,
     their casts and broadcasts) into constants, with the values of the recording run
-    (`recorded`: slot -> handle), drop steps whose results nothing uses, and lay each step out
-    for replay: (method, argument template, slot positions, kwargs, out slots, guard)."""
+    (`recorded`: slot -> handle), drop steps whose results nothing uses, and write the rest as
+    one function (tape_code.py)."""
     launch_slots = set(tape.inputs.values())
     kept = []
     for step in tape.steps:
@@ -338,37 +341,15 @@ def optimize(tape: Tape, recorded: list) -> Tape:
             live.append(step)
             needed.update(_reads(step))
     tape.constants = {s: h for s, h in tape.constants.items() if s in needed}
-    tape.steps = []
-    for name, spec, kw, outs, guard in reversed(live):
-        template = [None if _is_slot(a) else a for a in spec]
-        positions = tuple((i, a[1]) for i, a in enumerate(spec) if _is_slot(a))
-        tape.steps.append((getattr(GridBuilder, name), template, positions, kw, outs,
-                           name == "check_uniform", guard))
+    tape.steps = live[::-1]
+    tape.run = compile_tape(tape.steps, tape.inputs, tape.constants, recorded)
     return tape
 
 
 def replay(tape: Tape, builder: GridBuilder, arguments: dict) -> None:
-    """Run the tape's builder calls on new arguments (name -> handle) and program ids."""
-    env: list = [None] * tape.slots
-    for slot, handle in tape.constants.items():
-        env[slot] = handle
-    for name, slot in tape.inputs.items():
-        env[slot] = arguments[name]
-    for method, template, positions, kw, outs, is_guard, guard in tape.steps:
-        args = template.copy()
-        for i, slot in positions:
-            args[i] = env[slot]
-        if kw:
-            kw = {k: env[v[1]] if _is_slot(v) else v for k, v in kw.items()}
-        result = method(builder, *args, **kw)
-        if is_guard:
-            if result != guard:
-                raise TapeMiss(f"the kernel's Python read {result!r}, recorded {guard!r}")
-        elif type(result) is tuple:
-            for slot, value in zip(outs, result, strict=True):
-                env[slot] = value
-        elif outs:
-            env[outs[0]] = result
+    """Run the tape's builder calls on new arguments (name -> handle) and program ids: the
+    function tape_code.py wrote for it (TapeMiss when a guard reads another value)."""
+    tape.run(arguments, builder)
 
 
 # --- reductions and scans over a block axis (1 + the kernel's axis) ----------------------------
@@ -592,10 +573,16 @@ def _convert(value):
 def _arguments(kernel, args: tuple, constexprs: dict) -> tuple[dict, dict]:
     """(constexpr values, argument handles) of a launch, as Triton's GridExecutor makes them."""
     signature, fixed_names = _signature(kernel.fn)
-    bound = signature.bind(*args, **constexprs)
-    bound.apply_defaults()
+    names = list(signature.parameters)
+    if len(args) + len(constexprs) == len(names) and all(
+            n in constexprs for n in names[len(args):]):  # Inductor's launches: the fast way
+        arguments = dict(zip(names, args, strict=False)) | constexprs
+    else:
+        bound = signature.bind(*args, **constexprs)
+        bound.apply_defaults()
+        arguments = bound.arguments
     fixed, handles = {}, {}
-    for name, value in bound.arguments.items():
+    for name, value in arguments.items():
         if name in fixed_names:
             fixed[name] = value
         else:
