@@ -45,7 +45,7 @@ import triton.language as tl
 from triton.runtime import interpreter as tri
 from triton.runtime.jit import _normalize_ty
 
-from .tape_code import compile_tape
+from .tape_code import Memory, compile_tape
 
 # Elements a chunk of programs may hold per value (programs x block): bounds host memory.
 CHUNK_ELEMENTS = 1 << 22
@@ -346,10 +346,10 @@ def optimize(tape: Tape, recorded: list) -> Tape:
     return tape
 
 
-def replay(tape: Tape, builder: GridBuilder, arguments: dict) -> None:
+def replay(tape: Tape, builder: GridBuilder, arguments: dict, memory: Memory) -> None:
     """Run the tape's builder calls on new arguments (name -> handle) and program ids: the
     function tape_code.py wrote for it (TapeMiss when a guard reads another value)."""
-    tape.run(arguments, builder)
+    tape.run(arguments, builder, memory)
 
 
 # --- reductions and scans over a block axis (1 + the kernel's axis) ----------------------------
@@ -638,6 +638,7 @@ def run(kernel, grid, args: tuple, constexprs: dict, tapes: dict) -> None:
     chunk = max(1, CHUNK_ELEMENTS // _elements_per_program(constexprs))
     key = _tape_key(fixed, handles)
     arguments = {k: v for k, v in handles.items() if isinstance(v, tri.TensorHandle)}
+    memory = Memory(dict(zip(_signature(kernel.fn)[0].parameters, args, strict=False)))
     _BUILDER.set_grid_dim(*grid)
     with np.errstate(all="ignore"):  # masked lanes compute garbage, as on a GPU
         for start in range(0, total, chunk):
@@ -646,7 +647,7 @@ def run(kernel, grid, args: tuple, constexprs: dict, tapes: dict) -> None:
             tape = tapes.get(key)
             if tape is not None:
                 try:
-                    replay(tape, _BUILDER, arguments)
+                    replay(tape, _BUILDER, arguments, memory)
                     STATS.replayed += start == 0
                     continue
                 except TapeMiss:  # a guard saw another value: the caller restores, records
