@@ -1,5 +1,7 @@
 """What Inductor cannot do on mtia_sim fails with one clear error naming the problem and fix."""
 
+import gc
+
 import pytest
 import torch
 from fresh_python import run_python
@@ -81,3 +83,30 @@ def test_out_of_memory_in_a_compiled_call_names_the_holders_and_the_next_call_wo
     assert "memory_capacity" in message  # the fix is named
     assert torch.mtia_sim.memory_allocated() == held  # the failed call's buffers are back
     torch.testing.assert_close(compiled(device_x).cpu(), expected)
+
+
+@torch.library.custom_op("mtia_lab_tests::twice", mutates_args=())
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_an_op_inductor_cannot_lower_names_the_op_and_what_to_do():
+    from torch._inductor import config
+
+    x = torch.randn(4, 8).to(DEVICE)
+    torch.compiler.reset()
+    gc.collect()  # what earlier tests left for the collector goes now, not during the compile
+    before, held = x.cpu(), torch.mtia_sim.memory_allocated()
+    with config.patch(implicit_fallbacks=False), pytest.raises(Exception) as info:
+        torch.compile(lambda t: _twice(t) + 1)(x)  # no lowering and no fallback allowed
+    message = str(info.value)
+    assert "cannot lower mtia_lab_tests.twice.default for mtia_sim" in message
+    assert "torch.compiler.disable" in message and "backend='mtia_lab'" in message
+    assert torch.equal(x.cpu(), before) and torch.mtia_sim.memory_allocated() == held
+    torch.compiler.reset()
+    torch.testing.assert_close(torch.compile(lambda t: _twice(t) + 1)(x).cpu(), before * 2 + 1)
