@@ -50,7 +50,10 @@ def test_each_launch_is_a_compiled_event_charged_to_the_current_stream(traced_st
         assert e.op.endswith(lnch.kernel.name) and lnch.kernel.aten_nodes
         assert e.dispatch.steps == lnch.kernel.aten_nodes  # the aten nodes it came from
         assert f"grid {lnch.grid}" in e.reason
-        assert "@triton.jit" in trace_events.kernel_source(e)
+        source = trace_events.kernel_source(e)
+        assert "@triton.jit" in source
+        assert lnch.blocks and all(f"{name} : tl.constexpr" in source for name in lnch.blocks)
+        assert all(f"{name}={size}" in e.reason for name, size in lnch.blocks.items())
         assert cost.bytes_read + cost.bytes_written > 0
     externs = [e for e in t.events if e.kind == "native" and "mm" in e.op]
     assert externs, "matmuls run as extern ATen calls on the device"

@@ -211,16 +211,21 @@ def test_inductor_kernels_run_whole_and_match_triton_and_eager(name, monkeypatch
     torch.compiler.reset()
     compiled = torch.compile(fn)
     device_inputs = [x.to("mtia_sim") for x in inputs]
+    def call():
+        out = compiled(*device_inputs)
+        return [t.cpu() for t in (out if isinstance(out, tuple) else (out,))]
+
     whole_grid.STATS.reset()
-    ours = [t.cpu() for t in compiled(*device_inputs)] if isinstance(expected, tuple) else \
-        [compiled(*device_inputs).cpu()]
+    ours = call()  # recorded
     assert whole_grid.STATS.per_program == 0, whole_grid.STATS.reasons
-    assert whole_grid.STATS.whole > 0
+    assert whole_grid.STATS.recorded > 0
+    replayed = call()  # the recorded tapes, replayed as generated functions (tape_code.py)
+    assert whole_grid.STATS.replayed == whole_grid.STATS.recorded
     monkeypatch.setattr(whole_grid, "ENABLED", False)
-    triton_ = [t.cpu() for t in compiled(*device_inputs)] if isinstance(expected, tuple) else \
-        [compiled(*device_inputs).cpu()]
+    triton_ = call()
     expected = expected if isinstance(expected, tuple) else (expected,)
-    for got, per_program, eager in zip(ours, triton_, expected, strict=True):
+    for got, again, per_program, eager in zip(ours, replayed, triton_, expected, strict=True):
+        assert torch.equal(again, got)  # a replay computes what the recording run did
         torch.testing.assert_close(got, per_program, rtol=1e-6, atol=1e-6)
         tolerance = {"rtol": 2e-2, "atol": 2e-2} if name == "bf16" else {}
         torch.testing.assert_close(got, eager, **tolerance)

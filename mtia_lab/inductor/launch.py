@@ -51,6 +51,7 @@ class KernelInfo:
 class TritonLaunch:
     kernel: KernelInfo
     grid: tuple[int, ...]
+    blocks: dict[str, int]  # Inductor's block sizes for it (XBLOCK, R0_BLOCK...): its config
     inputs: tuple[torch.Tensor, ...]  # device tensors it read (only those it did not write)
     outputs: tuple[torch.Tensor, ...]  # device tensors it wrote (in_out_ptr and out_ptr)
 
@@ -137,7 +138,7 @@ def install() -> None:
         if not _captured(self, state, cost, ins, outs, (self, *host), {"stream": stream, **kwargs}):
             span = charge(state, cost.duration_us(state.profile))
         if LISTENERS:
-            record = TritonLaunch(_info(self), launch[1], ins, outs)
+            record = TritonLaunch(_info(self), launch[1], launch[2], ins, outs)
             for listener in LISTENERS:
                 listener(record, cost, span)
         return result

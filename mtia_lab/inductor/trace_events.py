@@ -4,7 +4,8 @@ The same record type as the teaching scheduler's fused kernels (trace/compiled.p
 summary, explorer and timeline draw them with no change:
 
     op        "inductor.forward_1.triton_poi_fused_add_relu_0"
-    reason    "triton kernel of forward_1, grid (1, 1, 1): add, relu"  (its aten nodes)
+    reason    "triton kernel of forward_1, grid (1, 1, 1), XBLOCK=1024: add, relu"  (the grid
+              and block sizes Inductor launched it with, and its aten nodes)
     dispatch  steps = the aten nodes with their targets; chosen = how it ran
     inputs / outputs   the device tensors it read and wrote (real addresses)
     sim_start_us / sim_end_us / stream   the span launch.py charged to the device clock
@@ -54,7 +55,8 @@ def on_launch(launch: TritonLaunch, cost, span) -> None:
     _state["end_ns"], _state["last"] = now, name
     stream, sim_start, sim_end = span
     nodes = ", ".join(kernel.nodes) or "aten nodes unknown (Inductor's graph cache)"
-    reason = f"triton kernel of {graph}, grid {launch.grid}: {nodes}"
+    blocks = "".join(f", {k}={v}" for k, v in launch.blocks.items())
+    reason = f"triton kernel of {graph}, grid {launch.grid}{blocks}: {nodes}"
     path = DispatchPath((), (), tuple(kernel.aten_nodes),
                         f"torch.compile (Inductor + Triton interpreter) {graph}.{kernel.name}")
     inputs = tuple(rec._record(t, None, False)[0] for t in launch.inputs)
