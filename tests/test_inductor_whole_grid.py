@@ -1,4 +1,4 @@
-"""A launch grid run as one NumPy program (mtia_lab/inductor/whole_grid.py) against Triton's
+"""A launch grid run as one NumPy program (mtia_lab/inductor/whole_grid/) against Triton's
 own interpreter, program by program: the same results, for hand-written kernels and for the
 kernels Inductor writes; what cannot run that way falls back without writing twice."""
 
@@ -219,7 +219,7 @@ def test_inductor_kernels_run_whole_and_match_triton_and_eager(name, monkeypatch
     ours = call()  # recorded
     assert whole_grid.STATS.per_program == 0, whole_grid.STATS.reasons
     assert whole_grid.STATS.recorded > 0
-    replayed = call()  # the recorded tapes, replayed as generated functions (tape_code.py)
+    replayed = call()  # the recorded tapes, replayed as generated functions (whole_grid/codegen.py)
     assert whole_grid.STATS.replayed == whole_grid.STATS.recorded
     monkeypatch.setattr(whole_grid, "ENABLED", False)
     triton_ = call()

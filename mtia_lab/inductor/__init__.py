@@ -16,8 +16,9 @@ Reading order, as a graph flows:
     kernels.py    the Triton kernels it defined (name, source, aten nodes)
     plan.py       those facts as the project's FusionPlan record
     launch.py     each kernel launch: host memory, roofline price, stream clock, listeners
-    whole_grid.py how a launch runs: the whole grid as one NumPy program, recorded once
-    tape_code.py  ... and replayed as one generated function of NumPy calls
+    whole_grid/   how a launch runs: the whole grid as one NumPy program (builder.py,
+                  reduce.py), recorded once and replayed (tape.py) as one generated
+                  function of NumPy calls (codegen.py)
     trace_events.py   launches in `mtia_lab.trace()` as "compiled" events
     modes.py      mode="reduce-overhead" (device graphs) and "max-autotune" (what is skipped)
     errors.py     one clear error for what cannot compile on the device

@@ -91,7 +91,7 @@ def _info(autotuner) -> KernelInfo:
 
 
 def _execute(original, autotuner, host: list, launch: tuple, stream, kwargs: dict):
-    """Run one launch on host memory: the whole grid as one NumPy program (whole_grid.py)
+    """Run one launch on host memory: the whole grid as one NumPy program (whole_grid/)
     when the kernel allows it, else program by program, as Triton's interpreter does.
     `launch`: (arguments, grid, constexprs), as Inductor's interpreted launch makes them."""
     from . import whole_grid

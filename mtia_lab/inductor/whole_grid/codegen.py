@@ -1,4 +1,4 @@
-"""A whole-grid tape (whole_grid.py) as one Python function of NumPy calls.
+"""A whole-grid tape (tape.py) as one Python function of NumPy calls.
 
 Replaying a tape step by step calls the interpreter builder's method for each step: a handle
 object per value, a dtype check per result, a Python loop around it all -- a few microseconds a
@@ -239,7 +239,7 @@ def compile_tape(steps: list, inputs: dict, constants: dict, recorded: list):
     as whole_grid writes them; returns `run(arguments, builder, memory)` (memory: a Memory of
     the launch's tensor arguments), which raises whole_grid's TapeMiss when a guard reads
     another value."""
-    from .whole_grid import TapeMiss, _is_slot
+    from .tape import TapeMiss, _is_slot
 
     def slot_of(value):
         return value[1] if _is_slot(value) else None
@@ -282,6 +282,6 @@ def compile_tape(steps: list, inputs: dict, constants: dict, recorded: list):
 
 
 def _builder_class():
-    from .whole_grid import GridBuilder
+    from .builder import GridBuilder
 
     return GridBuilder
