@@ -49,16 +49,13 @@ NORMWISE = {"mobilenet_v2": 2e-3}
 SLOW_COMPILE = {"efficientnet", "mobilenet_v2", "t5", "llama"}
 
 
-# Real Inductor compiles for the device (Triton kernels, interpreted): 10-40 s a model here, so
-# in a plain run one CNN and one transformer; `-m slow` runs the others.
-INDUCTOR_IN_PLAIN_RUN = {"resnet", "gpt2"}
-
-
 def _compiled_params():
+    """Every model on both compile paths; real Inductor's cases (about 2 minutes for all
+    twenty here) always run, the teaching scheduler's slowest ones only with `-m slow`."""
     params = []
     for backend in ("mtia_lab", "inductor"):
         for n in NAMES:
-            slow = n in SLOW_COMPILE if backend == "mtia_lab" else n not in INDUCTOR_IN_PLAIN_RUN
+            slow = backend == "mtia_lab" and n in SLOW_COMPILE
             params.append(pytest.param(n, backend, marks=[pytest.mark.slow] if slow else [],
                                        id=f"{n}-{backend}"))
     return params
