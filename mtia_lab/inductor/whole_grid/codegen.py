@@ -125,8 +125,9 @@ def _special(writer: _Writer, name: str, spec: tuple, outs: tuple, slot_of) -> s
     out = f"s{outs[0]}" if outs else None
     if name in _BINARY and None not in slots[:2]:
         a, b = slots[:2]
-        if writer.dtype(a) == np.bool_ and writer.dtype(b) == np.bool_:
-            return None  # the builder's 1-bit integer arithmetic
+        if writer.dtype(a) == np.bool_ and writer.dtype(b) == np.bool_ and \
+                name not in ("create_and", "create_or", "create_xor"):
+            return None  # the builder's 1-bit integer arithmetic (and, or, xor: the same bits)
         fn = _BINARY[name]
         natural = _natural(fn, a, b, writer=writer)
         return f"{out} = " + writer.fix(f"np.{fn}(s{a}, s{b})", natural, outs[0])
