@@ -34,6 +34,17 @@ def looped_row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def bound_from_memory(x_ptr, n_ptr, out_ptr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    n = tl.load(n_ptr)  # the same in every program, but not a launch argument: a guard
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * 32 + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, 0))
+
+
+@triton.jit
 def grid_ids(out_ptr, BLOCK: tl.constexpr):
     x = tl.program_id(0)
     y = tl.program_id(1)
@@ -140,7 +151,21 @@ def test_chunks_of_programs_give_the_same_result(monkeypatch):
     _assert_same(reference, ours)
 
 
-def test_a_replay_that_reads_another_loop_bound_is_recorded_afresh():
+def test_a_replay_whose_guard_reads_another_value_is_recorded_afresh():
+    state: dict = {}
+    x = torch.randn(3, 32)
+    whole_grid.STATS.reset()
+    for n in (8, 8, 24):
+        out = torch.zeros(3)
+        whole_grid.launch(bound_from_memory, "bound_from_memory", (3,),
+                          (x, torch.tensor([n], dtype=torch.int32), out), {"BLOCK": 8}, [out],
+                          state, lambda: pytest.fail("per program"))
+        torch.testing.assert_close(out, x[:, :n].sum(1))
+    # the third launch's replay stopped at the guard (8 != 24), was restored and recorded anew
+    assert (whole_grid.STATS.recorded, whole_grid.STATS.replayed) == (2, 1)
+
+
+def test_a_kernel_launched_at_other_sizes_keeps_a_tape_for_each():
     state: dict = {}
     whole_grid.STATS.reset()
     for cols in (8, 8, 20):

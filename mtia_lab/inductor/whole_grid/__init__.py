@@ -109,15 +109,11 @@ def _signature(fn) -> tuple[inspect.Signature, frozenset]:
 
 @functools.cache
 def _pointer_type(dtype) -> tl.dtype:
+    """Triton's pointer type for a tensor of `dtype` (`*fp32`...), as its launcher names it."""
     import torch
-
-    return tl.str_to_ty(triton_mangle(torch.empty(0, dtype=dtype)), None)
-
-
-def triton_mangle(value) -> str:
     from triton.runtime.jit import mangle_type
 
-    return mangle_type(value)
+    return tl.str_to_ty(mangle_type(torch.empty(0, dtype=dtype)), None)
 
 
 def _convert(value):

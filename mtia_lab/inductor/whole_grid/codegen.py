@@ -17,6 +17,8 @@ import numpy as np
 import triton.language as tl
 from triton.runtime import interpreter as tri
 
+from .builder import GridBuilder
+
 _BINARY = {
     "create_add": "add", "create_fadd": "add", "create_sub": "subtract",
     "create_fsub": "subtract", "create_mul": "multiply", "create_fmul": "multiply",
@@ -85,7 +87,6 @@ class _Writer:
         self.names: dict[str, object] = {"np": np, "_H": _handle, "_load": tri._interpreter.load,
                                          "_store": tri._interpreter.store,
                                          "_bc": np.broadcast_arrays}
-        self.lines: list[str] = []
         self.origin: dict[int, str] = {}  # pointer slot -> the argument it points into
 
     def constant(self, value) -> str:
@@ -258,7 +259,7 @@ def compile_tape(steps: list, inputs: dict, constants: dict, recorded: list):
         line = None if kw else _special(writer, name, spec, outs, slot_of)
         _follow_pointers(writer, name, spec, outs, slot_of)
         if line is None:
-            method = writer.constant(getattr(_builder_class(), name))
+            method = writer.constant(getattr(GridBuilder, name))
             args = ", ".join(_arg(writer, a, slot_of) for a in spec)
             kwargs = "".join(f", {k}={_arg(writer, v, slot_of)}" for k, v in kw.items())
             call = f"{method}(b, {args}{kwargs})"
@@ -281,8 +282,3 @@ def compile_tape(steps: list, inputs: dict, constants: dict, recorded: list):
     run.source = source
     return run
 
-
-def _builder_class():
-    from .builder import GridBuilder
-
-    return GridBuilder
