@@ -10,6 +10,7 @@ from triton.runtime import interpreter as tri
 
 from .builder import GridBuilder
 from .codegen import Memory, compile_tape
+from .simplify import simplify
 
 
 class TapeMiss(Exception):
@@ -121,7 +122,8 @@ def _reads(step) -> list[int]:
 def optimize(tape: Tape, recorded: list) -> Tape:
     """Fold what no launch changes (steps reading only constants: ranges, constant blocks,
     their casts and broadcasts) into constants, with the values of the recording run
-    (`recorded`: slot -> handle), drop steps whose results nothing uses, and write the rest as
+    (`recorded`: slot -> handle), drop steps that repeat or pass on another slot's value
+    (simplify.py), drop steps whose results nothing uses, and write the rest as
     one function (codegen.py)."""
     launch_slots = set(tape.inputs.values())
     kept = []
@@ -134,6 +136,7 @@ def optimize(tape: Tape, recorded: list) -> Tape:
         else:
             for slot in outs:
                 tape.constants[slot] = recorded[slot]
+    kept = simplify(kept, tape.constants, recorded)
     needed: set[int] = set()
     live = []
     for step in reversed(kept):
