@@ -43,6 +43,10 @@ class ChipProfile:
     link_latency_us: float = 5.0  # alpha: fixed cost of one message (modelling assumption)
     vector_ops_int8: float = 0.0  # OP/s on the vector units in INT8 (0: 2x the BF16 rate)
     gemm_flops_fp32: float = 0.0  # not published for either chip (0: half the BF16 rate)
+    # Host time to issue one eager op (Python, dispatcher, launch call). The device cannot start
+    # an op before the host issued it, so a run of small ops is host-bound. 0: not modelled (the
+    # MTIA profiles: no published figure); the GPU profiles measure it (mtia_lab/calibration/).
+    host_op_us: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.vector_ops_int8:

@@ -245,6 +245,9 @@ def charge(state, duration_us: float) -> tuple[Stream, float, float]:
     if queue is None:
         queue = default_stream(state.index)
     # Work cannot start before the host issued it: after a synchronize, the host's "now" is the
-    # device's now_us, and an idle stream starts from there, not from its old clock.
+    # device's now_us, and an idle stream starts from there, not from its old clock. Issuing
+    # takes the host `host_op_us` (a profile's figure; 0 on the MTIA profiles): ops shorter
+    # than that leave the device waiting, as small eager ops do on a real GPU.
+    state.now_us += state.profile.host_op_us
     start, end = queue.enqueue(duration_us, state.now_us)
     return queue, start, end

@@ -1,0 +1,60 @@
+"""GPU chip profiles, from what the GPU measured where it could and vendor figures elsewhere.
+
+Measured on the lent machine by gpu_side.py (data/<chip>.json): copy bandwidth (bytes read +
+written of a 512 MiB device-to-device copy), dense matmul rates in bf16 and fp32 (8192^3,
+random data, TF32 off), the shortest kernel's device time (`kernel_launch_us`) and the host time
+to issue one eager op (`host_op_us`). Vendor figures (NVIDIA's H100/H200 SXM datasheets) for
+what a roofline of these kernels barely touches: the vector rates, capacities, the host link.
+`SOURCES` names the source of every field.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..backend.profile import GB, TB, ChipProfile, GiB, MiB
+from .measurements import load
+
+# Vendor figures, per chip (non-tensor-core FP32 rate; BF16 on the vector path is twice it)
+_VENDOR = {
+    "h100": {"name": "NVIDIA H100 SXM (calibrated)", "tdp_watts": 700, "dram_gib": 80,
+             "l2_mib": 50, "clock_ghz": 1.98, "vector_fp32": 67 * TB},
+    "h200": {"name": "NVIDIA H200 SXM (calibrated)", "tdp_watts": 700, "dram_gib": 141,
+             "l2_mib": 60, "clock_ghz": 1.98, "vector_fp32": 67 * TB},
+}
+
+SOURCES = {
+    "dram_bandwidth": "measured: device-to-device copy, bytes read + written",
+    "gemm_flops_bf16": "measured: 8192^3 bf16 matmul, random data",
+    "gemm_flops_fp32": "measured: 8192^3 fp32 matmul, TF32 off",
+    "kernel_launch_us": "measured: device time of a one-element add (the shortest kernel)",
+    "host_op_us": "measured: loop time of one-element adds (the host issues, the GPU waits)",
+    "vector_flops_fp32": "vendor datasheet (non-tensor FP32)",
+    "vector_flops_bf16": "vendor datasheet (twice FP32)",
+    "sram_bytes": "L2 size as PyTorch reports it",
+    "sram_bandwidth": "assumption: 2.5x the measured DRAM bandwidth (L2; not measured)",
+    "dram_bytes": "vendor datasheet",
+    "host_link_bandwidth": "vendor: PCIe Gen5 x16, one direction",
+}
+
+
+@cache
+def gpu_profile(chip: str = "h100") -> ChipProfile:
+    """The profile of `chip` ("h100", "h200") from its stored measurements."""
+    vendor = _VENDOR.get(chip)
+    if vendor is None:
+        raise ValueError(f"no GPU profile {chip!r}; choose from {', '.join(_VENDOR)}")
+    peaks = load(chip).peaks
+    bandwidth = peaks["copy_bandwidth"]
+    return ChipProfile(
+        name=vendor["name"], process_nm=4, clock_ghz=vendor["clock_ghz"],
+        tdp_watts=vendor["tdp_watts"], pe_grid=(12, 11),  # 132 SMs
+        gemm_flops_bf16=peaks["matmul_bfloat16_flops"],
+        gemm_ops_int8=2 * peaks["matmul_bfloat16_flops"],
+        vector_flops_fp32=vendor["vector_fp32"], vector_flops_bf16=2 * vendor["vector_fp32"],
+        sram_bytes=vendor["l2_mib"] * MiB, sram_bandwidth=2.5 * bandwidth,
+        local_memory_per_pe=228 * 1024, dram_bytes=vendor["dram_gib"] * GiB,
+        dram_bandwidth=bandwidth, host_link="PCIe Gen5 x16", host_link_bandwidth=64 * GB,
+        kernel_launch_us=peaks["device_floor_us"], major=9, minor=0,
+        interconnect="NVLink 4 (vendor)", link_bandwidth=450 * GB, link_latency_us=5.0,
+        gemm_flops_fp32=peaks["matmul_float32_flops"], host_op_us=peaks["host_op_us"])
