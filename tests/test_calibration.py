@@ -10,7 +10,7 @@ import torch
 import mtia_lab
 from mtia_lab.backend.profile import MTIA_V2
 from mtia_lab.calibration import compare, gpu_profile, load
-from mtia_lab.calibration.pricing import FAR_OFF, TARGET_RATIO, TARGET_SHARE
+from mtia_lab.calibration.pricing import TARGET_RATIO, TARGET_SHARE
 
 
 @pytest.mark.parametrize("chip", ["h100", "h200"])
@@ -44,19 +44,21 @@ def test_small_eager_ops_in_a_loop_are_host_bound():
 
 
 def test_kernels_far_off_are_the_known_few():
-    """Off by more than 3x today (issue 21): one-program kernels under the do_bench launch
-    floor, and ATen's bf16 softmax, which moves more than its bytes."""
+    """Off by more than 3x today (issue 21): kernels at the launch floor (the floor of a
+    one-element add prices small reductions and matmuls too low; on the H200, measured before
+    the profiler's floor was recorded, do_bench's floor prices short kernels too high), and
+    ATen's bf16 softmax, which moves more than its bytes."""
     for chip in ("h100", "h200"):
         far = compare(chip).far_off()
         assert len(far) <= 5, [(r.name, r.ratio) for r in far]
         for row in far:
-            assert (row.bound == "launch" and row.ratio > FAR_OFF) or \
-                row.name.startswith("softmax bfloat16"), (row.name, row.ratio)
+            assert row.bound == "launch" or row.name.startswith("softmax bfloat16"), (
+                row.name, row.ratio)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 open: about 71% of kernels within 1.5x (92% "
-                   "within 2x on the H100); the do_bench floor prices profiler-timed kernels, "
-                   "L2-resident inputs and ATen's bf16 softmax are not modelled")
+@pytest.mark.xfail(strict=True, reason="issue 21 open: 71% of kernels within 1.5x (86% within "
+                   "2x on the H100): inputs resident in L2 run faster than DRAM bandwidth, "
+                   "small reductions and matmuls sit above the pointwise launch floor")
 @pytest.mark.parametrize("chip", ["h100", "h200"])
 def test_ninety_percent_of_kernels_within_one_and_a_half(chip):
     assert compare(chip).share_within() >= TARGET_SHARE

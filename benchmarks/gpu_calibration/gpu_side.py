@@ -122,6 +122,24 @@ def loop_us(fn, calls: int) -> float:
     return statistics.median(times)
 
 
+def kernel_us(fn, calls: int = 20) -> tuple[float, float]:
+    """(device execution time of the kernels of one call, kernels per call), from
+    torch.profiler: the kernels' own durations, without the launch gaps and event overhead
+    that do_bench's events include."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if _is_device_kernel(e)
+               and not e.name.startswith(("Memcpy", "Memset"))]
+    total = sum(e.device_time_total for e in kernels)
+    return total / calls, len(kernels) / calls
+
+
 def peaks(quick: bool) -> dict:
     dev = "cuda"
     n = (1 << 26) if quick else (1 << 28)  # bytes of fp32 elements: 256 MiB or 1 GiB
@@ -137,6 +155,7 @@ def peaks(quick: bool) -> dict:
         out[f"matmul_{str(dtype)[6:]}_flops"] = 2 * size**3 / (t * 1e-6)
     tiny = torch.ones(1, device=dev)
     out["device_floor_us"] = device_us(lambda: tiny.add_(1), quick)
+    out["kernel_floor_us"] = kernel_us(lambda: tiny.add_(1), 100)[0]
     out["host_op_us"] = loop_us(lambda: tiny.add_(1), 200 if quick else 2000)
     out["allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
     return out
@@ -191,9 +210,11 @@ def measure_eager(quick: bool) -> list[dict]:
         fn()
         row = dict(case, device_us=device_us(fn, quick),
                    loop_us=loop_us(fn, 20 if quick else 100))
+        row["kernel_us"], row["kernels"] = kernel_us(fn)
         rows.append(row)
         print(f"eager {case['op']:>10} {case['dtype']:>8} {case['shapes']}: "
-              f"{row['device_us']:9.1f} us device, {row['loop_us']:9.1f} us loop", flush=True)
+              f"{row['device_us']:9.1f} us device, {row['kernel_us']:9.1f} us kernels "
+              f"({row['kernels']:.0f}), {row['loop_us']:9.1f} us loop", flush=True)
     return rows
 
 
