@@ -156,6 +156,20 @@ def peaks(quick: bool) -> dict:
     tiny = torch.ones(1, device=dev)
     out["device_floor_us"] = device_us(lambda: tiny.add_(1), quick)
     out["kernel_floor_us"] = kernel_us(lambda: tiny.add_(1), 100)[0]
+    # floors of the other kernel classes: a reduction of one short row, a 16x16 matmul
+    row = torch.randn(1, 32, device=dev)
+    out["reduction_floor_us"] = kernel_us(lambda: row.sum(-1), 100)[0]
+    for dtype in (torch.bfloat16, torch.float32):
+        a = torch.randn(16, 16, device=dev, dtype=dtype)
+        out[f"gemm_floor_us_{str(dtype)[6:]}"] = kernel_us(lambda a=a: a @ a, 100)[0]
+    # L2: an elementwise add whose input and output (16 MiB together) stay in the cache
+    # between calls (a kernel: copy_ would be a memcpy, which the profiler times apart)
+    small = torch.randn(2 << 20, device=dev)
+    small_out = torch.empty_like(small)
+    cached = kernel_us(lambda: torch.add(small, 1.0, out=small_out), 100)[0]
+    out["l2_copy_bytes"] = 2 * small.nbytes
+    out["l2_bandwidth"] = 2 * small.nbytes / (cached * 1e-6)
+    out["l2_bytes"] = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", None)
     out["host_op_us"] = loop_us(lambda: tiny.add_(1), 200 if quick else 2000)
     out["allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
     return out
