@@ -9,7 +9,7 @@ What it measures (every figure is the median of many timed calls, after a warm-u
 - `peaks`: device-to-device copy bandwidth (bytes read + written), dense matmul rates in bf16
   and fp32 (8192^3, random data), the shortest kernel (`device_floor_us`: an empty-ish launch,
   device time), and the eager per-op host cost (`host_op_us`: what the host spends issuing one
-  small op, measured as the loop time of 1-element adds with the device idle).
+  small op, measured as the loop time of out-of-place 1-element adds with the device idle).
 - `eager`: pointwise ops, reductions, softmax, layer norm and matmuls across sizes and dtypes.
   For each: `device_us` (device time of one call, Triton's `do_bench`, L2 flushed between
   calls) and `loop_us` (wall time per call of a loop of back-to-back calls, synchronized at
@@ -170,7 +170,11 @@ def peaks(quick: bool) -> dict:
     out["l2_copy_bytes"] = 2 * small.nbytes
     out["l2_bandwidth"] = 2 * small.nbytes / (cached * 1e-6)
     out["l2_bytes"] = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", None)
-    out["host_op_us"] = loop_us(lambda: tiny.add_(1), 200 if quick else 2000)
+    # the host's cost of one eager op as a program issues them: out of place (the caching
+    # allocator gives each result its block), the device idle (one-element tensors)
+    other = torch.ones(1, device=dev)
+    out["host_op_us"] = loop_us(lambda: torch.add(tiny, other), 200 if quick else 2000)
+    out["host_op_inplace_us"] = loop_us(lambda: tiny.add_(1), 200 if quick else 2000)
     out["allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
     return out
 

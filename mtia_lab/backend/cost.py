@@ -6,6 +6,11 @@ A kernel is limited either by arithmetic or by memory traffic, whichever is slow
     duration = launch + max(gemm_flops / gemm_peak, vector_flops / vector_peak,
                             dram_bytes / dram_bandwidth + sram_bytes / sram_bandwidth)
 
+`launch` is the shortest kernel of its class (pointwise, reduction, matmul), and a kernel whose
+whole working set fits a hardware cache moves it at the cache's bandwidth: figures the GPU
+profiles measure (mtia_lab/calibration/); on the MTIA profiles the three floors are one
+assumed figure and there is no such cache.
+
 GEMM-like ops (mm, addmm, bmm, baddbmm) run on the chip's GEMM engine; everything else on its
 vector units. The peak follows the data type: INT8, FP16/BF16, or FP32 (the FP32 GEMM rate is
 not published: half the BF16 rate, an assumption -- see docs/chip-profile.md). A kernel's
@@ -40,12 +45,13 @@ class KernelCost:
     sram_bytes: int = 0  # intermediates written and read inside a fused kernel, on chip
     spill_bytes: int = 0  # intermediates that did not fit the SRAM: they go through DRAM
     int8: bool = False  # INT8 peaks
+    reduction: bool = False  # a reduction kernel: its own launch floor (profile)
 
     def duration_us(self, profile: ChipProfile) -> float:
         return roofline_us(
             profile, self.gemm_flops, self.vector_flops,
             self.bytes_read + self.bytes_written + self.spill_bytes, self.host_link_bytes,
-            self.low_precision, self.sram_bytes, self.int8,
+            self.low_precision, self.sram_bytes, self.int8, self.reduction,
         )
 
     def __add__(self, other: KernelCost) -> KernelCost:
@@ -59,6 +65,7 @@ class KernelCost:
             self.sram_bytes + other.sram_bytes,
             self.spill_bytes + other.spill_bytes,
             self.int8 or other.int8,
+            self.reduction or other.reduction,
         )
 
 
@@ -71,6 +78,7 @@ def roofline_us(
     low_precision: bool = False,
     sram_bytes: int = 0,
     int8: bool = False,
+    reduction: bool = False,
 ) -> float:
     """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes)."""
     if int8:
@@ -79,10 +87,41 @@ def roofline_us(
         gemm_peak, vector_peak = profile.gemm_flops_bf16, profile.vector_flops_bf16
     else:
         gemm_peak, vector_peak = profile.gemm_flops_fp32, profile.vector_flops_fp32
-    memory = bytes_moved / profile.dram_bandwidth + sram_bytes / profile.sram_bandwidth
+    bandwidth = profile.dram_bandwidth
+    if profile.cache_bytes and bytes_moved <= profile.cache_bytes:  # it fits the cache (L2)
+        bandwidth = profile.cache_bandwidth
+    memory = bytes_moved / bandwidth + sram_bytes / profile.sram_bandwidth
     seconds = max(gemm_flops / gemm_peak, vector_flops / vector_peak, memory)
     seconds += host_link_bytes / profile.host_link_bandwidth
-    return profile.kernel_launch_us + seconds * 1e6
+    floor = 0.0  # the class's own floor where the profile has one (0: kernel_launch_us)
+    if gemm_flops:
+        floor = profile.gemm_launch_us
+    elif reduction:
+        floor = profile.reduction_launch_us
+    return (floor or profile.kernel_launch_us) + seconds * 1e6
+
+
+# Reductions (and normalizations, scans, softmax: a reduction along a row inside): their
+# kernels have their own launch floor on the GPU profiles.
+_REDUCTION_NAMES = frozenset({
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean",
+    "norm", "linalg_vector_norm", "argmax", "argmin", "logsumexp", "cumsum", "cumprod", "any",
+    "all", "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "native_layer_norm", "native_layer_norm_backward", "native_group_norm",
+    "native_group_norm_backward", "native_batch_norm", "native_batch_norm_backward",
+    "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "nll_loss_forward",
+    "nll_loss2d_forward", "_fused_rms_norm",
+})
+_REDUCTION: dict = {}
+
+
+def is_reduction(func) -> bool:
+    """Whether an aten overload reduces along an axis (cached per overload)."""
+    known = _REDUCTION.get(func)
+    if known is None:
+        packet = getattr(func, "_overloadpacket", None)
+        known = _REDUCTION[func] = getattr(packet, "__name__", "") in _REDUCTION_NAMES
+    return known
 
 
 def tensor_bytes(value) -> int:
@@ -162,14 +201,16 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool,
 def estimate(func, inner_args, out) -> KernelCost:
     """Cost of one eager kernel (see `estimate_terms`)."""
     gemm, vector, read, written, low, int8 = estimate_terms(func, inner_args, out)
-    return KernelCost(gemm, vector, read, written, 0, low, int8=int8)
+    return KernelCost(gemm, vector, read, written, 0, low, int8=int8,
+                      reduction=is_reduction(func))
 
 
 def estimate_us(func, inner_args, out, profile: ChipProfile) -> float:
     """`estimate(...).duration_us(profile)` without building the KernelCost: the dispatcher's
     path when nobody is watching (no observer to hand the KernelCost to)."""
     gemm, vector, read, written, low, int8 = estimate_terms(func, inner_args, out)
-    return roofline_us(profile, gemm, vector, read + written, 0, low, 0, int8)
+    return roofline_us(profile, gemm, vector, read + written, 0, low, 0, int8,
+                       is_reduction(func))
 
 
 def transfer(nbytes: int) -> KernelCost:

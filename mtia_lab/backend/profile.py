@@ -47,6 +47,15 @@ class ChipProfile:
     # an op before the host issued it, so a run of small ops is host-bound. 0: not modelled (the
     # MTIA profiles: no published figure); the GPU profiles measure it (mtia_lab/calibration/).
     host_op_us: float = 0.0
+    # The shortest kernel differs by class: a reduction's dependent load-reduce-store chain, a
+    # matmul library call. 0: the same as kernel_launch_us (the MTIA profiles: not published).
+    reduction_launch_us: float = 0.0
+    gemm_launch_us: float = 0.0
+    # A hardware cache (a GPU's L2) that serves a kernel whose whole working set fits in it, at
+    # cache_bandwidth: inputs a kernel just wrote are still there. 0: none (the MTIA profiles:
+    # their SRAM is priced as on-chip intermediates of fused kernels, `sram_bandwidth`).
+    cache_bytes: int = 0
+    cache_bandwidth: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.vector_ops_int8:

@@ -16,13 +16,14 @@ the share (cuBLAS/cuDNN calls inside compiled code: the profiler names them, not
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 import torch
 
 from ..backend import cost
 from ..backend.profile import ChipProfile
+from ..inductor.launch import REDUCTION_PREFIXES
 from .measurements import Measurements, load
 from .profiles import gpu_profile
 
@@ -96,14 +97,20 @@ def _eager_call(op: str, shapes: list, dtype: torch.dtype):
 
 
 def _bound(profile: ChipProfile, price: cost.KernelCost) -> str:
+    """Which term of the roofline sets the price: launch, memory (dram or cache), compute."""
     low = price.low_precision
     gemm = price.gemm_flops / (profile.gemm_flops_bf16 if low else profile.gemm_flops_fp32)
     vector = price.vector_flops / (profile.vector_flops_bf16 if low else profile.vector_flops_fp32)
-    memory = (price.bytes_read + price.bytes_written) / profile.dram_bandwidth
+    moved = price.bytes_read + price.bytes_written
+    cached = bool(profile.cache_bytes) and moved <= profile.cache_bytes
+    memory = moved / (profile.cache_bandwidth if cached else profile.dram_bandwidth)
     largest = max(gemm, vector, memory)
-    if largest * 1e6 < profile.kernel_launch_us:
+    floor = price.duration_us(profile) - largest * 1e6
+    if largest * 1e6 < floor:
         return "launch"
-    return "memory" if largest == memory else "compute"
+    if largest == memory:
+        return "memory (L2)" if cached else "memory"
+    return "compute"
 
 
 def eager_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
@@ -141,15 +148,41 @@ def inductor_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
         elements = prod(kernel.get("numel", {}).values()) or 0
         total = int(kernel["kernel_num_gb"] * 1e9)
         price = cost.KernelCost(0.0, float(kernel.get("kernel_flop") or elements), total, 0, 0,
-                                kernel.get("dtype") in ("bfloat16", "float16"))
+                                kernel.get("dtype") in ("bfloat16", "float16"),
+                                reduction=kernel["kernel"].startswith(REDUCTION_PREFIXES))
         rows.append(Row("inductor", name, "device", kernel["device_us"],
                         price.duration_us(profile), _bound(profile, price)))
     return rows
+
+
+# Known ways a kernel leaves the roofline, each with what gives it away. A row off by more than
+# FAR_OFF gets the first that matches; one that matches none is "unexplained".
+KNOWN_MISSES = (
+    (lambda r: r.source == "eager" and r.name.startswith("softmax"),
+     "ATen's softmax over long rows passes over its input more than once"),
+    (lambda r: ": triton_red_" in r.name,
+     "a looped reduction over a strided axis (Inductor's triton_red_): its loads do not "
+     "coalesce and it reaches a fraction of the bandwidth"),
+    (lambda r: r.bound == "host",
+     "host-bound: this op's host cost is not the one-element add's (a library call, several "
+     "kernels), and loop times vary up to 2x between runs of the same script"),
+    (lambda r: r.bound == "launch",
+     "at its class's launch floor: the floor probe is one kernel, this one is another"),
+)
+
+
+def _named(row: Row) -> Row:
+    if row.predicted_us is None or row.within(FAR_OFF):
+        return row
+    for matches, reason in KNOWN_MISSES:
+        if matches(row):
+            return replace(row, reason=reason)
+    return row
 
 
 def compare(chip: str = "h100", profile: ChipProfile | None = None) -> Calibration:
     """Every kernel `chip`'s GPU measured, priced on `profile` (default: its own profile)."""
     measured = load(chip)
     profile = profile or gpu_profile(chip)
-    return Calibration(chip, measured, profile,
-                       eager_rows(measured, profile) + inductor_rows(measured, profile))
+    rows = eager_rows(measured, profile) + inductor_rows(measured, profile)
+    return Calibration(chip, measured, profile, [_named(r) for r in rows])

@@ -32,8 +32,13 @@ SOURCES = {
     "host_op_us": "measured: loop time of one-element adds (the host issues, the GPU waits)",
     "vector_flops_fp32": "vendor datasheet (non-tensor FP32)",
     "vector_flops_bf16": "vendor datasheet (twice FP32)",
-    "sram_bytes": "L2 size as PyTorch reports it",
-    "sram_bandwidth": "assumption: 2.5x the measured DRAM bandwidth (L2; not measured)",
+    "reduction_launch_us": "measured: the profiler's duration of a sum over one 32-wide row",
+    "gemm_launch_us": "measured: the profiler's duration of a 16x16 matmul (bf16, fp32: the "
+                      "larger)",
+    "cache_bytes": "L2 size as PyTorch reports it",
+    "cache_bandwidth": "measured: an elementwise add over 8 MiB in and 8 MiB out, L2-resident",
+    "sram_bytes": "L2 size as PyTorch reports it (the MTIA model's on-chip intermediates)",
+    "sram_bandwidth": "assumption: 2.5x the measured DRAM bandwidth (not measured)",
     "dram_bytes": "vendor datasheet",
     "host_link_bandwidth": "vendor: PCIe Gen5 x16, one direction",
 }
@@ -53,9 +58,13 @@ def gpu_profile(chip: str = "h100") -> ChipProfile:
         gemm_flops_bf16=peaks["matmul_bfloat16_flops"],
         gemm_ops_int8=2 * peaks["matmul_bfloat16_flops"],
         vector_flops_fp32=vendor["vector_fp32"], vector_flops_bf16=2 * vendor["vector_fp32"],
-        sram_bytes=vendor["l2_mib"] * MiB, sram_bandwidth=2.5 * bandwidth,
+        sram_bytes=vendor["l2_mib"] * MiB, sram_bandwidth=2.5 * bandwidth,  # unused by GPU code
         local_memory_per_pe=228 * 1024, dram_bytes=vendor["dram_gib"] * GiB,
         dram_bandwidth=bandwidth, host_link="PCIe Gen5 x16", host_link_bandwidth=64 * GB,
         kernel_launch_us=peaks.get("kernel_floor_us", peaks["device_floor_us"]), major=9, minor=0,
         interconnect="NVLink 4 (vendor)", link_bandwidth=450 * GB, link_latency_us=5.0,
-        gemm_flops_fp32=peaks["matmul_float32_flops"], host_op_us=peaks["host_op_us"])
+        gemm_flops_fp32=peaks["matmul_float32_flops"], host_op_us=peaks["host_op_us"],
+        reduction_launch_us=peaks.get("reduction_floor_us", 0.0),
+        gemm_launch_us=max(peaks.get("gemm_floor_us_bfloat16", 0.0),
+                           peaks.get("gemm_floor_us_float32", 0.0)),
+        cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=peaks.get("l2_bandwidth", 0.0))

@@ -56,6 +56,10 @@ class TritonLaunch:
     outputs: tuple[torch.Tensor, ...]  # device tensors it wrote (in_out_ptr and out_ptr)
 
 
+# Inductor names its reduction kernels triton_per_* (persistent) and triton_red_* (looped)
+REDUCTION_PREFIXES = ("triton_per_", "triton_red_")
+
+
 def launch_cost(autotuner, args) -> KernelCost:
     """The roofline terms of one launch (see the module docstring)."""
     names = list(autotuner.fn.arg_names)
@@ -69,7 +73,9 @@ def launch_cost(autotuner, args) -> KernelCost:
     elements = sum(a.numel() for n, a in zip(names, args, strict=False)
                    if n in mutated and isinstance(a, torch.Tensor))
     low = any(isinstance(a, torch.Tensor) and a.dtype in _LOW for a in args)
-    return KernelCost(0.0, float(flops or elements), max(total - written, 0), written, 0, low)
+    reduction = _compat.kernel_name_of(autotuner).startswith(REDUCTION_PREFIXES)
+    return KernelCost(0.0, float(flops or elements), max(total - written, 0), written, 0, low,
+                      reduction=reduction)
 
 
 def _split(autotuner, args) -> tuple[tuple, tuple]:

@@ -94,7 +94,8 @@ def _cost(snode, kind: str) -> KernelCost:
     if gemm:
         return KernelCost(float(flops), 0.0, read, written, 0, low)
     vector = float(flops) if flops else float(written // 4)
-    return KernelCost(0.0, vector, read, written, 0, low)
+    reduction = bool(getattr(snode, "is_reduction", lambda: False)())
+    return KernelCost(0.0, vector, read, written, 0, low, reduction=reduction)
 
 
 def _sizes(snode, kind: str) -> tuple:
