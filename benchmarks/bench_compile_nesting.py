@@ -1,0 +1,63 @@
+"""Compile cost of deep nesting: a linear layer inside 1..64 levels of modules, by phase.
+
+    .venv/bin/python benchmarks/bench_compile_nesting.py                 # both engines
+    .venv/bin/python benchmarks/bench_compile_nesting.py --engines mtia_lab --rounds 1
+
+For each depth and engine (the teaching scheduler "mtia_lab", real Inductor "inductor"), one
+training step of `Nest(depth)` on mtia_sim is compiled afresh `--rounds` times and the round
+with the smallest total is kept (a shared 2-core machine: the least disturbed round). Phases
+come from Dynamo's own `compilation_metrics` (mtia_lab/instruments/nesting.py says how each
+is derived). The graph is the same at every depth (two ops): what grows is what Dynamo walks
+and guards -- the growth rate printed is the exponent k of time ~ depth**k (least squares on
+log-log; 1 means linear). A first, unmeasured compile warms up imports and caches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import mtia_lab  # noqa: E402,F401
+from mtia_lab.instruments.nesting import (  # noqa: E402
+    compile_cost,
+    deepest_guard,
+    growth_rate,
+)
+
+DEPTHS = (1, 8, 16, 32, 64)
+
+
+def best_cost(depth: int, engine: str, rounds: int):
+    return min((compile_cost(depth, engine) for _ in range(rounds)), key=lambda c: c.total_s)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", nargs="+", default=["mtia_lab", "inductor"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
+    args = parser.parse_args()
+    print("| engine | depth | guards | dynamo s | aot_autograd s | scheduler s | backward s "
+          "| total s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for engine in args.engines:
+        compile_cost(1, engine)  # warm-up
+        costs = [best_cost(d, engine, args.rounds) for d in args.depths]
+        for c in costs:
+            print(f"| {engine} | {c.depth} | {c.guards} | {c.dynamo_s:.3f} | "
+                  f"{c.aot_autograd_s:.3f} | {c.scheduler_s:.3f} | {c.backward_s:.3f} | "
+                  f"{c.total_s:.3f} |")
+        for phase in ("dynamo_s", "aot_autograd_s", "scheduler_s", "total_s"):
+            k = growth_rate(args.depths, [getattr(c, phase) for c in costs])
+            print(f"{engine}: {phase[:-2]} grows as depth^{k:.2f}")
+        print(f"{engine}: guards grow {costs[0].guards} -> {costs[-1].guards} "
+              f"(depth {args.depths[0]} -> {args.depths[-1]})")
+    deepest = deepest_guard(min(8, max(args.depths)))
+    print(f"longest guard at depth {min(8, max(args.depths))}: {deepest}")
+
+
+if __name__ == "__main__":
+    main()
