@@ -9,7 +9,10 @@ with the smallest total is kept (a shared 2-core machine: the least disturbed ro
 come from Dynamo's own `compilation_metrics` (mtia_lab/instruments/nesting.py says how each
 is derived). The graph is the same at every depth (two ops): what grows is what Dynamo walks
 and guards -- the growth rate printed is the exponent k of time ~ depth**k (least squares on
-log-log; 1 means linear). A first, unmeasured compile warms up imports and caches.
+log-log; 1 means linear) beside the cost of one more level (the slope of a linear fit):
+with a fixed cost at depth 1, a linear growth shows as k < 1 over this range. Inductor's FX
+graph cache is off (the graph is the same at every depth). A first, unmeasured compile
+warms up imports.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from mtia_lab.instruments.nesting import (  # noqa: E402
     compile_cost,
     deepest_guard,
     growth_rate,
+    per_level,
 )
 
 DEPTHS = (1, 8, 16, 32, 64)
@@ -51,8 +55,11 @@ def main() -> None:
                   f"{c.aot_autograd_s:.3f} | {c.scheduler_s:.3f} | {c.backward_s:.3f} | "
                   f"{c.total_s:.3f} |")
         for phase in ("dynamo_s", "aot_autograd_s", "scheduler_s", "total_s"):
-            k = growth_rate(args.depths, [getattr(c, phase) for c in costs])
-            print(f"{engine}: {phase[:-2]} grows as depth^{k:.2f}")
+            seconds = [getattr(c, phase) for c in costs]
+            k = growth_rate(args.depths, seconds)
+            slope = per_level(args.depths, seconds) * 1e3
+            print(f"{engine}: {phase[:-2]}: {slope:+.2f} ms per level (linear fit), "
+                  f"time ~ depth^{k:.2f}")
         print(f"{engine}: guards grow {costs[0].guards} -> {costs[-1].guards} "
               f"(depth {args.depths[0]} -> {args.depths[-1]})")
     deepest = deepest_guard(min(8, max(args.depths)))

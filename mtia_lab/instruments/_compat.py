@@ -151,6 +151,16 @@ def constraint_violation_error() -> type[Exception]:
     return ConstraintViolationError
 
 
+@contextlib.contextmanager
+def inductor_without_cache() -> Iterator[None]:
+    """Inductor with its FX graph cache off: a graph seen before (the same two ops at every
+    nesting depth) is scheduled again instead of loaded, so its compile time is measured."""
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(fx_graph_cache=False, autotune_local_cache=False):
+        yield
+
+
 # -- compiled autograd --------------------------------------------------------------------------
 
 

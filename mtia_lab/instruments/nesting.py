@@ -19,6 +19,7 @@ Dynamo checks (`L['self']._modules['child']._modules['child']...`).
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -74,7 +75,8 @@ def compile_cost(depth: int, engine: str = "mtia_lab", width: int = 8) -> Compil
     model = Nest(depth, width).to("mtia_sim:0")
     x = torch.randn(4, width, device="mtia_sim:0")
     first = len(COMPILED)
-    with _compat.structured_trace(_METRICS) as records:
+    no_cache = _compat.inductor_without_cache() if engine == "inductor" else nullcontext()
+    with no_cache, _compat.structured_trace(_METRICS) as records:
         torch.compile(model, backend=engine)(x).sum().backward()
     forward = next(m["compilation_metrics"] for n, m, _ in records if n == "compilation_metrics")
     backward = next((m["bwd_compilation_metrics"] for n, m, _ in records
@@ -105,6 +107,13 @@ def deepest_guard(depth: int, width: int = 8) -> str:
 
     entry = next(iter(watched.log.entries.values()))
     return max((short_guard(g) for g in entry.user_guards()), key=len)
+
+
+def per_level(depths: list[int], seconds: list[float]) -> float:
+    """Seconds each added level costs: the slope of a least-squares line through the points."""
+    mx, my = sum(depths) / len(depths), sum(seconds) / len(seconds)
+    return (sum((d - mx) * (s - my) for d, s in zip(depths, seconds, strict=True))
+            / sum((d - mx) ** 2 for d in depths))
 
 
 def growth_rate(depths: list[int], seconds: list[float]) -> float:

@@ -82,8 +82,9 @@ def reason_kind(reason: str) -> str:
     for needle, kind in _REASON_KINDS:
         if needle in reason:
             return kind
-    if re.search(r"L\['[^']+'\]\.\w+ ==|L\['self'\]|_modules\[", reason):
-        return "module attribute"
+    body = reason.split(": ", 1)[-1]
+    if re.match(r"[\w\[\]'\.]*\.\w+ [=!]=", body) or "_modules[" in body:
+        return "module attribute"  # an attribute read through an object: self.factor == 2.0
     if " == " in reason or " != " in reason:
         return "Python value"
     if "<=" in reason or ">=" in reason or "size()" in reason:
