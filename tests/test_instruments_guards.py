@@ -158,3 +158,12 @@ def test_real_inductor_path_records_the_same_reasons():
         assert torch.allclose(watched(x).cpu(), total(x).cpu())
     assert watched.log.calls[1].reasons == (
         "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5",)
+
+
+def test_a_later_watch_supersedes_an_earlier_one_clearly():
+    first = watch(total)
+    first(torch.randn(3, device=DEV))
+    watch(total)  # resets Dynamo: the first watcher's cache is gone
+    with pytest.raises(RuntimeError, match="superseded by a later watch"):
+        first(torch.randn(3, device=DEV))
+    assert len(first.log.calls) == 1

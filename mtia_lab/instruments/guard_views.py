@@ -92,9 +92,12 @@ def render_text(log: CompileLog) -> str:
 def step_text(log: CompileLog, index: int) -> str:
     """One call, as the stepper shows it: what served it and the guards that decided."""
     c = log.calls[index]
-    lines = [f"call {c.index} of {len(log.calls)}: {log.name}({c.args})", f"  {c.outcome}"
-             + (f" -> entry {c.entry}" if c.entry else "")]
-    lines += [f"  failed guard ({reason_kind(r)}): {r}" for r in c.reasons]
+    lines = [f"call {c.index} of {len(log.calls)}: {log.function or log.name}({c.args})",
+             f"  {c.outcome}" + (f" -> entry {c.entry}" if c.entry else "")]
+    if c.outcome == "compiled":
+        lines += [f"  failed guard ({reason_kind(r)}): {r}" for r in c.reasons]
+    else:
+        lines += [f"  why: {r}" for r in c.reasons]
     if c.entry:
         lines += entry_lines(log.entries[c.entry])
     lines.append(f"  cache after the call (most recently used first): {' '.join(c.cache)}")

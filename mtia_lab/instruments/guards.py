@@ -92,24 +92,40 @@ def _marked_args(fn: Callable, args: tuple, kwargs: dict) -> str:
     return ", ".join(marked) or "an argument"
 
 
+_GENERATION = [0]  # bumped by every watch(): Dynamo's caches were reset then
+
+
 class Watched:
-    """A compiled function that records every call in `log` (a CompileLog)."""
+    """A compiled function that records every call in `log` (a CompileLog).
+
+    Watching starts from a clean Dynamo (`torch.compiler.reset()`): entries cached before,
+    for this function or under another backend, would otherwise serve or fail calls with no
+    record of why. So a later watch() supersedes this one (calling it then is refused)."""
 
     def __init__(self, fn: Callable, *, backend: str | Callable = "mtia_lab",
                  dynamic: bool | None = None, recompile_limit: int | None = None,
                  fullgraph: bool = False, options: dict | None = None,
                  name: str | None = None) -> None:
         limit = check_recompile_limit(recompile_limit)
+        torch.compiler.reset()
+        _GENERATION[0] += 1
+        self.generation = _GENERATION[0]
         self.fn = fn
         self.code = _compat.code_of(fn)
         self.compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
                                       options=options, recompile_limit=limit)
         backend_name = backend if isinstance(backend, str) else getattr(
             backend, "__name__", type(backend).__name__)
-        self.log = CompileLog(name or getattr(fn, "__name__", type(fn).__name__),
-                              backend_name, dynamic, limit or _compat.recompile_limit())
+        function = getattr(fn, "__name__", type(fn).__name__)
+        self.log = CompileLog(name or function, backend_name, dynamic,
+                              limit or _compat.recompile_limit(), function=function)
 
     def __call__(self, *args, **kwargs):
+        if self.generation != _GENERATION[0]:
+            raise RuntimeError(
+                f"this watch() of {self.log.function} was superseded by a later watch(), which "
+                "reset Dynamo's caches; its log stays readable. Watch the function again to "
+                "record more calls")
         target = self.fn.forward if isinstance(self.fn, torch.nn.Module) else self.fn
         described = describe_args(target, args, kwargs)
         passed: list[bool] = []

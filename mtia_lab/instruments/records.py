@@ -123,6 +123,7 @@ class CompileLog:
     backend: str
     dynamic: bool | None
     recompile_limit: int
+    function: str = ""  # the function's own name (`name` is what the views call the log)
     calls: list[CallRecord] = field(default_factory=list)
     entries: dict[str, CompileEntry] = field(default_factory=dict)
 
