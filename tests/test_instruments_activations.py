@@ -105,6 +105,17 @@ def test_a_compiled_step_saves_what_the_partitioner_chose_on_the_host():
         assert torch.allclose(a, p.grad.cpu(), atol=1e-5)
 
 
+def test_a_step_compiled_by_real_inductor_saves_device_tensors_the_allocator_counts():
+    torch.manual_seed(0)
+    model = Stack(16, 2).to(DEV)
+    x = torch.randn(8, 16, device=DEV)
+    compiled = torch.compile(model)
+    timeline = activation_timeline(lambda: compiled(x).sum(), model=model, inputs=(x,))
+    assert timeline.host_bytes == 0
+    assert timeline.allocator_peak_bytes >= timeline.peak_bytes > 0
+    assert {e.producer for e in timeline.events if e.nbytes} >= {"compiled graph"}
+
+
 @pytest.mark.parametrize("policy", [3, "save everything", [torch.ops.aten.mm]])
 def test_a_policy_that_is_not_callable_is_refused_by_name(policy):
     with pytest.raises(TypeError, match=r"policy=.* is not callable"):

@@ -146,13 +146,16 @@ class _Recorder:
     def pack(self, t: torch.Tensor) -> _Saved:
         number, self.count = self.count, self.count + 1
         key = storage_key(t)
-        if t.grad_fn is not None:
-            producer = t.grad_fn.name()
-        else:
-            producer = ("parameter" if t.requires_grad else "saved by a compiled graph"
-                        if t.device.type == "cpu" else "input / constant")
         counted = key not in self.alive
         new = counted and self.holders.get(key, 0) == 0
+        if t.grad_fn is not None:
+            producer = t.grad_fn.name()
+        elif t.requires_grad:
+            producer = "parameter"
+        elif t.device.type == "cpu":
+            producer = "compiled graph (host)"  # the teaching path's desugared activations
+        else:  # made in the step without autograd: a compiled graph's activation
+            producer = "compiled graph" if counted else "input / constant"
         nbytes = storage_bytes(t) if new else 0
         self.holders[key] = self.holders.get(key, 0) + 1
         self.info[number] = (key, producer, tuple(t.shape), str(t.dtype).removeprefix("torch."),
