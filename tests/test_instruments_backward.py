@@ -32,6 +32,15 @@ def test_compiled_autograd_captures_one_backward_graph_with_eager_gradients():
     ca_kernels, _, _ = result.totals(result.ca_backward)
     assert aot_kernels > 0 and ca_kernels > 0
     assert result.to_text().splitlines()[3].split()[:2] == ["AOTAutograd", "1"]
+    # the capture hook is gone: the dispatcher runs device ops again, compiled autograd is off
+    from torch._dynamo import compiled_autograd
+
+    assert torch.compiler._is_compiling_flag is False
+    assert compiled_autograd.AutogradCompilerInstance.begin_capture.__module__ == (
+        "torch._dynamo.compiled_autograd")
+    y = torch.ones(2, device=DEV, requires_grad=True)
+    (y * 3).sum().backward()
+    assert y.grad.cpu().tolist() == [3.0, 3.0]
 
 
 def test_gradient_accumulation_captures_twice_then_reuses():
