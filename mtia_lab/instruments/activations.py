@@ -130,6 +130,7 @@ class _Recorder:
     def __init__(self, timeline: ActivationTimeline, alive: set[int], device: int) -> None:
         self.timeline, self.alive, self.device = timeline, alive, device
         self.holders: dict[int, int] = {}  # storage key -> saved tensors holding it
+        self.key_bytes: dict[int, int] = {}  # storage key -> activation bytes it counts for
         # tensor number -> (key, producer, shape, dtype, bytes, device)
         self.info: dict[int, tuple] = {}
         self.live = 0
@@ -157,6 +158,8 @@ class _Recorder:
         else:  # made in the step without autograd: a compiled graph's activation
             producer = "compiled graph" if counted else "input / constant"
         nbytes = storage_bytes(t) if new else 0
+        if new:
+            self.key_bytes[key] = nbytes
         self.holders[key] = self.holders.get(key, 0) + 1
         self.info[number] = (key, producer, tuple(t.shape), str(t.dtype).removeprefix("torch."),
                              nbytes, str(t.device))
@@ -176,7 +179,7 @@ class _Recorder:
         self.holders[key] -= 1
         nbytes = 0
         if self.holders[key] == 0 and key not in self.alive:
-            nbytes = next(i[4] for i in self.info.values() if i[0] == key and i[4])
+            nbytes = self.key_bytes.pop(key, 0)
             self.live -= nbytes
         self._event("freed", number, nbytes)
 

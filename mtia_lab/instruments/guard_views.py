@@ -58,7 +58,9 @@ def headline(log: CompileLog) -> str:
     storm = f"RECOMPILE STORM: {log.recompiles} recompiles ({kinds or 'no reason recorded'})"
     if eager:
         storm += (f"; the recompile limit ({log.recompile_limit}) was hit: call"
-                  f"{'s' * (len(eager) != 1)} {', '.join(eager)} ran eagerly, uncompiled")
+                  f"{'s' * (len(eager) != 1)} {', '.join(eager)} ran eagerly, uncompiled "
+                  f"(Dynamo counted {log.dynamo_limit_hits} limit hit"
+                  f"{'s' * (log.dynamo_limit_hits != 1)})")
     return f"{head}\n{storm}"
 
 

@@ -139,13 +139,13 @@ class Watched:
                     "mark_dynamic, but the code needs that size to be a constant (it branches "
                     "on it or reshapes to a fixed size). Fix: drop mark_dynamic for that dim, "
                     "use torch._dynamo.maybe_mark_dynamic (a hint, not a promise), or change "
-                    f"the code. Dynamo said:\n{str(error).splitlines()[1].strip()}"
+                    f"the code. Dynamo said:\n{_first_reason(error)}"
                 ) from error
-        self._record(described, passed, records, _compat.limit_hits() > hits_before)
+        self.log.dynamo_limit_hits += _compat.limit_hits() - hits_before
+        self._record(described, passed, records)
         return result
 
-    def _record(self, described: str, passed: list[bool], records: list,
-                limit_hit_now: bool) -> None:
+    def _record(self, described: str, passed: list[bool], records: list) -> None:
         entries = _compat.cache_entries(self.code)
         new = [(cid, manager) for cid, manager in entries if cid not in self.log.entries]
         reasons = _reasons_by_compile(records)
@@ -161,14 +161,18 @@ class Watched:
                               reasons.get(cid, ()), cache)
         elif passed and passed[0]:
             call = CallRecord(len(self.log.calls), described, "cache hit", cache[0], (), cache)
-        else:
-            last = next((r for r in reversed(self.log.calls) if r.reasons), None)
-            why = () if not limit_hit_now and last is None else (
-                f"recompile limit ({self.log.recompile_limit}) reached: every cache entry's "
-                "guards failed and Dynamo may not compile another",)
+        else:  # no entry's guards passed and nothing was compiled: Dynamo ran it eagerly
+            why = (f"recompile limit ({self.log.recompile_limit}) reached: every cache entry's "
+                   "guards failed and Dynamo may not compile another",)
             call = CallRecord(len(self.log.calls), described, "eager (recompile limit)", None,
                               why, cache)
         self.log.calls.append(call)
+
+
+def _first_reason(error: Exception) -> str:
+    """The first "- You marked ..." line of a ConstraintViolationError (or its first line)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in lines if line.startswith("- ")), lines[0] if lines else "")
 
 
 def _reasons_by_compile(records: list) -> dict[str, tuple[str, ...]]:

@@ -124,6 +124,9 @@ class CompileLog:
     dynamic: bool | None
     recompile_limit: int
     function: str = ""  # the function's own name (`name` is what the views call the log)
+    # Dynamo's own count (counters["unimplemented"]) of recompile-limit hits during the calls:
+    # once per function, after which it runs cache misses eagerly without counting again.
+    dynamo_limit_hits: int = 0
     calls: list[CallRecord] = field(default_factory=list)
     entries: dict[str, CompileEntry] = field(default_factory=dict)
 
