@@ -73,19 +73,21 @@ def render_svg(t: ActivationTimeline) -> str:
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'font-family="Helvetica" font-size="11">',
              f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
-             f'<text x="{PAD}" y="18" font-size="12">{html.escape(t.label)}: saved activations '
-             f'(orange, peak {format_bytes(t.peak_bytes)}) and device allocator above baseline '
-             f'(blue, peak {format_bytes(t.allocator_peak_bytes)})</text>',
+             f'<text x="{PAD}" y="16" font-size="12">{html.escape(t.label)}</text>',
+             f'<text x="{PAD}" y="32" fill="#e07b00">saved activations, peak '
+             f'{format_bytes(t.peak_bytes)}</text>',
+             f'<text x="{PAD + 220}" y="32" fill="#4c78a8">device allocator above the baseline, '
+             f'peak {format_bytes(t.allocator_peak_bytes)}</text>',
              f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" '
              'stroke="#444"/>',
-             f'<text x="{PAD}" y="{HEIGHT - PAD + 16}">saved-tensor events, in order</text>',
+             f'<text x="{PAD}" y="{HEIGHT - PAD + 30}">saved-tensor events, in order</text>',
              f'<text x="4" y="{PAD + 4}">{format_bytes(top)}</text>']
     boundary = next((e.index for e in t.events if e.phase == "backward"), None)
     if boundary is not None and len(t.events) > 1:
         x = PAD + (WIDTH - 2 * PAD) * boundary / (len(t.events) - 1)
         parts += [f'<line x1="{x:.1f}" y1="{PAD}" x2="{x:.1f}" y2="{HEIGHT - PAD}" '
                   'stroke="#888" stroke-dasharray="4 3"/>',
-                  f'<text x="{x + 4:.1f}" y="{PAD + 10}">backward</text>']
+                  f'<text x="{x + 4:.1f}" y="{HEIGHT - PAD + 16}">backward -></text>']
     if t.events:
         parts += [_polyline(device, top, "#4c78a8"), _polyline(live, top, "#e07b00")]
     parts.append("</svg>")

@@ -107,14 +107,20 @@ def step_text(log: CompileLog, index: int) -> str:
 
 
 def render_dot(log: CompileLog, highlight: int | None = None) -> str:
-    body = ["rankdir=LR;", f"label={quote(headline(log))}; labelloc=t;",
+    title = headline(log).replace(": ", ":\n", 1).replace("; ", ";\n")
+    body = ["rankdir=LR;", f"label={quote(title)}; labelloc=t;",
             "node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\"];"]
     if log.storm:
         body.append('fontcolor="#cc2222";')
+    calls = []
     for c in log.calls:
         width = "3" if c.index == highlight else "1"
-        body.append(f"call{c.index} [label={quote(f'call {c.index}: {c.args}')}, "
-                    f"penwidth={width}];")
+        calls.append(f"call{c.index} [label={quote(f'call {c.index}: {c.args}')}, "
+                     f"penwidth={width}];")
+    # the calls in one column, in order from the top (invisible edges fix the order)
+    order = " -> ".join(f"call{c.index}" for c in log.calls)
+    body.append("{ rank=same; " + " ".join(calls)
+                + (f" {order} [style=invis];" if len(log.calls) > 1 else "") + " }")
     for entry in log.entries.values():
         guards = [short_guard(g) for g in entry.user_guards()[:4]]
         label = "\n".join([f"entry {entry.compile_id} "
