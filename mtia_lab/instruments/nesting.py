@@ -42,6 +42,8 @@ class CompileCost:
     backward_s: float
     guards: int  # Dynamo's guard count for the frame
     graph_ops: int  # ops in Dynamo's graph (the nesting adds none)
+    cpu_s: float = 0.0  # this process's CPU time for the whole compile and step: unlike the
+    # wall-clock phases, it does not grow when other processes share the cores
 
     @property
     def total_s(self) -> float:
@@ -76,8 +78,10 @@ def compile_cost(depth: int, engine: str = "mtia_lab", width: int = 8) -> Compil
     x = torch.randn(4, width, device="mtia_sim:0")
     first = len(COMPILED)
     no_cache = _compat.inductor_without_cache() if engine == "inductor" else nullcontext()
+    cpu = time.process_time()
     with no_cache, _compat.structured_trace(_METRICS) as records:
         torch.compile(model, backend=engine)(x).sum().backward()
+    cpu = time.process_time() - cpu
     forward = next(m["compilation_metrics"] for n, m, _ in records if n == "compilation_metrics")
     backward = next((m["bwd_compilation_metrics"] for n, m, _ in records
                      if n == "bwd_compilation_metrics"), {})
@@ -93,7 +97,7 @@ def compile_cost(depth: int, engine: str = "mtia_lab", width: int = 8) -> Compil
         aot_autograd_s=max(aot_s - scheduler_s, 0.0),
         scheduler_s=scheduler_s,
         backward_s=(backward.get("backward_cumulative_compile_time_us") or 0) / 1e6,
-        guards=forward["guard_count"], graph_ops=forward["graph_op_count"])
+        guards=forward["guard_count"], graph_ops=forward["graph_op_count"], cpu_s=cpu)
 
 
 def deepest_guard(depth: int, width: int = 8) -> str:
