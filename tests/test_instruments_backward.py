@@ -1,0 +1,65 @@
+"""Compiled autograd on the device: its captured backward against AOTAutograd's and eager."""
+
+import pytest
+import torch
+
+from mtia_lab.instruments.backward import accumulate, compare_backward
+from mtia_lab.instruments.examples import Stack
+
+DEV = "mtia_sim:0"
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch.compiler.reset()
+    yield
+    torch.compiler.reset()
+
+
+def model_and_input():
+    torch.manual_seed(0)
+    return Stack(16, 2).to(DEV), torch.randn(8, 16, device=DEV)
+
+
+def test_compiled_autograd_captures_one_backward_graph_with_eager_gradients():
+    model, x = model_and_input()
+    result = compare_backward(model, x)
+    assert result.grads_match(atol=1e-5)
+    assert result.captures == 1
+    assert [p.name.split("_")[0] for p in result.aot_backward] == ["backward"]
+    assert len(result.ca_backward) == 1  # the whole autograd graph as one Dynamo graph
+    aot_kernels, _, _ = result.totals(result.aot_backward)
+    ca_kernels, _, _ = result.totals(result.ca_backward)
+    assert aot_kernels > 0 and ca_kernels > 0
+    assert result.to_text().splitlines()[3].split()[:2] == ["AOTAutograd", "1"]
+    # the capture hook is gone: the dispatcher runs device ops again, compiled autograd is off
+    from torch._dynamo import compiled_autograd
+
+    assert torch.compiler._is_compiling_flag is False
+    assert compiled_autograd.AutogradCompilerInstance.begin_capture.__module__ == (
+        "torch._dynamo.compiled_autograd")
+    y = torch.ones(2, device=DEV, requires_grad=True)
+    (y * 3).sum().backward()
+    assert y.grad.cpu().tolist() == [3.0, 3.0]
+
+
+def test_gradient_accumulation_captures_twice_then_reuses():
+    model, _ = model_and_input()
+    batches = [torch.randn(8, 16, device=DEV) for _ in range(3)]
+    result = accumulate(model, batches)
+    # first backward: no .grad yet; second: accumulate into .grad (another graph); then reuse
+    assert result.captures == [1, 1, 0]
+    assert result.grad_error < 1e-5
+
+
+def test_real_inductor_backward_matches_eager():
+    model, x = model_and_input()
+    result = compare_backward(model, x, engine="inductor")
+    assert result.grads_match(atol=1e-5)
+    assert result.aot_backward and result.captures == 1
+
+
+def test_unknown_engine_is_refused():
+    model, x = model_and_input()
+    with pytest.raises(ValueError, match="engine='tvm'"):
+        compare_backward(model, x, engine="tvm")
