@@ -90,3 +90,15 @@ def test_the_host_clock_makes_small_ops_wait_for_the_host():
     assert device_only == pytest.approx(100 * MTIA_V2.kernel_launch_us, rel=0.05)
     host = hundred_adds_us(MTIA_V2.with_changes(host_op_us=25.0))
     assert host == pytest.approx(100 * 25.0, rel=0.05)  # the host, not the device, sets the pace
+
+
+def test_the_picture_draws_every_priced_kernel_and_the_text_says_the_share():
+    from mtia_lab.viz.calibration import calibration_view
+
+    view = calibration_view("h100")
+    svg = view.to_svg()
+    assert svg.count("<circle") == len(view.calibration.priced()) + 2  # + the legend's two
+    share = f"{view.calibration.share_within():.0%} within 1.5x"
+    assert share in svg and share in view.to_text()
+    with pytest.raises(ValueError, match="clock must be 'device' or 'loop'"):
+        calibration_view("h100", clock="wall")

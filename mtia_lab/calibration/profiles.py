@@ -27,9 +27,8 @@ SOURCES = {
     "dram_bandwidth": "measured: device-to-device copy, bytes read + written",
     "gemm_flops_bf16": "measured: 8192^3 bf16 matmul, random data",
     "gemm_flops_fp32": "measured: 8192^3 fp32 matmul, TF32 off",
-    "kernel_launch_us": "measured: the profiler's duration of a one-element add (the shortest "
-                        "kernel); runs before kernel_floor_us was recorded: do_bench's time",
-    "host_op_us": "measured: loop time of one-element adds (the host issues, the GPU waits)",
+    "kernel_launch_us": "measured: the profiler's duration of a one-element add",
+    "host_op_us": "measured: loop time of out-of-place one-element adds (the GPU waits)",
     "vector_flops_fp32": "vendor datasheet (non-tensor FP32)",
     "vector_flops_bf16": "vendor datasheet (twice FP32)",
     "reduction_launch_us": "measured: the profiler's duration of a sum over one 32-wide row",
