@@ -30,6 +30,7 @@ from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
 from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
 from .display import View, svg_img_html, text_html, widget_bundle
 from .layout import render_svg
+from .text_fit import NOTEBOOK_WIDTH, abbreviate, wrap_line, wrap_text
 from .trace_format import (
     fmt_bytes,
     fmt_host,
@@ -80,25 +81,41 @@ def row_cells(e: OpEvent, times: bool = True) -> list[str]:
 
 
 def page_text(rows: list[OpEvent], page: int, page_size: int, times: bool = True,
-              total: int | None = None) -> str:
-    """A fixed-width table of one page (the text twin of the explorer)."""
+              total: int | None = None, width: int = NOTEBOOK_WIDTH) -> str:
+    """A fixed-width table of one page (the text twin of the explorer), at most `width`
+    characters wide: the widest columns narrow first (see _column_widths), and a cell longer
+    than its column ends in a visible `...`."""
     chosen = rows[page * page_size:(page + 1) * page_size]
     header = list(COLUMNS if times else COLUMNS[:-1])
     table = [header] + [row_cells(e, times) for e in chosen]
-    limits = [7, 22, 8, 8, 18, 44, 10, 9]
-    table = [[_clip(cell, limit) for cell, limit in zip(row, limits, strict=False)]
-             for row in table]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    widths = _column_widths(table, width)
     right = NUMBER_COLUMNS
-    lines = [_page_title(rows, page, page_size, total)]
+    lines = wrap_line(_page_title(rows, page, page_size, total), width)
     for n, row in enumerate(table):
+        cells = [abbreviate(cell, w) for cell, w in zip(row, widths, strict=True)]
         lines.append("  ".join(
             cell.rjust(w) if i in right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# Columns that give way when a page is too wide, in order, each down to its minimum.
+_NARROWING = ((5, 24), (1, 16), (4, 10), (5, 14), (1, 10))  # (column, minimum width)
+
+
+def _column_widths(table: list[list[str]], width: int) -> list[int]:
+    """Each column's width: its longest cell, narrowed (inputs -> outputs first, then op and
+    module) until the table fits in `width` with two spaces between columns."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for column, minimum in _NARROWING:
+        excess = sum(widths) + 2 * (len(widths) - 1) - width
+        if excess <= 0:
+            break
+        widths[column] = max(min(widths[column], minimum), widths[column] - excess)
+    return widths
 
 
 NUMBER_COLUMNS = {0, 6, 7}  # right-aligned, never wrapped (a number stays with its unit)
@@ -153,10 +170,6 @@ def check_paging(page, page_size) -> None:
             raise ValueError(f"{name} must be at least {low}, got {value}")
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 class TraceTable(View):
     """One page of a trace's events, static: what the explorer shows without a front end."""
 
@@ -185,8 +198,8 @@ class TraceTable(View):
 
 
 # -- one event in full -----------------------------------------------------------------------
-def event_details(e: OpEvent, call_size: int = 1) -> str:
-    """Everything one event recorded, as text."""
+def event_details(e: OpEvent, call_size: int = 1, width: int = NOTEBOOK_WIDTH) -> str:
+    """Everything one event recorded, as text wrapped between words at `width` columns."""
     served = e.kind + (f": {e.reason}" if e.reason else "")
     lines = [f"#{e.index} {e.op}  [{served}; {e.phase}]"]
     composite = f", composite: {call_size} aten ops" if call_size > 1 else ""
@@ -211,7 +224,7 @@ def event_details(e: OpEvent, call_size: int = 1) -> str:
         for i, t in enumerate(records):
             lines.append(f"  {label[:-4] if label == 'inputs' else 'out'}{i} "
                          f"{tensor_detail(t, f'{t.storage:#x}')}; elements {fmt_bytes(t.nbytes)}")
-    return "\n".join(lines)
+    return wrap_text("\n".join(lines), width, indent=4)
 
 
 class TraceExplorer(widgets.VBox):
