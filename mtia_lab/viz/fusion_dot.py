@@ -26,6 +26,7 @@ import textwrap
 
 from ..backend.allocator import format_bytes
 from ..compiler.decisions import symbols_text
+from . import palette
 from .fusion_graph import (
     GUARDRAILS,
     KIND_BORDER,
@@ -49,7 +50,8 @@ KIND_MEANING = {
     "extern": "extern: runs as its ATen kernel, never fused",
 }
 MEMORY_EDGE = "#333333"
-MODULE_FILL, MODULE_BORDER = "#fff7e0", "#b08a2e"  # a collapsed module's box
+# a collapsed module's box
+MODULE_FILL, MODULE_BORDER = palette.MODULE_FILL.hex, palette.MODULE_BORDER.hex
 INPUT_FILL = "#f7f7f7"
 LEGEND_WRAP = 80  # characters per legend line: the legend must not widen the picture
 

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 from ..trace.events import OpEvent, Trace
+from . import palette
 from .display import View
 
 WIDTH = 760  # SVG width in px
@@ -41,8 +42,10 @@ ASCII_W = 60  # characters of the text twin's bars
 MAX_ROWS = 12  # events listed per lane in the text twin
 # Fill by what the work was for (Tableau 10 colours: told apart by most readers).
 PURPOSE_FILL = {
-    "forward": "#4e79a7", "backward": "#b07aa1", "optimizer": "#59a14f", "copy": "#edc948",
-    "fallback": "#e15759", "collective": "#9c755f", "wait": "#d9d9d9",
+    "forward": palette.FORWARD.hex, "backward": palette.BACKWARD.hex,
+    "optimizer": palette.OPTIMIZER.hex, "copy": palette.COPY.hex,
+    "fallback": palette.FALLBACK.hex, "collective": palette.COLLECTIVE.hex,
+    "wait": palette.WAIT.hex,
 }
 PURPOSE_LEGEND = {
     "forward": "forward", "backward": "backward",
@@ -52,8 +55,8 @@ PURPOSE_LEGEND = {
 }
 DARK_TEXT = {"copy", "wait"}  # fills light enough for dark text
 COMPILED_STROKE = "#222222"  # compiled kernels: outlined
-OTHER_FILL = "#8d99ae"  # a merged bar of several purposes
-OVERLAP_FILL = "#f28e2b"
+OTHER_FILL = palette.MIXED.hex  # a merged bar of several purposes
+OVERLAP_FILL = palette.OVERLAP.hex
 FONT = 12  # px: lane labels, bar labels, axis (the notebook's own text is 13-14 px)
 
 Lane_key = tuple[int, int]  # (device, stream)

@@ -28,6 +28,7 @@ import ipywidgets as widgets
 
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
 from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
+from . import palette
 from .display import View, svg_img_html, text_html, widget_bundle
 from .layout import render_svg
 from .text_fit import NOTEBOOK_WIDTH, abbreviate, wrap_line, wrap_text
@@ -135,8 +136,9 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
         for i, c in enumerate(columns))
     body = []
     for e in chosen:
-        colour = {"fallback": "#c0392b", "view": "#777777"}.get(e.kind, "inherit")
-        ground = ";background:#fff3b0" if e is selected else ""
+        colour = {"fallback": palette.FALLBACK_LINE.hex,
+                  "view": palette.VIEW_ROW.hex}.get(e.kind, "inherit")
+        ground = f";background:{palette.SELECTED_ROW.hex}" if e is selected else ""
         tip = html.escape(f"{e.call} at {short_source(e.source)}"
                           + (f" -- {e.reason}" if e.reason else ""))
         cells = "".join(

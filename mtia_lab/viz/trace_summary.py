@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..trace.events import ALL_KINDS, KINDS, Trace
+from . import palette
 from .display import View
 from .registry import register_view
 from .text_fit import ELLIPSIS, abbreviate
@@ -31,6 +32,7 @@ from .trace_format import (
 )
 
 MAX_ROWS = 40  # ops in the table; the rest summed in one line
+FALLBACK_RED = palette.FALLBACK_LINE.hex  # fallback rows, as the explorer's table marks them
 OP_MIN = 16  # the op column is never narrower (longer names end in "...")
 MAX_TREE_OPS = 12  # op lines under one module
 MAX_TREE_CHILDREN = 24  # submodules shown under one module; the rest summed in one line
@@ -195,7 +197,7 @@ class TraceSummary(_RichView):
                              footer=footer[n], no_wrap=True,
                              width=op_width if name == "op" else None)
         for row in self.rows[:self.max_rows]:
-            style = "bold red" if row.kinds["fallback"] else None
+            style = f"bold {FALLBACK_RED}" if row.kinds["fallback"] else None
             cells = self._cells(row, escape(abbreviate(op_short(row.op), op_width)))
             table.add_row(*[cells[n] for n in keep], style=style)
         if hidden:
@@ -203,7 +205,7 @@ class TraceSummary(_RichView):
             table.add_row(*[cells[n] for n in keep], style="dim")
         parts: list[Any] = [Text(headline(self.trace, self.show_host, self.show_sim)), table]
         for op, reason in sorted(self.trace.fallbacks().items()):
-            parts.append(Text(f"fallback {op_short(op)}: {reason}", style="red"))
+            parts.append(Text(f"fallback {op_short(op)}: {reason}", style=FALLBACK_RED))
         return Group(*parts)
 
     def _fit(self, columns: list[str], footer: list[str], names: list[str],
@@ -370,7 +372,7 @@ class TraceTree(_RichView):
                        f"{self._figures(rest)}[/]")
         rows = sorted(node.ops.values(), key=lambda r: (-r.sim_us, -r.count, r.op))
         for row in rows[:self.max_ops]:
-            style = "red" if row.kinds["fallback"] else "dim" if row.kinds["view"] else ""
+            style = FALLBACK_RED if row.kinds["fallback"] else "dim" if row.kinds["view"] else ""
             text = f"{escape(op_short(row.op))} x{row.count}  {self._figures(row, kinds=True)}"
             branch.add(f"[{style}]{text}[/]" if style else text)
         if len(rows) > self.max_ops:
