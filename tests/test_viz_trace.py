@@ -332,12 +332,24 @@ def test_explorer_shows_an_event_and_its_tensor_layouts(recorded):
     assert "stride" in ex.detail_html.value
 
 
+def test_a_click_on_a_row_opens_its_event(recorded):
+    ex = trace_explorer(recorded, page_size=5)
+    ex.turn(+1)  # page 2: rows 5..9
+    third = ex.rows[7]
+    assert 'data-position="7"' in ex.table.value
+    ex.table.clicked = 7  # what the front end sends for a click on that row
+    assert ex.selected is third and ex.details.startswith(f"#{third.index} ")
+    assert ex.table.clicked == -1  # a second click on the same row is a change again
+    ex.table.clicked = 99  # a row of no page shown: nothing happens
+    assert ex.selected is third
+
+
 def test_explorer_without_a_front_end_shows_the_page_as_html(recorded):
     ex = trace_explorer(recorded, page_size=5, times=False)
     bundle = ex._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     html = bundle["text/html"]
-    assert html.count("<tr style=") == 5 and "<table" in html
+    assert html.count("<tr data-position=") == 5 and "<table" in html
     assert bundle["text/plain"] == trace_table(recorded, page_size=5, times=False).to_text()
     assert len(bundle["text/plain"].splitlines()) == 1 + 2 + 5  # title, header, rule, rows
     live = trace_table(recorded, kind="view", page_size=5).widget()

@@ -24,7 +24,9 @@ import html
 from collections import Counter
 from typing import Any
 
+import anywidget
 import ipywidgets as widgets
+import traitlets
 
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
 from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
@@ -135,7 +137,7 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
         f'padding:1px 8px 1px 0;border-bottom:1px solid #999999">{html.escape(c)}</th>'
         for i, c in enumerate(columns))
     body = []
-    for e in chosen:
+    for position, e in enumerate(chosen, start=page * page_size):
         colour = {"fallback": palette.FALLBACK_LINE.hex,
                   "view": palette.VIEW_ROW.hex}.get(e.kind, "inherit")
         ground = f";background:{palette.SELECTED_ROW.hex}" if e is selected else ""
@@ -145,7 +147,8 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
             f'<td style="padding:1px 8px 1px 0;vertical-align:top;'
             f'{"text-align:right;white-space:nowrap" if i in NUMBER_COLUMNS else ""}">'
             f"{html.escape(c)}</td>" for i, c in enumerate(row_cells(e, times)))
-        body.append(f'<tr style="color:{colour}{ground}" title="{tip}">{cells}</tr>')
+        body.append(f'<tr data-position="{position}" style="color:{colour}{ground}" '
+                    f'title="{tip}">{cells}</tr>')
     heading = f"<p>{html.escape(_page_title(rows, page, page_size, total))}</p>" if title else ""
     return (
         f"<div>{heading}"
@@ -264,8 +267,9 @@ class TraceExplorer(widgets.VBox):
         self.prev = widgets.Button(description="< prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next >", layout=widgets.Layout(width="80px"))
         self.status = widgets.HTML()
-        self.table = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.table = ClickableRows(layout=widgets.Layout(width="100%"))
         self.table.add_class("mtia-trace-rows")
+        self.table.observe(self._row_clicked, names="clicked")
         self.add_class("mtia-trace-explorer")  # a stable hook for browser tests and CSS
         self.event = widgets.Dropdown(options=[], description="event",
                                       layout=widgets.Layout(width="620px"))
@@ -374,6 +378,15 @@ class TraceExplorer(widgets.VBox):
     def _select(self, change) -> None:
         self._open(change["new"])
 
+    def _row_clicked(self, change) -> None:
+        """A click on a row of the table: open that event, as choosing it in `event` does."""
+        position = change["new"]
+        if position < 0:
+            return
+        self.table.clicked = -1  # ready for the next click, even on the same row
+        if any(value == position for _, value in self.event.options):
+            self.event.value = position
+
     def _open(self, position: int | None) -> None:
         if position is None:  # nothing matches the filters
             self.selected, self.details = None, ""
@@ -421,6 +434,29 @@ class TraceExplorer(widgets.VBox):
         static = page_html(self.rows, self.page, self.page_size, self.times, len(self.trace),
                            self.selected) + (_scrolling_pre(self.details) if self.details else "")
         return widget_bundle(self, self.to_text(), static, include, exclude)
+
+
+class ClickableRows(anywidget.AnyWidget):
+    """An HTML table whose rows (`<tr data-position=N>`) report a click: `clicked` becomes N.
+    ipywidgets' HTML widget shows the table but cannot tell the kernel about a click."""
+
+    _esm = """
+    function render({ model, el }) {
+      const draw = () => { el.innerHTML = model.get("value"); };
+      draw();
+      model.on("change:value", draw);
+      el.style.cursor = "pointer";
+      el.addEventListener("click", (event) => {
+        const row = event.target.closest("tr[data-position]");
+        if (!row) return;
+        model.set("clicked", Number(row.dataset.position));
+        model.save_changes();
+      });
+    }
+    export default { render };
+    """
+    value = traitlets.Unicode("").tag(sync=True)
+    clicked = traitlets.Int(-1).tag(sync=True)
 
 
 def _scrolling_pre(text: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -87,6 +86,18 @@ def test_saved_file_keeps_widget_state_and_static_forms(saved) -> None:
         assert not re.search(r"\(children=", text), text[:80]
 
 
+def test_a_click_on_a_row_of_the_explorer_opens_that_event(saved) -> None:
+    first, _ = saved
+    out = first.output_of("trace_table(t")
+    details = out.locator(".widget-html-content pre").first
+    expect(details).to_contain_text("#0 aten::")  # the first event is open to begin with
+    out.locator(".mtia-trace-rows tr[data-position='3']").click()
+    expect(details).to_contain_text("#3 aten::")
+    expect(out.locator(".mtia-trace-rows tr[data-position='3']")).to_have_attribute(
+        "style", re.compile("background"))  # the open event's row is marked
+    out.screenshot(path=_artifacts() / "explorer-row-3-clicked.png")
+
+
 def test_reopened_notebook_shows_every_widget(saved, lab_server, browser) -> None:
     first, _ = saved
     expected_progress = first.output_of("progress(").inner_text()
@@ -111,9 +122,15 @@ def test_reopened_notebook_shows_every_widget(saved, lab_server, browser) -> Non
         lab_server.shutdown_kernels()
 
 
+def _artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
 def _screenshots(notebook: NotebookPage) -> None:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
+    for old in ARTIFACTS.glob("output-*.png"):
+        old.unlink()
+    _artifacts()
     outputs = notebook.panel.locator(".jp-OutputArea-output")
     for i in range(outputs.count()):
         output = outputs.nth(i)
