@@ -122,6 +122,22 @@ def test_colour_words_name_colours_of_the_picture_beside_them(path: Path) -> Non
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_picture_names_only_colours_it_draws(path: Path) -> None:
+    """A legend or caption inside a picture ("yellow: the same group in both plans") is prose
+    too: the colour it names must be drawn in that picture."""
+    wrong = []
+    for n, cell in enumerate(_cells(path)):
+        for svg in _svgs(cell):
+            said = {w.lower() for text in re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+                    for w in COLOUR_WORD.findall(text)}
+            drawn = {palette.word_of(h) for h in HEX.findall(svg)}
+            if said - drawn:
+                wrong.append(f"cell {n}: the picture says {sorted(said - drawn)} but draws "
+                             f"only {sorted(w for w in drawn if w)}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_a_promised_text_or_table_is_shown(path: Path) -> None:
     wrong = [f"cell {i}: {TEXT_TWIN.search(prose)[0]!r}, but no text or table is shown beside it"
              for i, prose, beside in _claims(path)

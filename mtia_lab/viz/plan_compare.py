@@ -129,8 +129,10 @@ class PlanCompare(View):
             for a, b in zip(ids, ids[1:], strict=False):  # kernels in launch order
                 body.append(f'  {quote(a)} -> {quote(b)} [color="#999999"];')
             body.append("}")
-        return digraph(body, name=self.name, label="yellow: the same group in both plans",
-                       labelloc="b")
+        same = palette.SAME_IN_BOTH.word
+        note = (f"{same}: the same group in both plans" if self.same else
+                "no kernel computes the same group in both plans")
+        return digraph(body, name=self.name, label=note, labelloc="b")
 
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())

@@ -98,6 +98,69 @@ def test_a_click_on_a_row_of_the_explorer_opens_that_event(saved) -> None:
     out.screenshot(path=_artifacts() / "explorer-row-3-clicked.png")
 
 
+# Texts of the SVG inside the wide window's <img>, laid out off screen at the image's size:
+# [fontPx, x, y] of each, relative to the picture's top-left corner.
+_SVG_TEXTS = r"""img => {
+  const body = atob(img.src.split(',', 2)[1]);
+  const bytes = Uint8Array.from(body, c => c.charCodeAt(0));
+  const doc = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
+  const svg = document.importNode(doc.documentElement, true);
+  const holder = document.createElement('div');
+  holder.style.cssText = 'position:absolute; left:0; top:0; visibility:hidden;';
+  svg.setAttribute('width', img.getBoundingClientRect().width);
+  svg.setAttribute('height', img.getBoundingClientRect().height);
+  holder.appendChild(svg);
+  document.body.appendChild(holder);
+  const origin = svg.getBoundingClientRect();
+  const out = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim()).map(t => {
+    const r = t.getBoundingClientRect(), m = t.getScreenCTM();
+    return [parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b),
+            r.right - origin.left, r.bottom - origin.top];
+  });
+  holder.remove();
+  return out;
+}"""
+
+
+def test_a_wide_diagram_opens_on_its_caption_and_top_left(saved) -> None:
+    first, _ = saved
+    out = first.output_of("the static picture")
+    window = out.locator(".mtia-wide-window")
+    caption = out.locator(".mtia-wide-caption")
+    out.evaluate("e => e.scrollIntoView({block: 'start'})")
+    expect(caption).to_be_visible()
+    assert caption.inner_text().startswith("dataflow of trace 'wide'")
+    box, viewport = window.bounding_box(), first.page.viewport_size
+    assert box["height"] <= 660 and box["y"] + box["height"] <= viewport["height"], \
+        "the window's bottom (its horizontal scroll bar) is off screen"
+    width, client = window.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert width > client  # wider than the column: it scrolls, at the drawn size
+    texts = window.locator("img").evaluate(_SVG_TEXTS)
+    seen = [t for t in texts if t[1] <= client and t[2] <= box["height"]]
+    assert len(seen) >= 3, f"the first view shows {len(seen)} labels"
+    assert min(t[0] for t in texts) >= 10  # drawn size: readable
+    out.screenshot(path=_artifacts() / "wide-diagram-first-view.png")
+
+
+def test_explorer_details_are_in_sight_and_fit_keeps_text_readable(saved) -> None:
+    first, _ = saved
+    out = first.output_of("wide_view.explore(")
+    explorer = out.locator(".mtia-diagram")
+    out.evaluate("e => e.scrollIntoView({block: 'start'})")
+    explorer.locator(".mtia-diagram-svg g.node.mtia-item").first.click()
+    details = explorer.locator(".mtia-diagram-details")
+    expect(details.locator("table")).to_be_visible()
+    box, viewport = details.bounding_box(), first.page.viewport_size
+    assert 0 <= box["y"] < viewport["height"] - 40, f"the details start off screen: {box}"
+    explorer.get_by_title(re.compile("^fit")).click()
+    smallest = explorer.locator(".mtia-diagram-svg").evaluate(
+        "svg => Math.min(...[...svg.querySelectorAll('text')].filter(t => t.textContent.trim())"
+        ".map(t => parseFloat(getComputedStyle(t).fontSize) * Math.hypot("
+        "t.getScreenCTM().a, t.getScreenCTM().b)))")
+    assert smallest >= 9, f"'fit' draws text at {smallest:.1f} px"
+    explorer.screenshot(path=_artifacts() / "explorer-clicked-then-fit.png")
+
+
 def test_reopened_notebook_shows_every_widget(saved, lab_server, browser) -> None:
     first, _ = saved
     expected_progress = first.output_of("progress(").inner_text()
