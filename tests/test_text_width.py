@@ -103,3 +103,13 @@ def test_wrap_line_keeps_a_number_with_its_unit_and_marks_what_it_shortens():
     assert "128.00 KiB," in " ".join(lines) and "532.00 KiB" in " ".join(lines)
     assert abbreviate("native_layer_norm_backward", 12) == "native_la..."
     assert wrap_line("x" * 30, 10) == ["xxxxxxx..."]
+
+
+def test_timeline_rows_shorten_long_names_visibly(step):
+    from mtia_lab.viz import timeline_view
+
+    long_name = "inductor.inference_1.triton_poi_fused_add_gelu_0"
+    events = [e._replace(op=long_name) if e.sim_start_us is not None else e for e in step]
+    rows = [line for line in timeline_view(events).to_text().splitlines()
+            if "inductor." in line]
+    assert rows and all("inductor.inference_1.trit... " in row for row in rows)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from ..trace.events import OpEvent, Trace
 from . import palette
 from .display import View
+from .text_fit import abbreviate
 
 WIDTH = 760  # SVG width in px
 LABEL_W = 120  # lane labels on the left (at least; wider for longer labels)
@@ -305,7 +306,7 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
         lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
         for s in ln.spans[:MAX_ROWS]:
             lines.append(
-                f"  {s.index:>5}  {_short(s.op):<28.28} {s.kind:<8} "
+                f"  {s.index:>5}  {abbreviate(_short(s.op), 28):<28} {s.kind:<8} "
                 f"{_f(s.start_us):>11} {_f(s.end_us):>11}"
             )
         if len(ln.spans) > MAX_ROWS:
