@@ -163,3 +163,19 @@ def test_stated_times_and_counts_match_the_outputs(path: Path) -> None:
             if not re.search(rf"\b{count} {noun}\b", everything):
                 wrong.append(f"cell {i}: '{count} {noun}' appears in no output")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_outputs_cite_only_cells_that_had_run(path: Path) -> None:
+    """`In [n], line 3` in an output names the cell that ran that line: never a cell after the
+    one showing it (the stored outputs are what nbval, which counts cells as Jupyter does,
+    compares a fresh run with)."""
+    wrong = []
+    for cell in _cells(path):
+        count = cell.get("execution_count")
+        if cell["cell_type"] != "code" or count is None:
+            continue
+        cited = {int(n) for text in _all_text(cell) for n in re.findall(r"In \[(\d+)\]", text)}
+        if any(n > count for n in cited):
+            wrong.append(f"In [{count}] cites {sorted(n for n in cited if n > count)}")
+    assert not wrong, "\n".join(wrong)
