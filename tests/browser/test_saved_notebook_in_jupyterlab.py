@@ -67,7 +67,7 @@ def saved(lab_server, browser):
 def test_trace_views_credit_the_cell_that_ran(saved) -> None:
     first, _ = saved
     for code in ("%%mtia_trace", "%mtia_trace --no-times --view tree --var u",
-                 "with mtia_lab.trace"):
+                 'with mtia_lab.trace("plain")'):
         shown = first.output_of(code).inner_text()
         cited = {int(n) for n in CELL.findall(shown)}
         assert cited == {_prompt(first, code)}, f"{code}: the output cites {cited}:\n{shown}"

@@ -13,7 +13,7 @@
 
 const MIN_SCALE = 0.1;
 const MAX_SCALE = 8;
-const FIT_MIN = 0.75;  // "fit" never draws text below 3/4 of its size (about 9 px)
+const READABLE_PX = 9;  // "fit" never draws text smaller than this
 
 function titleOf(g) {
   const t = g.querySelector(":scope > title");
@@ -117,10 +117,22 @@ function render({ model, el }) {
     apply();
   };
   const centre = () => [view.clientWidth / 2, view.clientHeight / 2];
-  // "fit": the width of the view, but never so small that text is unreadable (FIT_MIN of its
-  // drawn size, about 9 px): a wider diagram still pans; "-" zooms out further on request.
+  // The smallest text as drawn now, in screen px (the browser's transform included).
+  const smallestTextPx = () => {
+    let min = Infinity;
+    for (const t of svg.querySelectorAll("text")) {
+      const m = t.textContent.trim() && t.getScreenCTM();
+      if (m) min = Math.min(min, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b));
+    }
+    return min;
+  };
+  // "fit": the width of the view, but never so small that text goes below READABLE_PX: a
+  // wider diagram still pans; "-" zooms out further on request.
   const fit = () => {
-    scale = Math.min(1, Math.max(FIT_MIN, view.clientWidth / natural.w));
+    if (!svg) return;
+    const atOne = smallestTextPx() / scale;  // the smallest text's size at 100%
+    const floor = Number.isFinite(atOne) && atOne > 0 ? READABLE_PX / atOne : 1;
+    scale = Math.min(1, Math.max(floor, view.clientWidth / natural.w));
     x = Math.max(0, (view.clientWidth - natural.w * scale) / 2);
     y = 0;
     apply();
