@@ -380,7 +380,8 @@ class PlaygroundWidget(widgets.VBox):
                                       if note else "")
         self.error.value = (f'<pre style="color:#cc2222;white-space:pre-wrap">'
                             f"{html.escape(pg.error)}</pre>" if pg.error else "")
-        rows = "".join(f"<tr><td>{html.escape(str(a))}</td><td style='text-align:right'>"
+        rows = "".join(f"<tr><td style='text-align:left'>{html.escape(str(a))}</td>"
+                       f"<td style='text-align:right'>"
                        f"{html.escape(str(b))}</td><td style='text-align:right'><b>"
                        f"{html.escape(str(c))}</b></td></tr>" for a, b, c in pg.rows())
         self.numbers.value = (f"<table><tr><th></th><th>baseline</th><th>now</th></tr>{rows}"

@@ -144,8 +144,7 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
         tip = html.escape(f"{e.call} at {short_source(e.source)}"
                           + (f" -- {e.reason}" if e.reason else ""))
         cells = "".join(
-            f'<td style="padding:1px 8px 1px 0;vertical-align:top;'
-            f'{"text-align:right;white-space:nowrap" if i in NUMBER_COLUMNS else ""}">'
+            f'<td style="padding:1px 8px 1px 0;vertical-align:top;{_align(i)}">'
             f"{html.escape(c)}</td>" for i, c in enumerate(row_cells(e, times)))
         body.append(f'<tr data-position="{position}" style="color:{colour}{ground}" '
                     f'title="{tip}">{cells}</tr>')
@@ -156,6 +155,13 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
         '<table style="font-family:monospace;font-size:12px;border-collapse:collapse">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></div>"
     )
+
+
+def _align(column: int) -> str:
+    """Numbers right, names left, said explicitly: JupyterLab's own CSS right-aligns every
+    cell of a rendered HTML table."""
+    return "text-align:right;white-space:nowrap" if column in NUMBER_COLUMNS else \
+        "text-align:left"
 
 
 def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str:
@@ -460,8 +466,10 @@ class ClickableRows(anywidget.AnyWidget):
 
 
 def _scrolling_pre(text: str) -> str:
-    """Text whose long lines scroll sideways rather than break inside a word."""
-    return ('<div style="overflow-x:auto;max-width:100%"><pre style="white-space:pre">'
+    """Text in the code font (aligned columns) whose long lines scroll sideways rather than
+    break inside a word."""
+    return ('<div style="overflow-x:auto;max-width:100%"><pre style="white-space:pre;'
+            'font-family:monospace">'
             f"{html.escape(text)}</pre></div>")
 
 

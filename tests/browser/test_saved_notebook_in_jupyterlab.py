@@ -95,6 +95,14 @@ def test_a_click_on_a_row_of_the_explorer_opens_that_event(saved) -> None:
     expect(details).to_contain_text("#3 aten::")
     expect(out.locator(".mtia-trace-rows tr[data-position='3']")).to_have_attribute(
         "style", re.compile("background"))  # the open event's row is marked
+    # JupyterLab right-aligns table cells unless told: names read from the left, numbers
+    # from the right; the details keep their columns in the code font.
+    cells = out.locator(".mtia-trace-rows tr[data-position='3'] td")
+    aligned = [cells.nth(i).evaluate("e => getComputedStyle(e).textAlign")
+               for i in range(cells.count())]
+    assert aligned[1:6] == ["left"] * 5 and aligned[0] == aligned[6] == "right", aligned
+    font = details.evaluate("e => getComputedStyle(e).fontFamily").lower()
+    assert "mono" in font, font
     out.screenshot(path=_artifacts() / "explorer-row-3-clicked.png")
 
 
