@@ -169,6 +169,20 @@ def test_explorer_details_are_in_sight_and_fit_keeps_text_readable(saved) -> Non
     explorer.screenshot(path=_artifacts() / "explorer-clicked-then-fit.png")
 
 
+def test_a_playground_from_a_plan_keeps_its_engine(saved) -> None:
+    first, _ = saved
+    out = first.output_of('name="scaled").widget()')
+    ours = out.get_by_role("button", name="ours", exact=True)
+    inductor = out.get_by_role("button", name="inductor", exact=True)
+    expect(ours).to_have_class(re.compile(r"\bmod-active\b"))
+    expect(inductor).to_be_disabled()
+    assert "playground(fn, *args)" in (inductor.get_attribute("title") or "")
+    inductor.click(force=True)  # a disabled button: nothing switches, nothing is claimed
+    expect(ours).to_have_class(re.compile(r"\bmod-active\b"))
+    expect(inductor).not_to_have_class(re.compile(r"\bmod-active\b"))
+    out.screenshot(path=_artifacts() / "playground-engine-buttons.png")
+
+
 def test_reopened_notebook_shows_every_widget(saved, lab_server, browser) -> None:
     first, _ = saved
     expected_progress = first.output_of("progress(").inner_text()
