@@ -20,10 +20,14 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/saniti
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 PYTEST_ARGS ?=
+# JupyterLab's settings defaults for this venv (see jupyter/lab/settings/overrides.d/): saved
+# notebooks keep their widget state, so a learner's own notebook reopens with its widgets.
+LAB_SETTINGS_SRC := jupyter/lab/settings/overrides.d/mtia_lab.json
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/mtia_lab.json
 
-.PHONY: lab test clean chromium
+.PHONY: lab test clean chromium lab-settings
 
-lab: $(STAMP)
+lab: $(STAMP) $(LAB_SETTINGS)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
 # Lint and tests both run, so one report shows every problem; either failing fails the target.
@@ -41,6 +45,12 @@ clean:
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
+
+# pip's editable install leaves out data files, so the settings file is copied here instead.
+lab-settings: $(LAB_SETTINGS)
+$(LAB_SETTINGS): $(LAB_SETTINGS_SRC) | $(PY)
+	mkdir -p $(dir $@)
+	cp $(LAB_SETTINGS_SRC) $@
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install "$(TORCH_SPEC)"

@@ -23,11 +23,16 @@ def main(argv: list[str] | None = None) -> int:
         + f"\nWith no chapter, the tour: {' '.join(TOUR)}.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("chapters", nargs="*", choices=[[], *CHAPTERS], metavar="chapter",
+    # Checked below rather than with `choices`: argparse would list an empty list among them
+    # ("choose from [], 'device', ...") to allow no chapter at all.
+    parser.add_argument("chapters", nargs="*", metavar="chapter",
                         help="chapters to show, in order (default: the tour)")
     parser.add_argument("--width", type=int, default=None,
                         help="console width in columns (default: the terminal's)")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.chapters if name not in CHAPTERS]
+    if unknown:
+        parser.error(f"unknown chapter {unknown[0]!r}: choose from {', '.join(CHAPTERS)}")
     from rich.console import Console
 
     console = Console(width=args.width, highlight=False)

@@ -9,6 +9,7 @@ nothing but IPython's running shell, if there is one.
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 
@@ -44,3 +45,23 @@ def cell_number(filename: str) -> int | None:
         return None
     digits = label[1].removeprefix("In[").removesuffix("]")
     return int(digits) if digits.isdigit() else None
+
+
+def running_cell_number(shell) -> int:
+    """The `In [n]` of the cell running now, for code a magic compiles on the cell's behalf.
+
+    Not `shell.execution_count`: IPython advances that counter *before* it runs a cell that is
+    stored in the history (as ipykernel's cells are, under JupyterLab and nbval alike), so the
+    magic would credit the next cell. The cell that called the magic is on the stack, compiled
+    under a file name IPython knows the number of; outside a cell (a magic called from Python)
+    the counter is all there is."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            number = cell_number(frame.f_code.co_filename)
+            if number is not None:
+                return number
+            frame = frame.f_back
+    finally:
+        del frame
+    return shell.execution_count

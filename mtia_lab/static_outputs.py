@@ -9,8 +9,9 @@ model id is known:
 
 - nbconvert's HTML export and nbviewer draw a widget whose state the notebook saved (as
   `jupyter execute` saves it) with JavaScript fetched from a CDN: offline, an empty `Out[n]`;
-- JupyterLab, reopening a notebook saved without the state (its default), shows "Error
-  displaying widget: model not found".
+- JupyterLab, reopening a notebook saved without the state (its default; the JupyterLab
+  `make lab` starts saves it: jupyter/lab/settings/), shows "Error displaying widget: model
+  not found".
 
 `freeze(nb)` drops the widget view from every output that has a static form (and the saved
 widget state once no output needs it), so every reader gets the table, picture or final

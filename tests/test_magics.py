@@ -85,6 +85,23 @@ def test_cell_magic_shows_the_view_and_keeps_names(ip):
     assert [e.source.rsplit(":", 1)[1] for e in t] == ["1", "2", "2"]
 
 
+@pytest.mark.parametrize("cell", [
+    "%%mtia_trace --view none --var credited\ny = x + 1\nz = torch.relu(y)\n",
+    "%mtia_trace --view none --var credited z = torch.relu(x + 1)",
+    "with mtia_lab.trace() as credited:\n    y = x + 1\n    z = torch.relu(y)\n",
+], ids=["cell magic", "line magic", "plain cell"])
+def test_events_credit_the_cell_that_ran(ip, cell):
+    """Stored in the history, as ipykernel runs every cell (JupyterLab, nbval): IPython counts
+    the cell before running it, and the events must still name this cell, not the next."""
+    from mtia_lab.source_names import short_source
+
+    with capture_output():
+        result = ip.run_cell(cell, store_history=True)
+    assert result.success
+    sources = {short_source(e.source) for e in ip.user_ns["credited"]}
+    assert sources and {s.split(",")[0] for s in sources} == {f"In [{result.execution_count}]"}
+
+
 def test_default_view_is_the_summary(ip):
     result, out = run(ip, "%mtia_trace --no-times x.sum()")
     (shown,) = out.outputs

@@ -47,7 +47,7 @@ def test_a_trace_shows_the_view_registered_for_it():
     console = Console(width=100, file=None, record=True, color_system=None)
     with console.capture() as captured:
         console.print(t)
-    assert captured.get().splitlines()[0].startswith("trace 't': 2 events, 2 ops (native 2)")
+    assert captured.get().splitlines()[0].startswith("trace 't': 2 events (native 2), 2 ops")
 
     class Headline(View):  # a new view, registered from outside trace/
         def __init__(self, trace):

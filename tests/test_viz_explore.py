@@ -20,7 +20,7 @@ import mtia_lab
 from mtia_lab.compiler.backend import COMPILED
 from mtia_lab.compiler.plan_detail import user_name
 from mtia_lab.viz import DiagramExplorer, fusion_graph, timeline_view, trace_graph
-from mtia_lab.viz.display import WIDE_PX, svg_figure_html, svg_width_px
+from mtia_lab.viz.display import WIDE_PX, WINDOW_PX, svg_figure_html, svg_width_px
 from mtia_lab.viz.fusion_dot import KIND_MEANING, op_of
 from mtia_lab.viz.fusion_graph import KIND_FILL
 from mtia_lab.viz.timeline import PURPOSE_FILL
@@ -178,7 +178,8 @@ def test_wide_pictures_keep_their_drawn_size_and_scroll():
     assert svg_figure_html(narrow).startswith("<img ")
     html = svg_figure_html(wide, "big")
     assert WIDE_PX < 1756
-    assert 'overflow-x: auto' in html and '<img style="max-width: none" ' in html
+    assert 'overflow: auto' in html and '<img style="max-width: none" ' in html
+    assert f"max-height: {WINDOW_PX}px" in html and "big: 1756 px wide" in html
 
 
 def _training_step():

@@ -351,3 +351,24 @@ def test_playground_under_an_ipython_shell(ir):
     data, _ = ip.display_formatter.format(w)
     assert data["text/plain"] == pg.to_text()
     assert "guardrail playground 'shell'" in data["text/plain"]
+
+
+def test_a_plan_without_node_detail_lists_each_kernels_ops_in_one_box(ir):
+    """TorchInductor's plans record which buffers a kernel reads and writes, not the dataflow
+    between its ops: each kernel is one list of ops, and a click shows the kernel's reads and
+    writes (not "-")."""
+    data = _schedule(ir).to_dict()
+    data.pop("detail", None)
+    view = fusion_graph(data)
+    dot = view.to_dot()
+    for g in data["groups"]:
+        assert f'"ops_k{g["index"]}" [label=' in dot
+    assert '[style="invis"]' not in dot.split("ops_k0", 1)[1].split("}", 1)[0]  # no chain
+    assert "thin: stays on chip" not in dot
+    details = view.details()
+    fused = max(data["groups"], key=lambda g: len(g["nodes"]))
+    rows = dict(details[f"ops_k{fused['index']}"]["rows"])
+    assert rows["reads"] == "\n".join(fused["inputs"]) and rows["writes"] != "-"
+    assert details[f"cluster_k{fused['index']}"]["members"] == [f"ops_k{fused['index']}"]
+    assert set(details) <= set(re.findall(r'"([^"]+)" \[', dot)) | {
+        f"cluster_k{g['index']}" for g in data["groups"]}

@@ -104,7 +104,7 @@ def tiny_trace() -> Trace:
 def test_summary_text_is_exact_for_fixed_events():
     # by hand: addmm reads 8 + 48 + 32 B and writes 24 B; t reads and "writes" 32 B each
     assert trace_summary(tiny_trace(), times="sim").to_text() == "\n".join([
-        "trace 'tiny': 3 events, 3 ops (native 1, fallback 1, view 1), 2 calls; simulated 6.50 "
+        "trace 'tiny': 3 events (native 1, fallback 1, view 1), 3 ops, 2 calls; simulated 6.50 "
         "us; allocated",
         "1.00 KiB",
         "",
@@ -124,7 +124,7 @@ def test_summary_text_is_exact_for_fixed_events():
 
 def test_tree_text_is_exact_for_fixed_events():
     assert trace_tree(tiny_trace(), times=False).to_text() == "\n".join([
-        "trace 'tiny': 3 events, 3 ops (native 1, fallback 1, view 1), 2 calls; allocated 1.00"
+        "trace 'tiny': 3 events (native 1, fallback 1, view 1), 3 ops, 2 calls; allocated 1.00"
         " KiB",
         "└── forward  3 events (native 1, fallback 1, view 1)",
         "    ├── Net  2 events (native 1, view 1)",
@@ -318,7 +318,7 @@ def test_explorer_shows_an_event_and_its_tensor_layouts(recorded):
     addmm = next(e for e in recorded if e.op == "aten::addmm")
     ex.select(addmm.index)
     assert ex.selected is addmm
-    details = ex.details
+    details = " ".join(ex.details.split())  # wrapped between words at 100 columns
     assert addmm.dispatch.route in details and f"module: {addmm.module}" in details
     for record in (*addmm.inputs, *addmm.outputs):
         assert f"{record.dtype}{list(record.shape)} stride={list(record.strides)}" in details
@@ -332,12 +332,24 @@ def test_explorer_shows_an_event_and_its_tensor_layouts(recorded):
     assert "stride" in ex.detail_html.value
 
 
+def test_a_click_on_a_row_opens_its_event(recorded):
+    ex = trace_explorer(recorded, page_size=5)
+    ex.turn(+1)  # page 2: rows 5..9
+    third = ex.rows[7]
+    assert 'data-position="7"' in ex.table.value
+    ex.table.clicked = 7  # what the front end sends for a click on that row
+    assert ex.selected is third and ex.details.startswith(f"#{third.index} ")
+    assert ex.table.clicked == -1  # a second click on the same row is a change again
+    ex.table.clicked = 99  # a row of no page shown: nothing happens
+    assert ex.selected is third
+
+
 def test_explorer_without_a_front_end_shows_the_page_as_html(recorded):
     ex = trace_explorer(recorded, page_size=5, times=False)
     bundle = ex._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     html = bundle["text/html"]
-    assert html.count("<tr style=") == 5 and "<table" in html
+    assert html.count("<tr data-position=") == 5 and "<table" in html
     assert bundle["text/plain"] == trace_table(recorded, page_size=5, times=False).to_text()
     assert len(bundle["text/plain"].splitlines()) == 1 + 2 + 5  # title, header, rule, rows
     live = trace_table(recorded, kind="view", page_size=5).widget()

@@ -66,6 +66,17 @@ def test_playground_notes_a_refused_value_by_its_field(pg):
         "combo_kernel_max_num_args"].valid_range()
 
 
+def test_playground_built_from_a_plan_keeps_its_engine(pg):
+    pg.reset()
+    w = pg.widget(show_graph=False)
+    assert not pg.can_switch and w.engine.disabled
+    assert "playground(fn, *args)" in w.engine.tooltips[0]
+    w.engine.value = "inductor"  # forced past the disabled buttons: refused, and shown so
+    assert w.engine.value == "ours" and w.playground.engine == "ours"
+    assert "playground(fn, *args)" in w.playground.error
+    pg.reset()
+
+
 def test_playground_controls_keep_their_width(pg):
     w = pg.widget(show_graph=False)
     column = w.children[0].children[0]

@@ -43,10 +43,14 @@ def widget_bundle(widget, text: str, static_html: str, include=None, exclude=Non
     return {key: value for key, value in bundle.items()
             if (include is None or key in include) and (exclude is None or key not in exclude)}
 
-# JupyterLab's notebook column is about 950 px wide at a 1280 px window; it scales a wider <img>
-# down (max-width: 100%), and a 1750 px diagram then shows 7 px text. A wider picture is shown
-# at its drawn size instead, in a box that scrolls sideways.
+# JupyterLab's notebook column is about 830-950 px wide at a 1280 px window; it scales a wider
+# <img> down (max-width: 100%), and a 1750 px diagram then shows 7 px text. A wider picture is
+# shown at its drawn size instead, in a box that scrolls both ways and is at most WINDOW_PX
+# tall: it opens on the picture's top-left corner with both scroll bars on screen (not 4,000 px
+# further down), under a caption that names it (Graphviz centres the title, which a narrow
+# column would cut).
 WIDE_PX = 900
+WINDOW_PX = 640
 _SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)(pt|px)?"')
 
 
@@ -60,13 +64,19 @@ def svg_width_px(svg: str) -> float | None:
 
 def svg_figure_html(svg: str, alt: str = "") -> str:
     """`svg_img_html`, and for a picture wider than the notebook column, at its drawn size in a
-    box that scrolls sideways (text stays at the size it was drawn)."""
+    scrolling window under a caption (see WIDE_PX): text stays at the size it was drawn."""
     img = svg_img_html(svg, alt)
     width = svg_width_px(svg)
     if width is None or width <= WIDE_PX:
         return img
-    return ('<div class="mtia-wide-diagram" style="overflow-x: auto; max-width: 100%">'
-            + img.replace("<img ", '<img style="max-width: none" ', 1) + "</div>")
+    caption = (f"{alt + ': ' if alt else ''}{width:.0f} px wide, shown at full size: scroll "
+               "inside the box (or .explore() to pan and zoom)")
+    return ('<div class="mtia-wide-diagram">'
+            '<div class="mtia-wide-caption" style="font-family:monospace;font-size:12px;'
+            f'margin-bottom:4px">{html.escape(caption)}</div>'
+            f'<div class="mtia-wide-window" style="overflow: auto; max-width: 100%; '
+            f'max-height: {WINDOW_PX}px">'
+            + img.replace("<img ", '<img style="max-width: none" ', 1) + "</div></div>")
 
 
 def text_html(text: str) -> str:

@@ -26,6 +26,7 @@ import textwrap
 
 from ..backend.allocator import format_bytes
 from ..compiler.decisions import symbols_text
+from . import palette
 from .fusion_graph import (
     GUARDRAILS,
     KIND_BORDER,
@@ -49,7 +50,8 @@ KIND_MEANING = {
     "extern": "extern: runs as its ATen kernel, never fused",
 }
 MEMORY_EDGE = "#333333"
-MODULE_FILL, MODULE_BORDER = "#fff7e0", "#b08a2e"  # a collapsed module's box
+# a collapsed module's box
+MODULE_FILL, MODULE_BORDER = palette.MODULE_FILL.hex, palette.MODULE_BORDER.hex
 INPUT_FILL = "#f7f7f7"
 LEGEND_WRAP = 80  # characters per legend line: the legend must not widen the picture
 
@@ -214,6 +216,8 @@ class FusionDot:
                  f'  label={label}; style="filled,rounded"; fillcolor="{fill}"; '
                  f'color="{border}"; tooltip={quote(f"kernel {index}")};']
         labels = list(g["aten_nodes"] or g["nodes"])
+        if not self.nodes:  # a plan without node detail (Inductor's): one list per kernel
+            return lines + self._ops_list(g, labels, border) + ["}"]
         drawn = []
         max_nodes = self.view.max_nodes
         for node, text in list(zip(g["nodes"], labels, strict=True))[:max_nodes]:
@@ -245,6 +249,27 @@ class FusionDot:
                 lines.append(f'  {quote(a)} -> {quote(b)} [style="invis"];')
         lines.append("}")
         return lines
+
+    def _ops_list(self, g: dict, labels: list[str], border: str) -> list[str]:
+        """A kernel's ops as one node, listed in graph order, for a plan that records no
+        dataflow between them (TorchInductor's): separate boxes with no edges between them
+        would look like unrelated ops."""
+        index = g["index"]
+        nid = self.anchor[index] = self.last_drawn = ops_list_id(index)
+        for node in g["nodes"]:
+            self.node_id[node] = nid
+        ops = [op_of(text.split(": ", 1)[-1]) for text in labels]
+        shown = ops[:self.view.max_nodes]
+        rows = "".join(f'<tr><td align="left"><b>{html_text(op)}</b></td></tr>' for op in shown)
+        if len(ops) > len(shown):
+            rows += f'<tr><td align="left">... {len(ops) - len(shown)} more</td></tr>'
+        if len(ops) > 1:
+            rows += ('<tr><td align="left"><font point-size="8">in graph order</font>'
+                     '</td></tr>')
+        label = (f'<<table border="1" cellborder="0" cellspacing="0" bgcolor="#ffffff" '
+                 f'color="{border}">{rows}</table>>')
+        tip = f"kernel {index}: " + ", ".join(ops)
+        return [f"  {quote(nid)} [label={label}, tooltip={quote(tip)}];"]
 
     def _linked_inside(self, g: dict) -> set[tuple[str, str]]:
         pairs = set()
@@ -356,8 +381,9 @@ class FusionDot:
                         f'<td align="left">{html_text(KIND_MEANING.get(kind, kind))}</td></tr>')
         rows.append(f'<tr><td><font color="{MEMORY_EDGE}"><b>&#8212;&#8212;&gt;</b></font></td>'
                     '<td align="left">thick: written to memory, read by another kernel</td></tr>')
-        rows.append('<tr><td><font color="#777777">&#8212;&gt;</font></td>'
-                    '<td align="left">thin: stays on chip, inside one kernel</td></tr>')
+        if self.nodes:  # edges inside a kernel are drawn only when the plan records them
+            rows.append('<tr><td><font color="#777777">&#8212;&gt;</font></td>'
+                        '<td align="left">thin: stays on chip, inside one kernel</td></tr>')
         if self.tags:
             rows.append(f'<tr><td><font color="{REFUSED}">- - R1</font></td>'
                         '<td align="left">a fusion refused, and why:</td></tr>')
@@ -377,6 +403,11 @@ class FusionDot:
         if last:
             lines.append(f'{quote(last)} -> legend [style="invis", weight="10"];')
         return lines
+
+
+def ops_list_id(index: int) -> str:
+    """DOT name of the node listing a kernel's ops, in a plan without node detail."""
+    return f"ops_k{index}"
 
 
 def fusion_details(data: dict, max_kernels: int, max_nodes: int,
@@ -427,17 +458,23 @@ def fusion_details(data: dict, max_kernels: int, max_nodes: int,
                 ["writes", "\n".join(describe(b) for b in g["outputs"]) or "-"],
                 ["memory", f"{cost['bytes_read']:,} B read, {cost['bytes_written']:,} B written"],
                 ["simulated", fmt_us(g["duration_us"])],
-                ["source", "\n".join(g.get("source") or []) or "-"],
+                ["source", "\n".join(g.get("source") or []) or (
+                    "-" if nodes else "not recorded in this plan")],
                 ["decisions", "\n".join(decisions_of(members)) or "-"]]
         if over(g, data):  # a plan of symbolic sizes
             rows.insert(4, ["runs over", over(g, data).removeprefix(" over ")])
         shown = [f"n_{n}" for n in g["nodes"][:max_nodes]]
         if len(g["nodes"]) > max_nodes:
             shown.append(f"more_k{g['index']}")
-        out[f"cluster_k{g['index']}"] = {"title": f"kernel {g['index']} ({g['kind']})",
-                                         "rows": rows, "members": shown}
+        title = f"kernel {g['index']} ({g['kind']})"
+        if not nodes:  # one node lists the kernel's ops (see FusionDot._ops_list)
+            shown = [ops_list_id(g["index"])]
+            out[shown[0]] = {"title": title, "rows": rows}
+        out[f"cluster_k{g['index']}"] = {"title": title, "rows": rows, "members": shown}
         for b in g["inputs"]:
             readers.setdefault(b, set()).add(g["index"])
+        if not nodes:
+            continue
         for node in g["nodes"][:max_nodes]:
             info = nodes.get(node, {})
             target = info.get("target", "")

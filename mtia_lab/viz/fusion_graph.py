@@ -21,6 +21,7 @@ from typing import Any
 from ..backend.allocator import format_bytes
 from ..compiler.config import SETTINGS
 from ..compiler.decisions import symbols_text
+from . import palette
 from .display import View
 from .graphviz_render import dot_to_svg
 from .trace_format import rich_text
@@ -30,14 +31,16 @@ MAX_NODES_PER_KERNEL = 12  # aten nodes drawn inside one cluster
 MAX_REFUSALS = 40  # refused edges drawn and listed
 # Fill of a kernel cluster by its kind (6-digit hex: see graphviz_render.py).
 KIND_FILL = {
-    "template": "#dbe9f6", "reduction": "#fde2c4", "pointwise": "#dff2d8", "extern": "#e6e6e6",
+    "template": palette.TEMPLATE_FILL.hex, "reduction": palette.REDUCTION_FILL.hex,
+    "pointwise": palette.POINTWISE_FILL.hex, "extern": palette.EXTERN_FILL.hex,
 }
 KIND_BORDER = {
-    "template": "#4c78a8", "reduction": "#e07b00", "pointwise": "#3c8c3c", "extern": "#777777",
+    "template": palette.TEMPLATE_BORDER.hex, "reduction": palette.REDUCTION_BORDER.hex,
+    "pointwise": palette.POINTWISE_BORDER.hex, "extern": palette.EXTERN_BORDER.hex,
 }
-REFUSED = "#cc2222"
+REFUSED = palette.REFUSED.hex
 MODULE_BOX = "module "  # DOT name of a collapsed module's box: "module model.block"
-RULE_REFUSED = "#999999"
+RULE_REFUSED = palette.RULE_REFUSED.hex
 # A decision whose `rule` names a config setting was made by a guardrail, not a fusion rule.
 GUARDRAILS = frozenset(SETTINGS)
 

@@ -20,14 +20,15 @@ from typing import Any
 
 from ..backend.allocator import format_bytes
 from ..inspect.memory import BlockInfo, MemorySnapshot, SegmentInfo
+from . import palette
 from .display import View
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
 from .trace_format import short_source
 
-ALLOCATED_FILL = "#f4a261"
-FREE_FILL = "#e9ecef"
-HEADER_FILL = "#dee2e6"
-PRIVATE_HEADER_FILL = "#cfe2ff"  # segments of a graph's private pool
+ALLOCATED_FILL = palette.ALLOCATED.hex
+FREE_FILL = palette.FREE.hex
+HEADER_FILL = palette.SEGMENT_HEADER.hex
+PRIVATE_HEADER_FILL = palette.PRIVATE_POOL_HEADER.hex  # segments of a graph's private pool
 MAX_SEGMENTS = 32
 MAX_BLOCKS = 64  # per segment; the rest is summarised
 BLOCKS_PER_ROW = 8

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import palette
 from .display import View
 from .fusion_graph import KIND_BORDER, fmt_us
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
@@ -114,7 +115,7 @@ class PlanCompare(View):
             ids = []
             for i, (kind, nodes, moved_k, us_k) in enumerate(kernels_shown):
                 border = KIND_BORDER.get(kind, "#555555")
-                fill = "#fff4cc" if nodes in self.same else "#ffffff"
+                fill = palette.SAME_IN_BOTH.hex if nodes in self.same else "#ffffff"
                 label = (f'<<table border="1" cellborder="0" cellspacing="0" color="{border}" '
                          f'bgcolor="{fill}"><tr><td><b>{i}</b> {html_text(kind)}</td></tr>'
                          f'<tr><td>{html_text(_nodes(nodes, 4))}</td></tr>'
@@ -128,8 +129,10 @@ class PlanCompare(View):
             for a, b in zip(ids, ids[1:], strict=False):  # kernels in launch order
                 body.append(f'  {quote(a)} -> {quote(b)} [color="#999999"];')
             body.append("}")
-        return digraph(body, name=self.name, label="yellow: the same group in both plans",
-                       labelloc="b")
+        same = palette.SAME_IN_BOTH.word
+        note = (f"{same}: the same group in both plans" if self.same else
+                "no kernel computes the same group in both plans")
+        return digraph(body, name=self.name, label=note, labelloc="b")
 
     def to_svg(self) -> str:
         return dot_to_svg(self.to_dot())

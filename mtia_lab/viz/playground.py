@@ -131,12 +131,19 @@ class Playground(View):
         with config.patch(**settings):  # checks every value before any is applied
             return schedule(self.ir, self.name)
 
+    @property
+    def can_switch(self) -> bool:
+        """Whether `switch` can build the other engine's playground: Inductor compiles the
+        function again, so it needs `playground(fn, *args)`, not a plan or graph."""
+        return callable(self.source) and not isinstance(self.source, (FusionPlan, GraphIR))
+
     def switch(self, engine: str) -> Playground:
         """The same function's playground under the other scheduler (needs fn, *args)."""
         if engine == self.engine:
             return self
-        if not self.args and not callable(self.source):
-            raise TypeError("switching engines needs playground(fn, *args)")
+        if not self.can_switch:
+            raise TypeError("switching engines needs playground(fn, *args): this playground "
+                            "was built from a plan or graph, which Inductor cannot compile")
         return Playground(self.source, *self.args, name=self.name, engine=engine)
 
     def set(self, **changes) -> FusionPlan:
@@ -294,8 +301,13 @@ class PlaygroundWidget(widgets.VBox):
         self.playground, self.show_graph = playground, show_graph
         self.reset_button = widgets.Button(description="reset")
         self.reset_button.on_click(lambda _: self.reset())
+        # Built from a plan, the playground cannot switch: the buttons say so and stay put.
+        why = "" if playground.can_switch else \
+            "only with playground(fn, *args): Inductor compiles the function again"
         self.engine = widgets.ToggleButtons(options=ENGINES, value=playground.engine,
-                                            description="scheduler")
+                                            description="scheduler",
+                                            disabled=not playground.can_switch,
+                                            tooltips=[why] * len(ENGINES) if why else [])
         self.engine.observe(self._switched, names="value")
         self.error = widgets.HTML(layout=widgets.Layout(max_width="520px"))
         self.numbers = widgets.HTML()
@@ -332,6 +344,9 @@ class PlaygroundWidget(widgets.VBox):
             self.playground = self.playground.switch(change["new"])
         except TypeError as exc:
             self.playground.error = str(exc)
+            self.engine.unobserve(self._switched, names="value")
+            self.engine.value = self.playground.engine  # the buttons show what is drawn
+            self.engine.observe(self._switched, names="value")
         self._build_controls()
         self.refresh()
 
@@ -365,7 +380,8 @@ class PlaygroundWidget(widgets.VBox):
                                       if note else "")
         self.error.value = (f'<pre style="color:#cc2222;white-space:pre-wrap">'
                             f"{html.escape(pg.error)}</pre>" if pg.error else "")
-        rows = "".join(f"<tr><td>{html.escape(str(a))}</td><td style='text-align:right'>"
+        rows = "".join(f"<tr><td style='text-align:left'>{html.escape(str(a))}</td>"
+                       f"<td style='text-align:right'>"
                        f"{html.escape(str(b))}</td><td style='text-align:right'><b>"
                        f"{html.escape(str(c))}</b></td></tr>" for a, b, c in pg.rows())
         self.numbers.value = (f"<table><tr><th></th><th>baseline</th><th>now</th></tr>{rows}"

@@ -32,7 +32,9 @@ import math
 from dataclasses import dataclass
 
 from ..trace.events import OpEvent, Trace
+from . import palette
 from .display import View
+from .text_fit import abbreviate
 
 WIDTH = 760  # SVG width in px
 LABEL_W = 120  # lane labels on the left (at least; wider for longer labels)
@@ -41,8 +43,10 @@ ASCII_W = 60  # characters of the text twin's bars
 MAX_ROWS = 12  # events listed per lane in the text twin
 # Fill by what the work was for (Tableau 10 colours: told apart by most readers).
 PURPOSE_FILL = {
-    "forward": "#4e79a7", "backward": "#b07aa1", "optimizer": "#59a14f", "copy": "#edc948",
-    "fallback": "#e15759", "collective": "#9c755f", "wait": "#d9d9d9",
+    "forward": palette.FORWARD.hex, "backward": palette.BACKWARD.hex,
+    "optimizer": palette.OPTIMIZER.hex, "copy": palette.COPY.hex,
+    "fallback": palette.FALLBACK.hex, "collective": palette.COLLECTIVE.hex,
+    "wait": palette.WAIT.hex,
 }
 PURPOSE_LEGEND = {
     "forward": "forward", "backward": "backward",
@@ -52,8 +56,8 @@ PURPOSE_LEGEND = {
 }
 DARK_TEXT = {"copy", "wait"}  # fills light enough for dark text
 COMPILED_STROKE = "#222222"  # compiled kernels: outlined
-OTHER_FILL = "#8d99ae"  # a merged bar of several purposes
-OVERLAP_FILL = "#f28e2b"
+OTHER_FILL = palette.MIXED.hex  # a merged bar of several purposes
+OVERLAP_FILL = palette.OVERLAP.hex
 FONT = 12  # px: lane labels, bar labels, axis (the notebook's own text is 13-14 px)
 
 Lane_key = tuple[int, int]  # (device, stream)
@@ -302,7 +306,7 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
         lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
         for s in ln.spans[:MAX_ROWS]:
             lines.append(
-                f"  {s.index:>5}  {_short(s.op):<28.28} {s.kind:<8} "
+                f"  {s.index:>5}  {abbreviate(_short(s.op), 28):<28} {s.kind:<8} "
                 f"{_f(s.start_us):>11} {_f(s.end_us):>11}"
             )
         if len(ln.spans) > MAX_ROWS:

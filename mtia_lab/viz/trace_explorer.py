@@ -24,12 +24,16 @@ import html
 from collections import Counter
 from typing import Any
 
+import anywidget
 import ipywidgets as widgets
+import traitlets
 
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
 from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
+from . import palette
 from .display import View, svg_img_html, text_html, widget_bundle
 from .layout import render_svg
+from .text_fit import NOTEBOOK_WIDTH, abbreviate, wrap_line, wrap_text
 from .trace_format import (
     fmt_bytes,
     fmt_host,
@@ -80,25 +84,41 @@ def row_cells(e: OpEvent, times: bool = True) -> list[str]:
 
 
 def page_text(rows: list[OpEvent], page: int, page_size: int, times: bool = True,
-              total: int | None = None) -> str:
-    """A fixed-width table of one page (the text twin of the explorer)."""
+              total: int | None = None, width: int = NOTEBOOK_WIDTH) -> str:
+    """A fixed-width table of one page (the text twin of the explorer), at most `width`
+    characters wide: the widest columns narrow first (see _column_widths), and a cell longer
+    than its column ends in a visible `...`."""
     chosen = rows[page * page_size:(page + 1) * page_size]
     header = list(COLUMNS if times else COLUMNS[:-1])
     table = [header] + [row_cells(e, times) for e in chosen]
-    limits = [7, 22, 8, 8, 18, 44, 10, 9]
-    table = [[_clip(cell, limit) for cell, limit in zip(row, limits, strict=False)]
-             for row in table]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    widths = _column_widths(table, width)
     right = NUMBER_COLUMNS
-    lines = [_page_title(rows, page, page_size, total)]
+    lines = wrap_line(_page_title(rows, page, page_size, total), width)
     for n, row in enumerate(table):
+        cells = [abbreviate(cell, w) for cell, w in zip(row, widths, strict=True)]
         lines.append("  ".join(
             cell.rjust(w) if i in right else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
         ).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# Columns that give way when a page is too wide, in order, each down to its minimum.
+_NARROWING = ((5, 24), (1, 16), (4, 10), (5, 14), (1, 10))  # (column, minimum width)
+
+
+def _column_widths(table: list[list[str]], width: int) -> list[int]:
+    """Each column's width: its longest cell, narrowed (inputs -> outputs first, then op and
+    module) until the table fits in `width` with two spaces between columns."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for column, minimum in _NARROWING:
+        excess = sum(widths) + 2 * (len(widths) - 1) - width
+        if excess <= 0:
+            break
+        widths[column] = max(min(widths[column], minimum), widths[column] - excess)
+    return widths
 
 
 NUMBER_COLUMNS = {0, 6, 7}  # right-aligned, never wrapped (a number stays with its unit)
@@ -117,16 +137,17 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
         f'padding:1px 8px 1px 0;border-bottom:1px solid #999999">{html.escape(c)}</th>'
         for i, c in enumerate(columns))
     body = []
-    for e in chosen:
-        colour = {"fallback": "#c0392b", "view": "#777777"}.get(e.kind, "inherit")
-        ground = ";background:#fff3b0" if e is selected else ""
+    for position, e in enumerate(chosen, start=page * page_size):
+        colour = {"fallback": palette.FALLBACK_LINE.hex,
+                  "view": palette.VIEW_ROW.hex}.get(e.kind, "inherit")
+        ground = f";background:{palette.SELECTED_ROW.hex}" if e is selected else ""
         tip = html.escape(f"{e.call} at {short_source(e.source)}"
                           + (f" -- {e.reason}" if e.reason else ""))
         cells = "".join(
-            f'<td style="padding:1px 8px 1px 0;vertical-align:top;'
-            f'{"text-align:right;white-space:nowrap" if i in NUMBER_COLUMNS else ""}">'
+            f'<td style="padding:1px 8px 1px 0;vertical-align:top;{_align(i)}">'
             f"{html.escape(c)}</td>" for i, c in enumerate(row_cells(e, times)))
-        body.append(f'<tr style="color:{colour}{ground}" title="{tip}">{cells}</tr>')
+        body.append(f'<tr data-position="{position}" style="color:{colour}{ground}" '
+                    f'title="{tip}">{cells}</tr>')
     heading = f"<p>{html.escape(_page_title(rows, page, page_size, total))}</p>" if title else ""
     return (
         f"<div>{heading}"
@@ -134,6 +155,13 @@ def page_html(rows: list[OpEvent], page: int, page_size: int, times: bool = True
         '<table style="font-family:monospace;font-size:12px;border-collapse:collapse">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></div>"
     )
+
+
+def _align(column: int) -> str:
+    """Numbers right, names left, said explicitly: JupyterLab's own CSS right-aligns every
+    cell of a rendered HTML table."""
+    return "text-align:right;white-space:nowrap" if column in NUMBER_COLUMNS else \
+        "text-align:left"
 
 
 def _page_title(rows: list, page: int, page_size: int, total: int | None) -> str:
@@ -151,10 +179,6 @@ def check_paging(page, page_size) -> None:
             raise TypeError(f"{name} must be an int, got {value!r}")
         if value < low:
             raise ValueError(f"{name} must be at least {low}, got {value}")
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class TraceTable(View):
@@ -185,8 +209,8 @@ class TraceTable(View):
 
 
 # -- one event in full -----------------------------------------------------------------------
-def event_details(e: OpEvent, call_size: int = 1) -> str:
-    """Everything one event recorded, as text."""
+def event_details(e: OpEvent, call_size: int = 1, width: int = NOTEBOOK_WIDTH) -> str:
+    """Everything one event recorded, as text wrapped between words at `width` columns."""
     served = e.kind + (f": {e.reason}" if e.reason else "")
     lines = [f"#{e.index} {e.op}  [{served}; {e.phase}]"]
     composite = f", composite: {call_size} aten ops" if call_size > 1 else ""
@@ -211,7 +235,7 @@ def event_details(e: OpEvent, call_size: int = 1) -> str:
         for i, t in enumerate(records):
             lines.append(f"  {label[:-4] if label == 'inputs' else 'out'}{i} "
                          f"{tensor_detail(t, f'{t.storage:#x}')}; elements {fmt_bytes(t.nbytes)}")
-    return "\n".join(lines)
+    return wrap_text("\n".join(lines), width, indent=4)
 
 
 class TraceExplorer(widgets.VBox):
@@ -249,8 +273,9 @@ class TraceExplorer(widgets.VBox):
         self.prev = widgets.Button(description="< prev", layout=widgets.Layout(width="80px"))
         self.next = widgets.Button(description="next >", layout=widgets.Layout(width="80px"))
         self.status = widgets.HTML()
-        self.table = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self.table = ClickableRows(layout=widgets.Layout(width="100%"))
         self.table.add_class("mtia-trace-rows")
+        self.table.observe(self._row_clicked, names="clicked")
         self.add_class("mtia-trace-explorer")  # a stable hook for browser tests and CSS
         self.event = widgets.Dropdown(options=[], description="event",
                                       layout=widgets.Layout(width="620px"))
@@ -359,6 +384,15 @@ class TraceExplorer(widgets.VBox):
     def _select(self, change) -> None:
         self._open(change["new"])
 
+    def _row_clicked(self, change) -> None:
+        """A click on a row of the table: open that event, as choosing it in `event` does."""
+        position = change["new"]
+        if position < 0:
+            return
+        self.table.clicked = -1  # ready for the next click, even on the same row
+        if any(value == position for _, value in self.event.options):
+            self.event.value = position
+
     def _open(self, position: int | None) -> None:
         if position is None:  # nothing matches the filters
             self.selected, self.details = None, ""
@@ -408,9 +442,34 @@ class TraceExplorer(widgets.VBox):
         return widget_bundle(self, self.to_text(), static, include, exclude)
 
 
+class ClickableRows(anywidget.AnyWidget):
+    """An HTML table whose rows (`<tr data-position=N>`) report a click: `clicked` becomes N.
+    ipywidgets' HTML widget shows the table but cannot tell the kernel about a click."""
+
+    _esm = """
+    function render({ model, el }) {
+      const draw = () => { el.innerHTML = model.get("value"); };
+      draw();
+      model.on("change:value", draw);
+      el.style.cursor = "pointer";
+      el.addEventListener("click", (event) => {
+        const row = event.target.closest("tr[data-position]");
+        if (!row) return;
+        model.set("clicked", Number(row.dataset.position));
+        model.save_changes();
+      });
+    }
+    export default { render };
+    """
+    value = traitlets.Unicode("").tag(sync=True)
+    clicked = traitlets.Int(-1).tag(sync=True)
+
+
 def _scrolling_pre(text: str) -> str:
-    """Text whose long lines scroll sideways rather than break inside a word."""
-    return ('<div style="overflow-x:auto;max-width:100%"><pre style="white-space:pre">'
+    """Text in the code font (aligned columns) whose long lines scroll sideways rather than
+    break inside a word."""
+    return ('<div style="overflow-x:auto;max-width:100%"><pre style="white-space:pre;'
+            'font-family:monospace">'
             f"{html.escape(text)}</pre></div>")
 
 

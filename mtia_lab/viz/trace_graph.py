@@ -21,18 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..trace.events import OpEvent, TensorRecord, Trace
+from . import palette
 from .display import View
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
 from .trace_format import StorageNames, op_short, short_source, tensor_brief, tensor_detail
 
 MAX_EVENTS = 100
-NATIVE_FILL = "#d8e8f8"
-FALLBACK_FILL = "#f9c0b0"
-FALLBACK_LINE = "#c0392b"
-BACKWARD_FILL = "#e6dcf2"
-FAILED_FILL = "#ffe08a"
-TENSOR_FILL = "#f4f4f4"
-INPUT_FILL = "#ffffff"
+NATIVE_FILL = palette.NATIVE_OP.hex
+FALLBACK_FILL = palette.FALLBACK_OP.hex
+FALLBACK_LINE = palette.FALLBACK_LINE.hex
+BACKWARD_FILL = palette.BACKWARD_OP.hex
+FAILED_FILL = palette.FAILED_OP.hex
+TENSOR_FILL = palette.TENSOR.hex
+INPUT_FILL = palette.OUTSIDE_TENSOR.hex
 
 
 @dataclass
@@ -138,7 +139,7 @@ class TraceGraph(View):
         text = Text()
         for n, line in enumerate(self.to_text().splitlines()):
             text.append(("\n" if n else "") + line,
-                        style="bold red" if "[fallback" in line else None)
+                        style=f"bold {FALLBACK_LINE}" if "[fallback" in line else None)
         return text
 
 

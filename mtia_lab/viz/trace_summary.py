@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..trace.events import ALL_KINDS, KINDS, Trace
+from . import palette
 from .display import View
 from .registry import register_view
+from .text_fit import ELLIPSIS, abbreviate
 from .trace_format import (
     fmt_bytes,
     fmt_host,
@@ -30,6 +32,8 @@ from .trace_format import (
 )
 
 MAX_ROWS = 40  # ops in the table; the rest summed in one line
+FALLBACK_RED = palette.FALLBACK_LINE.hex  # fallback rows, as the explorer's table marks them
+OP_MIN = 16  # the op column is never narrower (longer names end in "...")
 MAX_TREE_OPS = 12  # op lines under one module
 MAX_TREE_CHILDREN = 24  # submodules shown under one module; the rest summed in one line
 SORTS = ("sim", "host", "count", "op")
@@ -94,7 +98,8 @@ def sort_rows(rows: list[OpRow], sort: str) -> list[OpRow]:
 
 
 def headline(trace: Trace, show_host: bool, show_sim: bool) -> str:
-    """'trace "step": 28 events, 9 ops (native 11, view 16, fallback 1), 14 calls ...'."""
+    """'trace "step": 28 events (native 11, view 16, fallback 1), 9 ops, 14 calls ...': the
+    kinds count events (they add up to the events), ops are distinct aten ops."""
     kinds = Counter(e.kind for e in trace.events)
     parts = ", ".join(f"{k} {kinds[k]}" for k in ALL_KINDS if kinds[k])
     calls = len({e.call_id for e in trace.events})
@@ -104,8 +109,8 @@ def headline(trace: Trace, show_host: bool, show_sim: bool) -> str:
         return (f"trace{' ' + repr(label) if label else ''}: no op reached the mtia_sim device "
                 "(the code ran on the CPU only, or did no tensor work): move tensors with "
                 ".to(\"mtia_sim\") to trace them")
-    text = (f"trace{' ' + repr(label) if label else ''}: {len(trace.events)} events, {ops} ops"
-            f"{' (' + parts + ')' if parts else ''}, {calls} calls")
+    text = (f"trace{' ' + repr(label) if label else ''}: {len(trace.events)} events"
+            f"{' (' + parts + ')' if parts else ''}, {ops} ops, {calls} calls")
     backward = sum(e.phase == "backward" for e in trace.events)
     if backward:
         text += f", {backward} in backward"
@@ -152,10 +157,10 @@ class TraceSummary(_RichView):
         return _Fitted(self._build)
 
     def _build(self, width: int) -> Any:
-        """At the usual 100 columns, every column. On a narrower console columns go until the
-        table fits -- first the count columns that are all zero, then comp., bwd, alloc, host
-        and bytes -- so a number never wraps away from its unit, nor an op name over three
-        lines (it may fold once, past 24 characters)."""
+        """The table laid out for `width` columns (see _fit): at 160 every column; on a
+        narrower console the least telling columns go first, and an op name longer than its
+        column is abbreviated with a visible `...`. Numbers are never cut or wrapped (a
+        "16.79 ..." would say something false), nor names split mid-word."""
         from rich import box
         from rich.console import Group
         from rich.markup import escape
@@ -175,52 +180,58 @@ class TraceSummary(_RichView):
         columns += ["bytes", "alloc"]
         total = self._total()
         footer = self._cells(total, "total")
-        longest = max(len(op_short(r.op)) for r in self.rows[:self.max_rows])
-        keep = self._fit(columns, footer, width, min(longest, 24))
+        hidden = self.rows[self.max_rows:]
+        rest = OpRow(f"... {len(hidden)} more ops")
+        for r in hidden:
+            _add(rest, r)
+        names = [op_short(r.op) for r in self.rows[:self.max_rows]]
+        names += [rest.op] if hidden else []
+        keep, op_width = self._fit(columns, footer, names, width)
         notes = {"comp.": "comp.: events of calls that became several aten ops (F.linear -> t, "
                           "addmm)", "bwd": "bwd: run by autograd", "bytes": "bytes: read and "
                           "written"}
         table.caption = "; ".join(notes[columns[n]] for n in keep if columns[n] in notes)
-        # Only the op column gives way when the table is too wide (a long name folds onto a
-        # second line): a number cut to "16.79 …" would say something false.
         for n in keep:
             name = columns[n]
             table.add_column(name, justify="left" if name == "op" else "right",
-                             footer=footer[n], no_wrap=name != "op", overflow="fold",
-                             min_width=min(longest, 24) if name == "op" else None)
+                             footer=footer[n], no_wrap=True,
+                             width=op_width if name == "op" else None)
         for row in self.rows[:self.max_rows]:
-            style = "bold red" if row.kinds["fallback"] else None
-            cells = self._cells(row, escape(op_short(row.op)))
+            style = f"bold {FALLBACK_RED}" if row.kinds["fallback"] else None
+            cells = self._cells(row, escape(abbreviate(op_short(row.op), op_width)))
             table.add_row(*[cells[n] for n in keep], style=style)
-        hidden = self.rows[self.max_rows:]
         if hidden:
-            rest = OpRow(f"... {len(hidden)} more ops")
-            for r in hidden:
-                _add(rest, r)
-            cells = self._cells(rest, rest.op)
+            cells = self._cells(rest, abbreviate(rest.op, op_width))
             table.add_row(*[cells[n] for n in keep], style="dim")
         parts: list[Any] = [Text(headline(self.trace, self.show_host, self.show_sim)), table]
         for op, reason in sorted(self.trace.fallbacks().items()):
-            parts.append(Text(f"fallback {op_short(op)}: {reason}", style="red"))
+            parts.append(Text(f"fallback {op_short(op)}: {reason}", style=FALLBACK_RED))
         return Group(*parts)
 
-    def _fit(self, columns: list[str], footer: list[str], width: int, op_width: int) -> list:
-        """Positions of the columns shown at `width` (see _build)."""
-        keep = list(range(len(columns)))
-        if width >= self.width:
-            return keep
+    def _fit(self, columns: list[str], footer: list[str], names: list[str],
+             width: int) -> tuple[list[int], int]:
+        """(positions of the columns shown, width of the op column) at `width`. Columns go
+        until the table fits with the op column at least OP_MIN wide: first the count
+        columns that are all zero, then comp., bwd, alloc, host and bytes. The op column
+        then takes the room left, up to its longest name."""
         rows = [self._cells(r, "") for r in self.rows[:self.max_rows]]
         size = {n: max(len(columns[n]), len(footer[n]), *(len(r[n]) for r in rows))
-                for n in keep}
-        size[0] = max(op_width, 5)
+                for n in range(len(columns))}
+        longest = max(len(name) for name in [*names, "total"])
+        op_min = min(longest, OP_MIN)
+        keep = list(range(len(columns)))
         order = [n for n in keep if footer[n] == "."]  # all-zero counts first
         order += [columns.index(c) for c in ("comp.", "bwd", "alloc", "host", "bytes")
                   if c in columns and columns.index(c) not in order]
+
+        def room() -> int:  # for the op column: rich draws 2 characters per column besides
+            return width - sum(size[k] for k in keep if k) - 2 * len(keep)
+
         for n in order:
-            if sum(size[k] for k in keep) + 2 * len(keep) <= width:
+            if room() >= op_min:
                 break
             keep.remove(n)
-        return keep
+        return keep, max(len(ELLIPSIS) + 1, min(longest, room()))
 
     def _total(self) -> OpRow:
         total = OpRow("total")
@@ -361,7 +372,7 @@ class TraceTree(_RichView):
                        f"{self._figures(rest)}[/]")
         rows = sorted(node.ops.values(), key=lambda r: (-r.sim_us, -r.count, r.op))
         for row in rows[:self.max_ops]:
-            style = "red" if row.kinds["fallback"] else "dim" if row.kinds["view"] else ""
+            style = FALLBACK_RED if row.kinds["fallback"] else "dim" if row.kinds["view"] else ""
             text = f"{escape(op_short(row.op))} x{row.count}  {self._figures(row, kinds=True)}"
             branch.add(f"[{style}]{text}[/]" if style else text)
         if len(rows) > self.max_ops:

@@ -8,6 +8,9 @@ leave nothing behind. Two settings matter for a headless browser:
   the page and steal clicks;
 - notebooks attach every cell (`windowingMode: none`): by default cells off screen may not be
   rendered, and a test should not depend on the window size.
+
+The settings `make lab` ships (jupyter/lab/settings/overrides.d/, widget state saved with the
+notebook) are installed the same way, so the tests see the JupyterLab a learner gets.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_SETTINGS = REPO / "jupyter" / "lab" / "settings" / "overrides.d"
 START_TIMEOUT_S = 90  # about 6 s on an idle 2-core machine; much more when it is busy
 
 OVERRIDES = {
@@ -74,6 +79,7 @@ class LabServer:
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
         (dirs["app-settings"] / "overrides.json").write_text(json.dumps(OVERRIDES, indent=2))
+        shutil.copytree(SHIPPED_SETTINGS, dirs["app-settings"] / "overrides.d")
         env = {
             **os.environ,
             "JUPYTER_PLATFORM_DIRS": "1",
@@ -82,6 +88,9 @@ class LabServer:
             "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
             "IPYTHONDIR": str(dirs["ipython"]),
             "PYTHONUNBUFFERED": "1",
+            # Kernels import the mtia_lab of this checkout (the one under test), not whichever
+            # checkout the venv's editable install points at.
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         }
         for _ in range(3):  # another program may take the free port before the server does
             self.port = free_port()

@@ -13,6 +13,7 @@
 
 const MIN_SCALE = 0.1;
 const MAX_SCALE = 8;
+const READABLE_PX = 9;  // "fit" never draws text smaller than this
 
 function titleOf(g) {
   const t = g.querySelector(":scope > title");
@@ -92,7 +93,10 @@ function render({ model, el }) {
   view.appendChild(stage);
   const info = document.createElement("div");
   info.className = "mtia-diagram-details";
-  root.append(bar, view, info);
+  const body = document.createElement("div");
+  body.className = "mtia-diagram-body";  // the view, and the details beside it (or below)
+  body.append(view, info);
+  root.append(bar, body);
   el.appendChild(root);
 
   let svg = null, items = new Map(), natural = { w: 1, h: 1 };
@@ -113,9 +117,23 @@ function render({ model, el }) {
     apply();
   };
   const centre = () => [view.clientWidth / 2, view.clientHeight / 2];
+  // The smallest text as drawn now, in screen px (the browser's transform included).
+  const smallestTextPx = () => {
+    let min = Infinity;
+    for (const t of svg.querySelectorAll("text")) {
+      const m = t.textContent.trim() && t.getScreenCTM();
+      if (m) min = Math.min(min, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b));
+    }
+    return min;
+  };
+  // "fit": the width of the view, but never so small that text goes below READABLE_PX: a
+  // wider diagram still pans; "-" zooms out further on request.
   const fit = () => {
-    scale = Math.min(1, view.clientWidth / natural.w, view.clientHeight / natural.h);
-    x = (view.clientWidth - natural.w * scale) / 2;
+    if (!svg) return;
+    const atOne = smallestTextPx() / scale;  // the smallest text's size at 100%
+    const floor = Number.isFinite(atOne) && atOne > 0 ? READABLE_PX / atOne : 1;
+    scale = Math.min(1, Math.max(floor, view.clientWidth / natural.w));
+    x = Math.max(0, (view.clientWidth - natural.w * scale) / 2);
     y = 0;
     apply();
   };
@@ -128,7 +146,7 @@ function render({ model, el }) {
   bar.append(
     button("+", "zoom in", () => zoomAt(1.25, ...centre())),
     button("\u2212", "zoom out", () => zoomAt(0.8, ...centre())),
-    button("fit", "show the whole diagram", fit),
+    button("fit", "fit the width of the view (text stays readable)", fit),
     button("1:1", "actual size (text at its drawn size)", actual),
     zoomLabel, hint,
   );
@@ -153,6 +171,8 @@ function render({ model, el }) {
     msg.className = "mtia-diagram-message";
     msg.textContent = model.get("message") || "";
     info.appendChild(msg);
+    // Beside the view when the output is wide enough (CSS); else below it: bring it in sight.
+    if (info.scrollIntoView) info.scrollIntoView({ block: "nearest" });
   };
 
   const select = (name) => {
@@ -203,6 +223,7 @@ function render({ model, el }) {
     }
     const tall = Math.min(natural.h, model.get("height") || 600);
     view.style.height = `${Math.max(120, tall + 8)}px`;
+    info.style.maxHeight = view.style.height;  // beside the view, it scrolls within its height
     actual();
     if (model.get("selected")) select(model.get("selected"));
   };
