@@ -13,12 +13,12 @@ import math
 
 from ..calibration.pricing import TARGET_RATIO, Calibration
 from ..calibration.report import summary, table
+from . import palette
 from .display import View
 
 WIDTH, HEIGHT, MARGIN = 560, 460, 60
-SOURCE_COLOURS = {"eager": "#4e79a7", "inductor": "#f28e2b"}  # blue, orange (viz/palette.py)
+SOURCE_COLOURS = {"eager": palette.EAGER_POINT.hex, "inductor": palette.INDUCTOR_POINT.hex}
 SOURCE_LABELS = {"eager": "eager ops", "inductor": "Inductor kernels"}
-BAND = "#e8f1e4"
 
 
 class CalibrationView(View):
@@ -53,9 +53,9 @@ class CalibrationView(View):
         parts.append(f'<clipPath id="plot"><rect x="{MARGIN}" y="{MARGIN}" width="{plot_w}" '
                      f'height="{plot_h}"/></clipPath>')
         points = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in band)
-        parts.append(f'<polygon clip-path="url(#plot)" fill="{BAND}" points="{points}"/>')
+        parts.append(f'<polygon clip-path="url(#plot)" fill="{palette.WITHIN_BAND.hex}" points="{points}"/>')
         parts.append(f'<line x1="{x(low):.1f}" y1="{y(low):.1f}" x2="{x(high):.1f}" '
-                     f'y2="{y(high):.1f}" stroke="#777777" stroke-dasharray="4 3"/>')
+                     f'y2="{y(high):.1f}" stroke="{palette.AGREEMENT_LINE.hex}" stroke-dasharray="4 3"/>')
         for decade in range(round(math.log10(low)), round(math.log10(high)) + 1):
             us = 10.0 ** decade
             label = f"{us:g}"

@@ -55,6 +55,11 @@ FREE = Colour("#e9ecef", "grey")
 SEGMENT_HEADER = Colour("#dee2e6", "grey")
 PRIVATE_POOL_HEADER = Colour("#cfe2ff", "blue")  # segments of a graph's private pool
 
+# -- the clock calibration: predicted against measured ---------------------------------------
+EAGER_POINT, INDUCTOR_POINT = Colour("#4e79a7", "blue"), Colour("#f28e2b", "orange")
+WITHIN_BAND = Colour("#e8f1e4", "green")  # within 1.5x of the measured time
+AGREEMENT_LINE = Colour("#777777", "grey")
+
 # -- tables -----------------------------------------------------------------------------------
 VIEW_ROW = Colour("#777777", "grey")
 SELECTED_ROW = Colour("#fff3b0", "yellow")
