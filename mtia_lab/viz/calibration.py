@@ -53,9 +53,11 @@ class CalibrationView(View):
         parts.append(f'<clipPath id="plot"><rect x="{MARGIN}" y="{MARGIN}" width="{plot_w}" '
                      f'height="{plot_h}"/></clipPath>')
         points = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in band)
-        parts.append(f'<polygon clip-path="url(#plot)" fill="{palette.WITHIN_BAND.hex}" points="{points}"/>')
+        parts.append(f'<polygon clip-path="url(#plot)" fill="{palette.WITHIN_BAND.hex}" '
+                     f'points="{points}"/>')
         parts.append(f'<line x1="{x(low):.1f}" y1="{y(low):.1f}" x2="{x(high):.1f}" '
-                     f'y2="{y(high):.1f}" stroke="{palette.AGREEMENT_LINE.hex}" stroke-dasharray="4 3"/>')
+                     f'y2="{y(high):.1f}" stroke="{palette.AGREEMENT_LINE.hex}" '
+                     'stroke-dasharray="4 3"/>')
         for decade in range(round(math.log10(low)), round(math.log10(high)) + 1):
             us = 10.0 ** decade
             label = f"{us:g}"
