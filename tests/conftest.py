@@ -14,6 +14,14 @@ def device() -> torch.device:
 
 
 @pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches and counters empty before and after: compile records start at zero."""
+    torch.compiler.reset()
+    yield
+    torch.compiler.reset()
+
+
+@pytest.fixture
 def clean_memory():
     """Collect garbage so that memory figures start from what live tensors hold."""
     gc.collect()

@@ -9,11 +9,7 @@ from mtia_lab.instruments.examples import Stack
 DEV = "mtia_sim:0"
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch.compiler.reset()
-    yield
-    torch.compiler.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/conftest.py
 
 
 def model_and_input():

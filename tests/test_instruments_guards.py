@@ -10,11 +10,7 @@ from mtia_lab.instruments.records import reason_kind
 DEV = "mtia_sim:0"
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch.compiler.reset()
-    yield
-    torch.compiler.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/conftest.py
 
 
 def scale(x, n):

@@ -8,11 +8,7 @@ from mtia_lab.instruments.higher_order import hvp_check
 DEV = "mtia_sim:0"
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch.compiler.reset()
-    yield
-    torch.compiler.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/conftest.py
 
 
 def f(w):

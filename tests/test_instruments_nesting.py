@@ -1,17 +1,11 @@
 """Compile cost of deep nesting: what grows with depth (no timings asserted)."""
 
 import pytest
-import torch
 
 from mtia_lab.instruments.examples import Nest
 from mtia_lab.instruments.nesting import compile_cost, deepest_guard
 
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch.compiler.reset()
-    yield
-    torch.compiler.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/conftest.py
 
 
 def test_deep_nesting_adds_guards_not_graph_ops():
