@@ -124,6 +124,16 @@ def _step(model, x, loss_fn) -> None:
     loss_fn(model(x)).backward()
 
 
+def _compiled_step(model, x, loss_fn, engine: str, source: list) -> tuple[list, list]:
+    """One compiled training step of `model`: the plans its forward and its backward made."""
+    compiled = compile_model(model, engine)
+    start = len(source)
+    out = loss_fn(compiled(x))
+    middle = len(source)
+    out.backward()
+    return [_plan_of(p) for p in source[start:middle]], [_plan_of(p) for p in source[middle:]]
+
+
 def compare_backward(model: torch.nn.Module, x: torch.Tensor,
                      loss_fn: Callable = lambda y: y.square().sum(),
                      engine: str = "mtia_lab") -> BackwardComparison:
@@ -136,27 +146,15 @@ def compare_backward(model: torch.nn.Module, x: torch.Tensor,
 
     torch.compiler.reset()
     aot = copy.deepcopy(model)
-    compiled = compile_model(aot, engine)
-    start = len(source)
-    out = loss_fn(compiled(x))
-    middle = len(source)
-    out.backward()
-    aot_forward = [_plan_of(p) for p in source[start:middle]]
-    aot_backward = [_plan_of(p) for p in source[middle:]]
+    aot_forward, aot_backward = _compiled_step(aot, x, loss_fn, engine, source)
 
     torch.compiler.reset()
     _compat.reset_compiled_autograd()
     ca = copy.deepcopy(model)
-    compiled = compile_model(ca, engine)
     captures = _compat.compiled_autograd_captures()
     devices: list[str] = []
     with _compat.compiled_autograd(backend_for(engine, devices)):
-        start = len(source)
-        out = loss_fn(compiled(x))
-        middle = len(source)
-        out.backward()
-    ca_forward = [_plan_of(p) for p in source[start:middle]]
-    ca_backward = [_plan_of(p) for p in source[middle:]]
+        ca_forward, ca_backward = _compiled_step(ca, x, loss_fn, engine, source)
     return BackwardComparison(
         engine, aot_forward, aot_backward, ca_forward, ca_backward,
         max_difference(_grads(aot), reference), max_difference(_grads(ca), reference),
