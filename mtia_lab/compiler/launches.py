@@ -1,0 +1,209 @@
+"""Which of Inductor's launches computes which of our nodes, read from Inductor's own records.
+
+Inductor's plan (mtia_lab/inductor/plan.py) has one group per launch, in the wrapper's order,
+and for each launch two records Inductor keeps itself:
+
+    origins   the post-grad FX nodes its buffers were made from (nodes inlined into it, but
+              also, through a copy, the nodes of the buffer it copies)
+    values    the FX nodes whose value it writes (its buffers' `origin_node`)
+
+Every post-grad node remembers the node of OUR graph it came from (`meta["from_node"]`). Each
+of our nodes is then given the one launch that holds it, by these steps, first match wins:
+
+    1. extern      an extern or template of ours (mm, convolution) goes to Inductor's extern
+                   launch of it (never to the Triton kernel that copies its input, nor to the
+                   one that adds a bias Inductor peeled off it)
+    2. written     the launch that writes its value (the last of its post-grad nodes written)
+    3. computed    the first launch that computes it inline (a node a launch only inherits
+                   from the buffer it reads, through a copy, does not count); more than one:
+                   Inductor recomputes it in each (`recomputed`)
+    4. absorbed    a node no launch computes (a copy into a mutated input, a constant folded
+                   away, a pattern that named only its user): the launch all its users went
+                   to, else the one all its producers went to
+
+A launch may own none of our nodes (a layout copy of a convolution's input, a bias add split
+out of it): it is kept, with the nodes it computes part of (`Launch.part_of`), so that the
+launches counted are Inductor's launches. `Attribution.problems()` says what does not line up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch.fx
+
+from .decisions import FusionPlan
+
+
+@dataclass
+class Launch:
+    """One of Inductor's launches, as our nodes."""
+
+    index: int
+    name: str  # the kernel name the wrapper calls (triton_poi_fused_add_0, extern_kernels.mm)
+    kind: str  # pointwise / reduction / extern
+    nodes: tuple[str, ...] = ()  # our nodes this launch holds (each in exactly one launch)
+    part_of: tuple[str, ...] = ()  # our nodes it computes a part of but does not hold
+
+
+@dataclass
+class Attribution:
+    launches: list[Launch]
+    how: dict[str, str]  # our node -> the step that placed it (extern, written, ...)
+    recomputed: set[str] = field(default_factory=set)  # our nodes computed in several launches
+    unplaced: list[str] = field(default_factory=list)  # our nodes no step placed
+    wrapper_launches: list[str] | None = None  # kernel names the wrapper calls, in order
+
+    def problems(self) -> list[str]:
+        """What does not line up, in words; empty when the alignment is complete."""
+        out = [f"our node {n} is in no Inductor launch" for n in self.unplaced]
+        if self.wrapper_launches is not None:
+            names = [launch.name for launch in self.launches]
+            if names != self.wrapper_launches:
+                out.append(f"launches counted {len(names)} ({', '.join(names)}) != the "
+                           f"wrapper's {len(self.wrapper_launches)} "
+                           f"({', '.join(self.wrapper_launches)})")
+        for launch in self.launches:
+            if not launch.nodes and not launch.part_of:
+                out.append(f"launch {launch.index} ({launch.name}) computes nothing of ours")
+        return out
+
+
+_OVERLOAD = re.compile(r"_default(?=(_\d+)?$)")
+
+
+def _ours(name: str, ours: set[str]) -> str | None:
+    """`name` if it is a node of ours; else the same node as AOTAutograd's retrace names an op
+    it reaches through its overload ("native_group_norm_default_1" for our
+    "native_group_norm_1")."""
+    if name in ours:
+        return name
+    alias = _OVERLOAD.sub("", name)
+    return alias if alias in ours else None
+
+
+def roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
+    """The nodes of OUR graph a post-grad node was made from, following `meta["from_node"]`
+    (several for a pattern that merged nodes: mm + add into addmm). On each path, the
+    earliest-made name that is a node of ours."""
+    found: set[str] = set()
+
+    def walk(sources, best: str | None) -> None:
+        if not sources:
+            if best is not None:
+                found.add(best)
+            return
+        for source in sources:
+            walk(source.from_node, _ours(source.name, ours) or best)
+
+    walk(node.meta.get("from_node") or [], _ours(node.name, ours))
+    return found
+
+
+_TRITON = re.compile(r"^\s*(\w+)\.run\(")
+_EXTERN = re.compile(r"^\s*(?:\w+ = )?(extern_kernels\.\w+|torch\.ops\.[\w.]+|aten\.[\w.]+)\(")
+
+
+def wrapper_launches(code: str) -> list[str]:
+    """The kernels a generated wrapper's `call` launches, in order: Triton kernels' `.run(`
+    and extern calls (extern_kernels.mm, torch.ops.aten.sort.stable, aten.scatter_.src)."""
+    body = code[code.find("def call("):]
+    body = body[:body.find("\nrunner = ")] if "\nrunner = " in body else body
+    out = []
+    for line in body.splitlines():
+        found = _TRITON.match(line) or _EXTERN.match(line)
+        if found:
+            out.append(found.group(1))
+    return out
+
+
+def _computes(theirs: FusionPlan) -> list[set[str]]:
+    """Per launch, the post-grad nodes it computes itself: its origins, less those of the
+    launches whose buffers it reads (origins a copy inherits from what it copies)."""
+    info = theirs.ir
+    writer = {b: g.index for g in theirs.groups for b in g.outputs}
+    out = []
+    for g in theirs.groups:
+        inherited: set[str] = set()
+        for buf in g.inputs:
+            if buf in writer and writer[buf] != g.index:
+                inherited |= set(info.origins.get(writer[buf], ()))
+        out.append(set(info.origins.get(g.index, ())) - inherited)
+    return out
+
+
+def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) -> Attribution:
+    """Place each of our nodes on one of Inductor's launches (see the module docstring)."""
+    info, ir = theirs.ir, ours.ir
+    mine = [n.name for n in ir.nodes]
+    kind = {n.name: n.kind.value for n in ir.nodes}
+    order = {n.name: i for i, n in enumerate(info.gm.graph.nodes)}
+    post: dict[str, list[str]] = {n: [] for n in mine}  # our node -> its post-grad nodes
+    for node in info.gm.graph.nodes:
+        if node.op == "call_function":
+            for root in roots(node, set(mine)):
+                post[root].append(node.name)
+    launches = theirs.groups
+    computes = _computes(theirs)
+    origins = [set(info.origins.get(g.index, ())) for g in launches]
+    values = [set(info.values.get(g.index, ())) for g in launches]
+    home: dict[str, int] = {}
+    how: dict[str, str] = {}
+    recomputed: set[str] = set()
+    for name in mine:
+        mine_post = set(post[name])
+        if not mine_post:
+            continue
+        if kind[name] in ("extern", "template"):
+            extern = [g.index for g in launches if g.kind == "extern"
+                      and mine_post & origins[g.index]]
+            if extern:
+                home[name] = next((k for k in extern if mine_post & values[k]), extern[0])
+                how[name] = "extern"
+                continue
+        written = [(max(order[n] for n in mine_post & values[k]), k)
+                   for k in range(len(launches)) if mine_post & values[k]]
+        if written:
+            home[name], how[name] = max(written)[1], "written"
+            continue
+        computing = [k for k in range(len(launches)) if mine_post & computes[k]]
+        if computing:
+            home[name], how[name] = computing[0], "computed"
+            if len([k for k in computing if launches[k].kind != "extern"]) > 1:
+                recomputed.add(name)
+    _absorb(ours, mine, home, how)
+    held: list[list[str]] = [[] for _ in launches]
+    for name in mine:
+        if name in home:
+            held[home[name]].append(name)
+    part_of = [sorted({r for r in mine if r not in held[k] and set(post[r]) & computes[k]},
+                      key=mine.index) for k in range(len(launches))]
+    out = [Launch(g.index, info.kernel_names.get(g.index, ""), g.kind, tuple(held[g.index]),
+                  tuple(part_of[g.index])) for g in launches]
+    return Attribution(out, how, recomputed, [n for n in mine if n not in home],
+                       wrapper_launches(wrapper) if wrapper else None)
+
+
+def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str]):
+    """Step 4: nodes no launch computes go where all their users went, else where all their
+    producers went. Repeated until nothing moves, so chains of such nodes resolve."""
+    ir = ours.ir
+    users = ir.node_users()
+    producers: dict[str, set[str]] = {n: set() for n in mine}
+    for user_of, names in users.items():
+        for u in names:
+            producers.setdefault(u, set()).add(user_of)
+    changed = True
+    while changed:
+        changed = False
+        for name in mine:
+            if name in home:
+                continue
+            for step, near in (("absorbed by its users", users.get(name, ())),
+                               ("absorbed by its producers", producers.get(name, ()))):
+                places = {home.get(n) for n in near}
+                if near and len(places) == 1 and None not in places:
+                    home[name], how[name] = places.pop(), step
+                    changed = True
+                    break
