@@ -9,7 +9,8 @@ the reason recorded is the one Inductor would give:
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
     3. choices      no_shared_data, max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, reduction_*, vertical_pointwise
+    4. vertical     scatter_output, indexed_read, scan_epilogue, reduction_* (with
+                    reduction_dims_cut), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import config
-from .ir import FusedSchedulerNode, GraphIR, Kind
+from .ir import SCANS, FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -285,6 +286,36 @@ def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
     return None
 
 
+def _scan(g: FusedSchedulerNode) -> str | None:
+    """The scan (cumsum...) a kernel runs, if any."""
+    return next((n.name for n in g.nodes if n.target.split(".")[1:2] and
+                 n.target.split(".")[1] in SCANS), None)
+
+
+def scan_epilogue(p: Pair) -> Verdict | None:
+    """A scan's output row is complete only when the whole row is scanned: Inductor fuses
+    producers and reductions over the same rows into a scan's kernel, never its consumers."""
+    if not p.vertical:
+        return None
+    producer, consumer = p.producer_consumer()
+    scan = _scan(producer)
+    if scan is None or consumer.kind is not Kind.POINTWISE:
+        return None
+    return Verdict(False, "scan_epilogue", f"{scan} is a scan: its readers run in a kernel "
+                   "of their own (Inductor fuses nothing after a scan)")
+
+
+def _splits_at(shape: tuple[int, ...], outer: int) -> bool:
+    """Does a loop over `shape` split at a dim boundary into `outer` x the rest? (Inductor's
+    tiling compatibility: a kernel's dims are grouped, never cut.)"""
+    product = 1
+    for dim in shape:
+        if product == outer:
+            return True
+        product *= dim
+    return product == outer
+
+
 def reduction_fusion(p: Pair) -> Verdict | None:
     """Reductions fuse with reductions over the same space, and with pointwise kernels over
     the reduced space, or over the full space when the reduction runs over the inner dims."""
@@ -298,6 +329,11 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                        + (" share one loop" if same else " differ"))
     red, pw = (p.a, p.b) if ra else (p.b, p.a)
     fit = _fits_reduction(pw, red, p.reorder)
+    shape = p.ir.buffers[pw.nodes[-1].writes[0]].shape if pw.nodes[-1].writes else ()
+    if fit and fit.startswith("full space") and red.inner and not _splits_at(shape, red.numel):
+        return Verdict(False, "reduction_dims_cut", f"pointwise over {shape} cannot be split "
+                       f"at a dim into the reduction's {red.numel} x {red.rnumel} (Inductor "
+                       "groups a kernel's dims, never cuts one)")
     if not p.vertical:
         name = "horizontal"
     else:
@@ -319,7 +355,7 @@ def vertical_pointwise(p: Pair) -> Verdict | None:
                    + (" match" if same else " differ"))
 
 
-VERTICAL = [scatter_output, indexed_read, reduction_fusion, vertical_pointwise]
+VERTICAL = [scatter_output, indexed_read, scan_epilogue, reduction_fusion, vertical_pointwise]
 
 
 def score_fusion_memory_threshold(p: Pair) -> Verdict | None:
@@ -365,8 +401,8 @@ def on_chip_memory_budget(p: Pair) -> Verdict | None:
 
 
 GUARDRAILS = [*CHOICES, score_fusion_memory_threshold, long_distance, on_chip_memory_budget]
-RULES = [*KIND_RULES, scatter_output, indexed_read, reduction_fusion, vertical_pointwise,
-         horizontal]
+RULES = [*KIND_RULES, scatter_output, indexed_read, scan_epilogue, reduction_fusion,
+         vertical_pointwise, horizontal]
 
 
 def _first(checks, p: Pair) -> Verdict | None:
