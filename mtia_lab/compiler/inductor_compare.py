@@ -277,7 +277,9 @@ def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:
     home = {n: g for g in ours.groups for n in g.nodes}
     holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
     kinds = {home[n].kind for n in launch.part_of}
-    rule = "extern_in_triton" if kinds & {"extern", "template"} else "inductor_only_launch"
+    scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
+    rule = ("extern_in_triton" if kinds & {"extern", "template"} else
+            "scatter_in_two_launches" if scatter else "inductor_only_launch")
     reason = (f"{launch.name} computes part of {', '.join(launch.part_of) or 'nothing of ours'}"
               f" ({'/'.join(sorted(kinds))} in our plan)")
     return Difference((), holders, (rule,), (reason,), launch.index, launch.name)

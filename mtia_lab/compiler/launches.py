@@ -21,6 +21,9 @@ of our nodes is then given the one launch that holds it, by these steps, first m
                    away, a pattern that named only its user): the launch all its users went
                    to, else the one all its producers went to
 
+Our nodes are found among Inductor's post-grad nodes by the names `from_node` keeps, and,
+where no name leads to them, by op and order (`_post_grad_nodes`).
+
 A launch may own none of our nodes (a layout copy of a convolution's input, a bias add split
 out of it): it is kept, with the nodes it computes part of (`Launch.part_of`), so that the
 launches counted are Inductor's launches. `Attribution.problems()` says what does not line up.
@@ -118,6 +121,46 @@ def wrapper_launches(code: str) -> list[str]:
     return out
 
 
+def _source(node: torch.fx.Node) -> tuple[str, str]:
+    """(name, target) of the node a post-grad node was made from in the graph Inductor
+    traced, or its own when it remembers none (a node a pattern made: SDPA for attention)."""
+    sources = node.meta.get("from_node") or []
+    while sources and sources[0].from_node:
+        sources = sources[0].from_node
+    if sources:
+        return sources[0].name, str(sources[0].target)
+    return node.name, str(node.target)
+
+
+def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
+    """Our node -> the post-grad nodes made from it. By name (`roots`); then, for our nodes
+    no name reached, by op and order: the k-th of our unmatched `aten.bmm.default` nodes is
+    the k-th unmatched source of that op (the retrace numbers names its own way, and a
+    pattern's replacement nodes remember no source at all)."""
+    mine = {n.name for n in ir.nodes}
+    post: dict[str, list[str]] = {n.name: [] for n in ir.nodes}
+    unrooted: dict[tuple[str, str], list[str]] = {}  # source -> its post-grad nodes
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        found = roots(node, mine)
+        for root in found:
+            post[root].append(node.name)
+        if not found:
+            unrooted.setdefault(_source(node), []).append(node.name)
+    by_op: dict[str, list[tuple[str, str]]] = {}
+    for key in unrooted:
+        by_op.setdefault(key[1], []).append(key)
+    left: dict[str, list[str]] = {}
+    for node in ir.nodes:
+        if not post[node.name]:
+            left.setdefault(node.target, []).append(node.name)
+    for op, names in left.items():
+        for name, key in zip(names, by_op.get(op, ()), strict=False):
+            post[name] = list(unrooted[key])
+    return post
+
+
 def _computes(theirs: FusionPlan) -> list[set[str]]:
     """Per launch, the post-grad nodes it computes itself: its origins, less those of the
     launches whose buffers it reads (origins a copy inherits from what it copies)."""
@@ -139,11 +182,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
     mine = [n.name for n in ir.nodes]
     kind = {n.name: n.kind.value for n in ir.nodes}
     order = {n.name: i for i, n in enumerate(info.gm.graph.nodes)}
-    post: dict[str, list[str]] = {n: [] for n in mine}  # our node -> its post-grad nodes
-    for node in info.gm.graph.nodes:
-        if node.op == "call_function":
-            for root in roots(node, set(mine)):
-                post[root].append(node.name)
+    post = _post_grad_nodes(ir, info.gm)
     launches = theirs.groups
     computes = _computes(theirs)
     origins = [set(info.origins.get(g.index, ())) for g in launches]
@@ -177,12 +216,27 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
     for name in mine:
         if name in home:
             held[home[name]].append(name)
-    part_of = [sorted({r for r in mine if r not in held[k] and set(post[r]) & computes[k]},
-                      key=mine.index) for k in range(len(launches))]
+    part_of = [_part_of(k, theirs, mine, post, held[k], computes[k] | values[k])
+               for k in range(len(launches))]
     out = [Launch(g.index, info.kernel_names.get(g.index, ""), g.kind, tuple(held[g.index]),
                   tuple(part_of[g.index])) for g in launches]
     return Attribution(out, how, recomputed, [n for n in mine if n not in home],
                        wrapper_launches(wrapper) if wrapper else None)
+
+
+def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list[str],
+             made: set[str]) -> list[str]:
+    """Our nodes launch k computes a part of without holding them: those it computes or
+    writes; for a launch that only finishes a buffer another launch wrote (a scatter's
+    indexed stores after the copy of its input), the node whose value that buffer holds."""
+    found = [r for r in mine if r not in held and set(post[r]) & made]
+    if found or held:
+        return found
+    writer = {b: g.index for g in theirs.groups for b in g.outputs}
+    finished = {v for b in theirs.groups[k].inputs if b in writer and writer[b] != k
+                for v in theirs.ir.values.get(writer[b], ())}
+    mutated = finished & set(theirs.ir.origins.get(k, ()))
+    return [r for r in mine if set(post[r]) & mutated]
 
 
 def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str]):
