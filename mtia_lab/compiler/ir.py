@@ -116,6 +116,7 @@ class SchedulerNode:
     int8: bool = False  # integer GEMM: priced at the chip's INT8 peak
     indexed: bool = False  # reads through an index or window (gather, embedding, cat, pool)
     scatter: bool = False  # writes through an index (scatter, index_put)
+    loads: int = 0  # values loaded per output element (a 3x3 pool: 9), for realize_acc_reads
     inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
@@ -374,6 +375,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
                 getattr(a.meta.get("val"), "dtype", None) in (torch.int8, torch.uint8)
                 for a in args),
             indexed=op_name in INDEXED, scatter=op_name in SCATTER,
+            loads=_loads(fx_node, op_name, len(reads)),
             inner=kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
             or _reduces_inner(fx_node),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
@@ -439,6 +441,20 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
             s != 0 or d == 1 for s, d in zip(strides, shape, strict=True)):
         return "full"
     return (shape, strides, size(val.storage_offset()))
+
+
+POOLS = {"max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d"}
+
+
+def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:
+    """Values a node loads per output element: one per buffer it reads, a whole window for a
+    pool (Inductor's `num_reads` of the op's loop body)."""
+    if op_name in POOLS and len(fx_node.args) > 1:
+        window = 1
+        for k in fx_node.args[1]:
+            window *= int(k)
+        return window * reads
+    return reads
 
 
 def _loop_space(fx_node: torch.fx.Node, op_name: str, numel: int, rnumel: int,

@@ -118,9 +118,13 @@ def _pure_pointwise(g: FusedSchedulerNode) -> bool:
 
 # ---- 1. lowering -----------------------------------------------------------------------------
 
+REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
+
+
 def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
-    it must (a reduction, an extern's input, a graph output, several users). An op whose only
+    it must (a reduction, an extern's input, a graph output, several users, more than
+    REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -129,6 +133,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     if producer.size != 1 or not _pure_pointwise(producer) or consumer.kind not in (
             Kind.POINTWISE, Kind.REDUCTION):
         return None
+    if sum(n.loads for n in producer.nodes) > REALIZE_ACC_READS:
+        return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
         if ir.buffers[buf].is_output:
