@@ -121,6 +121,12 @@ def _pure_pointwise(g: FusedSchedulerNode) -> bool:
 REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
 
 
+def _loads(g: FusedSchedulerNode) -> int:
+    """Values a pointwise kernel loads per element: one per buffer it reads from memory, a
+    whole window for a pool."""
+    return len(g.reads) + sum(n.loads - len(n.reads) for n in g.nodes)
+
+
 def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
     it must (a reduction, an extern's input, a graph output, several users, more than
@@ -133,7 +139,7 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     if producer.size != 1 or not _pure_pointwise(producer) or consumer.kind not in (
             Kind.POINTWISE, Kind.REDUCTION):
         return None
-    if sum(n.loads for n in producer.nodes) > REALIZE_ACC_READS:
+    if _loads(producer) > REALIZE_ACC_READS:
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
