@@ -9,7 +9,7 @@ the reason recorded is the one Inductor would give:
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
     3. choices      no_shared_data, max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, scan_epilogue, reduction_* (with
+    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_* (with
                     reduction_dims_cut), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import config
-from .ir import SCANS, FusedSchedulerNode, GraphIR, Kind
+from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -301,23 +301,42 @@ def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
     return None
 
 
-def _scan(g: FusedSchedulerNode) -> str | None:
-    """The scan (cumsum...) a kernel runs, if any."""
-    return next((n.name for n in g.nodes if n.target.split(".")[1:2] and
-                 n.target.split(".")[1] in SCANS), None)
+def _slice(how) -> bool:
+    """A read of a view that is part of the buffer at other positions (a slice, a shift),
+    not a broadcast of it (a zero stride) and not the whole buffer."""
+    if not isinstance(how, tuple) or len(how) != 3:
+        return False
+    shape, strides, offset = how
+    return all(s != 0 or d == 1 for s, d in zip(strides, shape, strict=True))
 
 
-def scan_epilogue(p: Pair) -> Verdict | None:
-    """A scan's output row is complete only when the whole row is scanned: Inductor fuses
-    producers and reductions over the same rows into a scan's kernel, never its consumers."""
-    if not p.vertical:
-        return None
+def read_other_positions(p: Pair) -> Verdict | None:
+    """A consumer that reads part of its producer's output at other positions than the
+    producer writes them (`x[..., :-1]` shifted into `y[..., 1:]`): Inductor fuses a realized
+    producer only with readers of the same index (its memory dependencies must match)."""
     producer, consumer = p.producer_consumer()
-    scan = _scan(producer)
-    if scan is None or consumer.kind is not Kind.POINTWISE:
-        return None
-    return Verdict(False, "scan_epilogue", f"{scan} is a scan: its readers run in a kernel "
-                   "of their own (Inductor fuses nothing after a scan)")
+    shifted = _shifted(consumer, p.ir)
+    for node in consumer.nodes:
+        for buf in producer.writes & set(node.reads):
+            if node.name in shifted or any(_slice(how) for how in node.access.get(buf, ())):
+                return Verdict(False, "read_other_positions",
+                               f"{node.name} reads {producer.nodes[-1].name}'s output at "
+                               "other positions than it is written (a slice, a shift)")
+    return None
+
+
+def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
+    """Nodes of a group computed at other positions than the group's own: read through a
+    slice by another member (an inlined op is recomputed where it is read), and what they
+    read inside the group, transitively."""
+    inside = {b: ir.buffers[b].producer for b in group.writes}
+    shifted: set[str] = set()
+    for node in reversed(group.nodes):
+        for buf in node.reads:
+            if buf in inside and (node.name in shifted or any(
+                    _slice(how) for how in node.access.get(buf, ()))):
+                shifted.add(inside[buf])
+    return shifted
 
 
 def _splits_at(shape: tuple[int, ...], outer: int) -> bool:
@@ -370,7 +389,8 @@ def vertical_pointwise(p: Pair) -> Verdict | None:
                    + (" match" if same else " differ"))
 
 
-VERTICAL = [scatter_output, indexed_read, scan_epilogue, reduction_fusion, vertical_pointwise]
+VERTICAL = [scatter_output, indexed_read, read_other_positions, reduction_fusion,
+            vertical_pointwise]
 
 
 def score_fusion_memory_threshold(p: Pair) -> Verdict | None:
@@ -416,7 +436,7 @@ def on_chip_memory_budget(p: Pair) -> Verdict | None:
 
 
 GUARDRAILS = [*CHOICES, score_fusion_memory_threshold, long_distance, on_chip_memory_budget]
-RULES = [*KIND_RULES, scatter_output, indexed_read, scan_epilogue, reduction_fusion,
+RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, reduction_fusion,
          vertical_pointwise, horizontal]
 
 
