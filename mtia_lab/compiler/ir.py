@@ -117,6 +117,7 @@ class SchedulerNode:
     indexed: bool = False  # reads through an index or window (gather, embedding, cat, pool)
     scatter: bool = False  # writes through an index (scatter, index_put)
     loads: int = 0  # values loaded per output element (a 3x3 pool: 9), for realize_acc_reads
+    channels_last: bool = False  # writes a convolution's input (laid out channels-last)
     inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
@@ -396,7 +397,22 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
     for node in nodes:
         for buf in node.reads:
             users.setdefault(buf, []).append(node.name)
+    _mark_conv_inputs(gm, nodes, buffers, base_of)
     return GraphIR(gm, nodes, buffers, users, base_of, inputs, views)
+
+
+def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
+                      buffers: dict[str, Buffer], base_of: dict[str, str]) -> None:
+    """Inductor lays a 4-d convolution's input out channels-last (its layout optimization):
+    the op that writes it loops in that order (`SchedulerNode.channels_last`)."""
+    by_name = {n.name: n for n in nodes}
+    for fx_node in gm.graph.nodes:
+        if fx_node.target is not aten.convolution.default:
+            continue
+        source = fx_node.args[0]
+        buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
+        if buf is not None and buf.producer in by_name and len(buf.shape) == 4:
+            by_name[buf.producer].channels_last = True
 
 
 def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:

@@ -7,10 +7,10 @@ the reason recorded is the one Inductor would give:
     1. lowering     inlined_while_lowering: a pointwise op used by one kernel only is computed
                     inside it (Inductor inlines it before scheduling: no guardrail applies)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
-    3. choices      no_shared_data, max_fusion_size, peak_memory,
+    3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_* (with
-                    reduction_dims_cut), vertical_pointwise
+    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*,
+                    vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -224,6 +224,22 @@ def no_shared_data(p: Pair) -> Verdict | None:
     return None
 
 
+def _channels_last(g: FusedSchedulerNode) -> bool:
+    return any(n.channels_last for n in g.nodes)
+
+
+def conv_input_layout(p: Pair) -> Verdict | None:
+    """A kernel writing a convolution's input loops channels-last (Inductor's layout
+    optimization); it reads or writes nothing at the same index as a kernel looping in the
+    graph's order: no shared data (Inductor's score_fusion_memory is 0)."""
+    if _channels_last(p.a) == _channels_last(p.b):
+        return None
+    last = p.a if _channels_last(p.a) else p.b
+    return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
+                   "input, laid out channels-last: its loop order is not the other's, so no "
+                   "data is shared at the same index")
+
+
 def max_fusion_size(p: Pair) -> Verdict | None:
     limit = config.max_fusion_size
     size = p.a.size + p.b.size
@@ -261,7 +277,8 @@ def max_fusion_unique_io_buffers(p: Pair) -> Verdict | None:
     return None
 
 
-CHOICES = [no_shared_data, max_fusion_size, peak_memory, max_fusion_unique_io_buffers]
+CHOICES = [no_shared_data, conv_input_layout, max_fusion_size, peak_memory,
+           max_fusion_unique_io_buffers]
 
 
 # ---- 4. vertical / horizontal: one loop nest for both ----------------------------------------
@@ -339,17 +356,6 @@ def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
     return shifted
 
 
-def _splits_at(shape: tuple[int, ...], outer: int) -> bool:
-    """Does a loop over `shape` split at a dim boundary into `outer` x the rest? (Inductor's
-    tiling compatibility: a kernel's dims are grouped, never cut.)"""
-    product = 1
-    for dim in shape:
-        if product == outer:
-            return True
-        product *= dim
-    return product == outer
-
-
 def reduction_fusion(p: Pair) -> Verdict | None:
     """Reductions fuse with reductions over the same space, and with pointwise kernels over
     the reduced space, or over the full space when the reduction runs over the inner dims."""
@@ -363,11 +369,6 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                        + (" share one loop" if same else " differ"))
     red, pw = (p.a, p.b) if ra else (p.b, p.a)
     fit = _fits_reduction(pw, red, p.reorder)
-    shape = p.ir.buffers[pw.nodes[-1].writes[0]].shape if pw.nodes[-1].writes else ()
-    if fit and fit.startswith("full space") and red.inner and not _splits_at(shape, red.numel):
-        return Verdict(False, "reduction_dims_cut", f"pointwise over {shape} cannot be split "
-                       f"at a dim into the reduction's {red.numel} x {red.rnumel} (Inductor "
-                       "groups a kernel's dims, never cuts one)")
     if not p.vertical:
         name = "horizontal"
     else:
