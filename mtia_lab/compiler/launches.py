@@ -18,8 +18,9 @@ of our nodes is then given the one launch that holds it, by these steps, first m
                    from the buffer it reads, through a copy, does not count); more than one:
                    Inductor recomputes it in each (`recomputed`)
     4. absorbed    a node no launch computes (a copy into a mutated input, a constant folded
-                   away, a pattern that named only its user): the launch all its users went
-                   to, else the one all its producers went to
+                   away, a pattern that named only its user, a cat whose producers write
+                   straight into its buffer): the launch all its users went to, else the
+                   last launch of its producers (the one that completes it)
 
 Our nodes are found among Inductor's post-grad nodes by the names `from_node` keeps, and,
 where no name leads to them, by op and order (`_post_grad_nodes`).
@@ -240,8 +241,8 @@ def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list
 
 
 def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str]):
-    """Step 4: nodes no launch computes go where all their users went, else where all their
-    producers went. Repeated until nothing moves, so chains of such nodes resolve."""
+    """Step 4: nodes no launch computes go where all their users went, else to the last
+    launch of their producers. Repeated until nothing moves, so chains of them resolve."""
     ir = ours.ir
     users = ir.node_users()
     producers: dict[str, set[str]] = {n: set() for n in mine}
@@ -254,10 +255,12 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
         for name in mine:
             if name in home:
                 continue
-            for step, near in (("absorbed by its users", users.get(name, ())),
-                               ("absorbed by its producers", producers.get(name, ()))):
-                places = {home.get(n) for n in near}
-                if near and len(places) == 1 and None not in places:
-                    home[name], how[name] = places.pop(), step
-                    changed = True
-                    break
+            places = {home.get(n) for n in users.get(name, ())}
+            if places and len(places) == 1 and None not in places:
+                home[name], how[name] = places.pop(), "absorbed by its users"
+                changed = True
+                continue
+            places = {home.get(n) for n in producers.get(name, ())}
+            if places and None not in places:  # a cat its producers write piece by piece:
+                home[name], how[name] = max(places), "absorbed by its producers"  # the last
+                changed = True
