@@ -210,6 +210,91 @@ def inception_cat(x, w1, w3, w5):
     return torch.cat([a, b, c, d], 1)
 
 
+def gpt_block(x, ln1w, ln1b, w_attn, b_attn, w_proj, b_proj, ln2w, ln2b, w_fc, b_fc, w_out, b_out):
+    """A pre-LN GPT block (nanoGPT's): causal self-attention with a tril mask, GELU-tanh MLP."""
+    b, s, d = x.shape
+    q, k, v = F.linear(F.layer_norm(x, (d,), ln1w, ln1b), w_attn, b_attn).split(d, 2)
+    q, k, v = (t.view(b, s, 4, d // 4).transpose(1, 2) for t in (q, k, v))
+    att = (q @ k.transpose(-2, -1)) * (1.0 / (d // 4) ** 0.5)
+    mask = torch.tril(torch.ones(s, s, device=x.device)).view(1, 1, s, s)
+    att = torch.softmax(att.masked_fill(mask == 0, float("-inf")), -1)
+    x = x + F.linear((att @ v).transpose(1, 2).contiguous().view(b, s, d), w_proj, b_proj)
+    h = F.gelu(F.linear(F.layer_norm(x, (d,), ln2w, ln2b), w_fc, b_fc), approximate="tanh")
+    return x + F.linear(h, w_out, b_out)
+
+
+def bert_layer(x, mask, wq, wk, wv, wo, ln1w, ln1b, w1, w2, ln2w, ln2b):
+    """A post-LN BERT layer: an additive padding mask, GELU (erf), LayerNorm after each add."""
+    b, s, d = x.shape
+
+    def heads(t):
+        return t.view(b, s, 4, d // 4).permute(0, 2, 1, 3)
+
+    scores = heads(x @ wq) @ heads(x @ wk).transpose(-1, -2) / (d // 4) ** 0.5
+    scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+    ctx = (torch.softmax(scores, -1) @ heads(x @ wv)).permute(0, 2, 1, 3).reshape(b, s, d)
+    x = F.layer_norm(x + ctx @ wo, (d,), ln1w, ln1b)
+    return F.layer_norm(x + F.gelu(x @ w1) @ w2, (d,), ln2w, ln2b)
+
+
+def convnext_block(x, dw, dwb, lnw, lnb, w1, b1, w2, b2, gamma):
+    """ConvNeXt: depthwise 7x7, channels-last LayerNorm, inverted MLP, layer scale, residual."""
+    h = F.conv2d(x, dw, dwb, padding=3, groups=x.shape[1]).permute(0, 2, 3, 1)
+    h = F.linear(F.gelu(F.linear(F.layer_norm(h, (h.shape[-1],), lnw, lnb), w1, b1)), w2, b2)
+    return x + (gamma * h).permute(0, 3, 1, 2)
+
+
+def _bn(x, p):
+    mean, var, w, b = p
+    return F.batch_norm(x, mean, var, w, b, training=False)
+
+
+def resnet_basic_block(x, w1, bn1m, bn1v, bn1w, bn1b, w2, bn2m, bn2v, bn2w, bn2b):
+    """torchvision's BasicBlock in eval: conv, BatchNorm (running stats), ReLU, twice, residual."""
+    h = F.relu(_bn(F.conv2d(x, w1, padding=1), (bn1m, bn1v, bn1w, bn1b)))
+    return F.relu(_bn(F.conv2d(h, w2, padding=1), (bn2m, bn2v, bn2w, bn2b)) + x)
+
+
+def llama_gqa_attention(x, g, wq, wk, wv, wo, positions):
+    """Llama: RMSNorm in float32, rotary from inverse frequencies, 4 query heads sharing 2 kv
+    heads (repeat_kv), softmax in float32, output projection, residual."""
+    b, s, d = x.shape
+    hd = d // 4
+    h = x.float()
+    h = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * g
+    q = (h @ wq).view(b, s, 4, hd).transpose(1, 2)
+    k = (h @ wk).view(b, s, 2, hd).transpose(1, 2)
+    v = (h @ wv).view(b, s, 2, hd).transpose(1, 2)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, hd, 2, device=x.device).float() / hd))
+    freqs = positions[:, :, None].float() * inv_freq[None, None, :]
+    emb = torch.cat((freqs, freqs), -1)
+    cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+    q = q * cos + _rotate_half(q) * sin
+    k = k * cos + _rotate_half(k) * sin
+    k = k[:, :, None].expand(b, 2, 2, s, hd).reshape(b, 4, s, hd)
+    v = v[:, :, None].expand(b, 2, 2, s, hd).reshape(b, 4, s, hd)
+    att = torch.softmax((q @ k.transpose(2, 3)) / hd ** 0.5, -1, dtype=torch.float32)
+    return x + (att.to(q.dtype) @ v).transpose(1, 2).reshape(b, s, d) @ wo
+
+
+def inverted_residual(x, w1, m1, v1, g1, b1, dw, m2, v2, g2, b2, w3, m3, v3, g3, b3):
+    """MobileNetV2: 1x1 expand, BN, ReLU6, depthwise 3x3, BN, ReLU6, 1x1 project, BN, add."""
+    h = F.relu6(_bn(F.conv2d(x, w1), (m1, v1, g1, b1)))
+    h = F.relu6(_bn(F.conv2d(h, dw, padding=1, groups=h.shape[1]), (m2, v2, g2, b2)))
+    return x + _bn(F.conv2d(h, w3), (m3, v3, g3, b3))
+
+
+def vit_embed(pixels, w, b, cls, pos, lnw, lnb):
+    """ViT: patchify by a strided conv, flatten, a class token in front, positions, LayerNorm."""
+    h = F.conv2d(pixels, w, b, stride=4).flatten(2).transpose(1, 2)
+    h = torch.cat([cls.expand(h.shape[0], -1, -1), h], 1) + pos
+    return F.layer_norm(h, (h.shape[-1],), lnw, lnb)
+
+
+def _bn_params(c):
+    return (torch.zeros(c), torch.ones(c), _r(c), _r(c))
+
+
 TUNING = {
     "diffusion_resblock": (diffusion_resblock, lambda: (
         _r(2, 8, 8, 8), _r(2, 16), _r(8), _r(8), _r(8, 8, 3, 3), _r(8), _r(8, 16), _r(8),
@@ -233,4 +318,24 @@ TUNING = {
         torch.randint(0, 30, (2, 12)), _r(30, 16), _r(40, 16), _r(16), _r(16))),
     "inception_cat": (inception_cat, lambda: (
         _r(2, 8, 8, 8), _r(4, 8, 1, 1), _r(4, 8, 3, 3), _r(4, 8, 5, 5))),
+    "gpt_block": (gpt_block, lambda: (
+        _r(2, 8, 32), _r(32), _r(32), _r(96, 32), _r(96), _r(32, 32), _r(32), _r(32), _r(32),
+        _r(128, 32), _r(128), _r(32, 128), _r(32))),
+    "bert_layer": (bert_layer, lambda: (
+        _r(2, 8, 32), torch.ones(2, 8), _r(32, 32), _r(32, 32), _r(32, 32), _r(32, 32),
+        _r(32), _r(32), _r(32, 64), _r(64, 32), _r(32), _r(32))),
+    "convnext_block": (convnext_block, lambda: (
+        _r(2, 16, 8, 8), _r(16, 1, 7, 7), _r(16), _r(16), _r(16), _r(64, 16), _r(64),
+        _r(16, 64), _r(16), _r(16))),
+    "resnet_basic_block": (resnet_basic_block, lambda: (
+        _r(2, 8, 8, 8), _r(8, 8, 3, 3), *_bn_params(8), _r(8, 8, 3, 3), *_bn_params(8))),
+    "llama_gqa_attention": (llama_gqa_attention, lambda: (
+        _r(2, 8, 32), _r(32), _r(32, 32), _r(32, 16), _r(32, 16), _r(32, 32),
+        torch.arange(8).expand(2, 8).contiguous())),
+    "inverted_residual": (inverted_residual, lambda: (
+        _r(2, 8, 8, 8), _r(32, 8, 1, 1), *_bn_params(32), _r(32, 1, 3, 3), *_bn_params(32),
+        _r(8, 32, 1, 1), *_bn_params(8))),
+    "vit_embed": (vit_embed, lambda: (
+        _r(2, 3, 16, 16), _r(32, 3, 4, 4), _r(32), _r(1, 1, 32), _r(1, 17, 32), _r(32),
+        _r(32))),
 }

@@ -32,6 +32,7 @@ launches counted are Inductor's launches. `Attribution.problems()` says what doe
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -135,9 +136,11 @@ def _source(node: torch.fx.Node) -> tuple[str, str]:
 
 def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
     """Our node -> the post-grad nodes made from it. By name (`roots`); then, for our nodes
-    no name reached, by op and order: the k-th of our unmatched `aten.bmm.default` nodes is
-    the k-th unmatched source of that op (the retrace numbers names its own way, and a
-    pattern's replacement nodes remember no source at all)."""
+    no name reached, by op in graph order: the two lists of ops left (ours, and the sources
+    no name of ours reached) aligned as sequences, so that a retrace's own numbering
+    ("native_layer_norm_default" for our "native_layer_norm_2") still finds its node, and a
+    pattern's replacement nodes (attention rewritten as SDPA's math, which remember no
+    source) find the ops of ours they stand for, in order, where there is one."""
     mine = {n.name for n in ir.nodes}
     post: dict[str, list[str]] = {n.name: [] for n in ir.nodes}
     unrooted: dict[tuple[str, str], list[str]] = {}  # source -> its post-grad nodes
@@ -149,16 +152,13 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
             post[root].append(node.name)
         if not found:
             unrooted.setdefault(_source(node), []).append(node.name)
-    by_op: dict[str, list[tuple[str, str]]] = {}
-    for key in unrooted:
-        by_op.setdefault(key[1], []).append(key)
-    left: dict[str, list[str]] = {}
-    for node in ir.nodes:
-        if not post[node.name]:
-            left.setdefault(node.target, []).append(node.name)
-    for op, names in left.items():
-        for name, key in zip(names, by_op.get(op, ()), strict=False):
-            post[name] = list(unrooted[key])
+    left = [n for n in ir.nodes if not post[n.name]]
+    sources = list(unrooted)
+    matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
+                                      autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            post[left[block.a + i].name] = list(unrooted[sources[block.b + i]])
     return post
 
 
