@@ -12,6 +12,7 @@ audited against the launches of Inductor's generated wrapper (`Comparison.check`
 import pytest
 from fidelity_graphs import GRAPHS, INDUCTOR_CONFIG, TUNING
 from fidelity_heldout import heldout_graphs
+from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table, suite_totals
@@ -19,7 +20,7 @@ from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table, suite_tota
 
 @pytest.fixture(scope="module")
 def tuning():
-    return fidelity_rows({**GRAPHS, **TUNING}, INDUCTOR_CONFIG)
+    return fidelity_rows({**GRAPHS, **TUNING, **tuning_hf_graphs()}, INDUCTOR_CONFIG)
 
 
 @pytest.fixture(scope="module")

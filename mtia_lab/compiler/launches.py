@@ -17,10 +17,11 @@ of our nodes is then given the one launch that holds it, by these steps, first m
     3. computed    the first launch that computes it inline (a node a launch only inherits
                    from the buffer it reads, through a copy, does not count); more than one:
                    Inductor recomputes it in each (`recomputed`)
-    4. absorbed    a node no launch computes (a copy into a mutated input, a constant folded
-                   away, a pattern that named only its user, a cat whose producers write
-                   straight into its buffer): the launch all its users went to, else the
-                   last launch of its producers (the one that completes it)
+    4. absorbed    a node no launch computes (a copy into a mutated input, a clone Inductor
+                   removed, a constant folded away, a pattern that named only its user, a
+                   cat whose producers write straight into its buffer): the launch of its
+                   neighbours in the same kernel of ours, else the launch all its users went
+                   to, else the last launch of its producers (the one that completes it)
 
 Our nodes are found among Inductor's post-grad nodes by the names `from_node` keeps, and,
 where no name leads to them, by op and order (`_post_grad_nodes`).
@@ -240,11 +241,24 @@ def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list
     return [r for r in mine if set(post[r]) & mutated]
 
 
+_COPIES = ("aten.clone.", "aten.copy.", "aten.copy_.", "aten.alias.", "aten._to_copy.")
+
+
+def _absorb_order(target: str) -> tuple[str, str]:
+    """A copy Inductor removes (a clone that keeps the layout, the copy back into a mutated
+    input) is its producer's value: its producers first. Any other node a pattern took
+    into its user (mm + add into addmm): its users first."""
+    return ("producers", "users") if target.startswith(_COPIES) else ("users", "producers")
+
+
 def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str]):
-    """Step 4: nodes no launch computes go where all their users went, else to the last
-    launch of their producers. Repeated until nothing moves, so chains of them resolve."""
+    """Step 4: nodes no launch computes go where the neighbours our plan runs in the same
+    kernel went (Inductor computes them nowhere: no difference to count), else where all
+    their users went, else to the last launch of their producers (copies: producers first,
+    `_absorb_order`). Repeated until nothing moves, so chains of them resolve."""
     ir = ours.ir
     users = ir.node_users()
+    kernel_of = {n: g.index for g in ours.groups for n in g.nodes}
     producers: dict[str, set[str]] = {n: set() for n in mine}
     for user_of, names in users.items():
         for u in names:
@@ -255,12 +269,18 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
         for name in mine:
             if name in home:
                 continue
-            places = {home.get(n) for n in users.get(name, ())}
-            if places and len(places) == 1 and None not in places:
-                home[name], how[name] = places.pop(), "absorbed by its users"
+            mates = [home.get(n) for n in (*users.get(name, ()), *producers.get(name, ()))
+                     if kernel_of[n] == kernel_of[name]]
+            if mates and None not in mates:  # Inductor computes it nowhere: keep it with
+                home[name], how[name] = max(mates), "absorbed with its kernel-mates"  # ours
                 changed = True
                 continue
-            places = {home.get(n) for n in producers.get(name, ())}
-            if places and None not in places:  # a cat its producers write piece by piece:
-                home[name], how[name] = max(places), "absorbed by its producers"  # the last
+            for step in _absorb_order(ir.by_name[name].target):
+                near = users.get(name, ()) if step == "users" else producers.get(name, ())
+                places = {home.get(n) for n in near}
+                if not places or None in places or (step == "users" and len(places) > 1):
+                    continue
+                # a cat its producers write piece by piece: the last of them completes it
+                home[name], how[name] = max(places), f"absorbed by its {step}"
                 changed = True
+                break
