@@ -1,8 +1,7 @@
 """Print the scheduler-fidelity tables: our plans against Inductor's device plans, for the
 TUNING suite (tests/fidelity_graphs.py and fidelity_tuning_hf.py: the graphs the rules were
-changed against) and the
-HELD-OUT suite (tests/fidelity_heldout.py: transformers' modules, not tuned on), each graph
-audited launch by launch against Inductor's generated wrapper.
+changed against) and the HELD-OUT suite (tests/fidelity_heldout.py: transformers' modules, not
+tuned on), each graph audited launch by launch against Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary]
 

@@ -1,7 +1,8 @@
 """Our scheduler against Inductor's real plan for the device, on two suites of graphs.
 
-TUNING (tests/fidelity_graphs.py): the project's seven families and twelve from real model
-code, the graphs the rules were changed against. HELD-OUT (tests/fidelity_heldout.py): blocks
+TUNING (tests/fidelity_graphs.py, fidelity_tuning_hf.py): the project's seven families,
+nineteen from real model code and four built from `transformers` modules, the graphs the rules
+were changed against. HELD-OUT (tests/fidelity_heldout.py): blocks
 built from `transformers` module code, never tuned on. Each graph is compiled by our backend
 (the plan that ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches
 are attributed to our aten nodes from Inductor's own records (compiler/launches.py) and
@@ -66,9 +67,9 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout):
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout):
-    """Floors at the measured fidelity (tuning 89%, held-out 74% when this was written):
+    """Floors at the measured fidelity (tuning 90%, held-out 80% when this was written):
     a regression guard, not the goal (95% on held-out graphs)."""
-    for rows, floor in ((tuning, 0.88), (heldout, 0.72)):
+    for rows, floor in ((tuning, 0.88), (heldout, 0.78)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
