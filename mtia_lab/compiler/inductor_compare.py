@@ -1,13 +1,16 @@
-"""Our plan beside Inductor's real plan for the device, group by group, each difference named.
+"""Our plan beside Inductor's real plan for the device, launch by launch, each difference named.
 
 The "Inductor" side is what TorchInductor really does for mtia_sim (mtia_lab/inductor: Triton
-scheduling, matmuls as extern calls, the device's keep-list): `inductor_plan` compiles the very
-aten graph our plan ran on, so both sides start from one graph and one decomposition rule.
-Inductor re-decomposes and rewrites it (gelu into erf and muls, addmm into mm + a bias add),
-but every node it makes remembers the node it came from (`meta["from_node"]`): that is how each
-of Inductor's kernels is mapped onto our aten nodes -- by node identity, not by name guesses.
+scheduling, matmuls as extern calls, the device's keep-list): `device_plan` compiles the very
+aten graph our plan ran on, so both sides start from one graph and one decomposition rule, and
+keeps the wrapper Inductor generated. Inductor re-decomposes and rewrites the graph (gelu into
+erf and muls, addmm into mm + a bias add, attention into SDPA's math); launches.py places each
+of our nodes on the one launch that holds it, from Inductor's own records (the launches'
+origins, the values their buffers hold, the wrapper's launches), and keeps the launches that
+hold none of our nodes (a layout copy of a convolution's input). `Comparison.check()` raises
+when that alignment is incomplete.
 
-For every Inductor kernel whose node group is not one of ours, `Difference` lists our kernels
+For every Inductor launch whose node group is not one of ours, `Difference` lists our kernels
 that hold its nodes and the rules of ours that split or joined them (from our plan's decisions).
 A difference is *explained* when each of those rules is a departure we make on purpose
 (rules.DEPARTURES, shown as "(ours)"); otherwise it is shown as unexplained: a place where our

@@ -269,10 +269,11 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
         for name in mine:
             if name in home:
                 continue
+            # Inductor computes it nowhere: it stays with what our plan runs it beside
             mates = [home.get(n) for n in (*users.get(name, ()), *producers.get(name, ()))
                      if kernel_of[n] == kernel_of[name]]
-            if mates and None not in mates:  # Inductor computes it nowhere: keep it with
-                home[name], how[name] = max(mates), "absorbed with its kernel-mates"  # ours
+            if mates and None not in mates:
+                home[name], how[name] = max(mates), "absorbed with its kernel-mates"
                 changed = True
                 continue
             for step in _absorb_order(ir.by_name[name].target):
