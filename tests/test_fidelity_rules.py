@@ -96,3 +96,19 @@ def test_check_names_what_is_unaligned():
     with pytest.raises(AlignmentError, match="sin is in no Inductor launch") as error:
         c.check()
     assert "triton_poi_fused_extra_9" in str(error.value)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_clone_that_keeps_its_inputs_layout_is_no_kernel(transposed):
+    """Inductor's remove_noop_ops: a clone with its input's sizes and strides is its input
+    (transformers' eval dropout, `.contiguous()` on a contiguous tensor); making a transposed
+    view contiguous is a real copy."""
+    def fn(x, w):
+        h = x @ w
+        return (h.t() if transposed else h).clone(memory_format=torch.contiguous_format) + 1
+
+    c = _compared(fn, (16, 16), (16, 16))
+    with_ops = [g.nodes for g in c.ours.groups]
+    assert any("clone" in nodes for nodes in with_ops) is transposed, with_ops
+    assert ("clone" in c.ours.views) is not transposed  # a view: no kernel, no bytes
+    assert not c.unexplained, str(c)

@@ -328,6 +328,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if fx_node.op != "call_function":
             continue
         kind = classify(fx_node.target)
+        if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
+            kind = Kind.VIEW
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
         if fx_node.target is operator.getitem:
             parent = fx_node.args[0]
@@ -429,6 +431,22 @@ def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
     return found
 
 
+def _noop_copy(fx_node: torch.fx.Node) -> bool:
+    """A clone whose result has its input's sizes, strides and dtype is no copy at all:
+    Inductor's post-grad pass `remove_noop_ops` replaces it by its input (unless it is a
+    graph output, which must not alias an input)."""
+    if fx_node.target not in (aten.clone.default, aten.alias.default) or not fx_node.args:
+        return False
+    src, out = fx_node.args[0], fx_node.meta.get("val")
+    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not (isinstance(val, torch.Tensor) and isinstance(out, torch.Tensor)):
+        return False
+    if any(user.op == "output" for user in fx_node.users):
+        return False
+    return (val.shape == out.shape and val.dtype == out.dtype
+            and (out.numel() <= 1 or val.stride() == out.stride()))
+
+
 POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "avg_pool3d"}
 
 
@@ -457,6 +475,22 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
             s != 0 or d == 1 for s, d in zip(strides, shape, strict=True)):
         return "full"
     return (shape, strides, size(val.storage_offset()))
+
+
+def _noop_copy(fx_node: torch.fx.Node) -> bool:
+    """A clone whose result has its input's sizes, strides and dtype is no copy at all:
+    Inductor's post-grad pass `remove_noop_ops` replaces it by its input (unless it is a
+    graph output, which must not alias an input)."""
+    if fx_node.target not in (aten.clone.default, aten.alias.default) or not fx_node.args:
+        return False
+    src, out = fx_node.args[0], fx_node.meta.get("val")
+    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not (isinstance(val, torch.Tensor) and isinstance(out, torch.Tensor)):
+        return False
+    if any(user.op == "output" for user in fx_node.users):
+        return False
+    return (val.shape == out.shape and val.dtype == out.dtype
+            and (out.numel() <= 1 or val.stride() == out.stride()))
 
 
 POOLS = {"max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d"}
