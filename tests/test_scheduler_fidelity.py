@@ -67,9 +67,9 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout):
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout):
-    """Floors at the measured fidelity (tuning 90%, held-out 80% when this was written):
+    """Floors at the measured fidelity (tuning 90%, held-out 85% when this was written):
     a regression guard, not the goal (95% on held-out graphs)."""
-    for rows, floor in ((tuning, 0.88), (heldout, 0.78)):
+    for rows, floor in ((tuning, 0.88), (heldout, 0.83)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
