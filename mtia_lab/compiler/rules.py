@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import config
-from .ir import FusedSchedulerNode, GraphIR, Kind
+from .ir import FusedSchedulerNode, GraphIR, Kind, node_kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -116,6 +116,15 @@ def _pure_pointwise(g: FusedSchedulerNode) -> bool:
     return all(n.kind is Kind.POINTWISE and not n.scatter for n in g.nodes)
 
 
+def _unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """A reduction small enough to unroll is pointwise code to Inductor's lowering: inlined
+    into a plain pointwise or reduction reader. Not into a cat: Inductor's cat lowering
+    realizes its inputs when it makes a ConcatKernel (a pointwise cat, which it picks in
+    other cases, is not modelled)."""
+    return not consumer.indexed and all(
+        node_kind(n) is Kind.POINTWISE and not n.scatter for n in producer.nodes)
+
+
 # ---- 1. lowering -----------------------------------------------------------------------------
 
 REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
@@ -136,8 +145,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     if not p.vertical:
         return None
     producer, consumer = p.producer_consumer()
-    if producer.size != 1 or not _pure_pointwise(producer) or consumer.kind not in (
-            Kind.POINTWISE, Kind.REDUCTION):
+    if producer.size != 1 or not (_pure_pointwise(producer) or _unrolled_into(
+            producer, consumer)) or consumer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
         return None
     if _loads(producer) > REALIZE_ACC_READS:
         return None  # realized: a buffer of its own, fused (or not) by the other rules
