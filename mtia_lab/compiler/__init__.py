@@ -11,6 +11,8 @@ Reading order, as the data flows:
     config.py     the guardrails' settings, with `config.patch(...)`
     inductor_compare.py   TorchInductor's real plan for the device beside ours, each
                           difference with the rule that explains it
+    launches.py   which of Inductor's launches holds which of our nodes, read from
+                  Inductor's own records and audited against its wrapper's launches
     fidelity.py   that comparison over a suite of graphs, as one table
 """
 

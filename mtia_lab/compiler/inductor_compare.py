@@ -1,13 +1,16 @@
-"""Our plan beside Inductor's real plan for the device, group by group, each difference named.
+"""Our plan beside Inductor's real plan for the device, launch by launch, each difference named.
 
 The "Inductor" side is what TorchInductor really does for mtia_sim (mtia_lab/inductor: Triton
-scheduling, matmuls as extern calls, the device's keep-list): `inductor_plan` compiles the very
-aten graph our plan ran on, so both sides start from one graph and one decomposition rule.
-Inductor re-decomposes and rewrites it (gelu into erf and muls, addmm into mm + a bias add),
-but every node it makes remembers the node it came from (`meta["from_node"]`): that is how each
-of Inductor's kernels is mapped onto our aten nodes -- by node identity, not by name guesses.
+scheduling, matmuls as extern calls, the device's keep-list): `device_plan` compiles the very
+aten graph our plan ran on, so both sides start from one graph and one decomposition rule, and
+keeps the wrapper Inductor generated. Inductor re-decomposes and rewrites the graph (gelu into
+erf and muls, addmm into mm + a bias add, attention into SDPA's math); launches.py places each
+of our nodes on the one launch that holds it, from Inductor's own records (the launches'
+origins, the values their buffers hold, the wrapper's launches), and keeps the launches that
+hold none of our nodes (a layout copy of a convolution's input). `Comparison.check()` raises
+when that alignment is incomplete.
 
-For every Inductor kernel whose node group is not one of ours, `Difference` lists our kernels
+For every Inductor launch whose node group is not one of ours, `Difference` lists our kernels
 that hold its nodes and the rules of ours that split or joined them (from our plan's decisions).
 A difference is *explained* when each of those rules is a departure we make on purpose
 (rules.DEPARTURES, shown as "(ours)"); otherwise it is shown as unexplained: a place where our
@@ -32,6 +35,7 @@ from . import config
 from .backend import COMPILED, KEEP, CompiledGraph
 from .decisions import FusionPlan
 from .ir import FusedSchedulerNode
+from .launches import Attribution, Launch, attribute, roots
 from .pricing import kernel_cost
 from .rules import DEPARTURES
 
@@ -165,66 +169,24 @@ def _inputs(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
 def device_plan(gm: torch.fx.GraphModule, inductor_config: dict | None = None) -> FusionPlan:
     """Inductor's real plan (mtia_lab.inductor.inductor_plan) for our aten graph on mtia_sim,
     under the Inductor config values of our guardrails (and `inductor_config`, if given)."""
-    from ..inductor import inductor_plan
+    from ..inductor import _compat, inductor_plan
 
     settings = {name: getattr(config, name) for name in _GUARDRAILS}
     settings.update(inductor_config or {})
     graph = _device_graph(gm)
-    return inductor_plan(graph.forward, *_inputs(gm), config=settings)
+    plans: list[FusionPlan] = []
+    _, codes = _compat.run_and_get_code(
+        lambda: plans.append(inductor_plan(graph.forward, *_inputs(gm), config=settings)))
+    plan = plans[0]
+    if codes and getattr(plan.ir, "wrapper", None) == "":
+        plan.ir.wrapper = codes[0]  # what the launches are checked against (launches.py)
+    return plan
 
 
-def _roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
-    """The nodes of OUR graph an Inductor node was made from, following `meta["from_node"]`
-    (several for a pattern that merged nodes: mm + add into addmm). On each path, the
-    earliest-made name that is a node of ours."""
-    found: set[str] = set()
-
-    def walk(sources, best: str | None) -> None:
-        if not sources:
-            if best is not None:
-                found.add(best)
-            return
-        for source in sources:
-            walk(source.from_node, source.name if source.name in ours else best)
-
-    walk(node.meta.get("from_node") or [], node.name if node.name in ours else None)
-    return found
-
-
-def align(ours: FusionPlan, theirs: FusionPlan) -> tuple[list[tuple[str, ...]], set[str]]:
-    """Each Inductor kernel as the group of OUR aten nodes it computes (graph order), and our
-    nodes no Inductor node remembers (see `_absorbed`). An Inductor node counts for the node of
-    ours it came from; a node of ours split over several kernels (addmm into mm + bias add)
-    belongs to the kernel of its own kind (the extern)."""
-    home = {n: g.index for g in ours.groups for n in g.nodes}
-    gm = getattr(theirs.ir, "gm", None)
-    by_name = {n.name: n for n in gm.graph.nodes} if gm is not None else {}
-    ours_of = [set() for _ in theirs.groups]
-    where: dict[str, list[int]] = {}
-    for group in theirs.groups:
-        for name in group.nodes:
-            node = by_name.get(name)
-            roots = _roots(node, set(home)) if node is not None else {name}
-            for root in roots & set(home):
-                ours_of[group.index].add(root)
-                where.setdefault(root, []).append(group.index)
-    absorbed = _absorbed(ours, where)  # computed inside another node's op by a pattern
-    for name in absorbed:
-        ours_of[where[name][0]].add(name)
-    kind = {g.index: g.kind for g in ours.groups}
-    for root, kernels in where.items():
-        kernels = list(dict.fromkeys(kernels))
-        if len(kernels) < 2:
-            continue
-        mine = kind[home[root]]
-        keep = next((k for k in kernels if (theirs.groups[k].kind == "extern")
-                     == (mine in ("template", "extern"))), kernels[0])
-        for k in kernels:
-            if k != keep:
-                ours_of[k].discard(root)
-    order = {n: i for i, n in enumerate(n for g in ours.groups for n in g.nodes)}
-    order = {n: node.index for n, node in ours.ir.by_name.items()} if ours.ir else order
-    return [tuple(sorted(names, key=order.get)) for names in ours_of], set(absorbed)
+def align(ours: FusionPlan, theirs: FusionPlan) -> Attribution:
+    """Each of Inductor's launches as the group of OUR nodes it holds (launches.py: placed by
+    Inductor's own records, every node of ours on exactly one launch)."""
+    return attribute(ours, theirs, getattr(theirs.ir, "wrapper", "") or None)
 
 
 @dataclass(frozen=True)
@@ -235,6 +197,8 @@ class Difference:
     ours: tuple[tuple[str, ...], ...]  # our kernels holding them (with what else they hold)
     rules: tuple[str, ...]  # our rules that split or joined them ("computed_once"...)
     reasons: tuple[str, ...]  # the decisions, as our records say them
+    launch: int = -1  # which of Inductor's launches (its index in the wrapper's order)
+    kernel: str = ""  # that launch's kernel name
 
     @property
     def explained(self) -> bool:
@@ -244,7 +208,8 @@ class Difference:
         what = ("explained by " + ", ".join(f"{r} (ours)" for r in self.rules)
                 if self.explained else "UNEXPLAINED: " + (", ".join(self.rules) or "no rule"))
         ours = " | ".join("+".join(g) for g in self.ours)
-        return f"Inductor [{'+'.join(self.inductor)}] vs ours [{ours}]: {what}"
+        where = f"launch {self.launch} " if self.launch >= 0 else ""
+        return f"{where}Inductor [{'+'.join(self.inductor)}] vs ours [{ours}]: {what}"
 
 
 def _decision_between(plan: FusionPlan, left: set, right: set, fused: bool):
@@ -260,15 +225,19 @@ def _decision_between(plan: FusionPlan, left: set, right: set, fused: bool):
     return found
 
 
-def differences(ours: FusionPlan, theirs: FusionPlan, groups: list[tuple[str, ...]],
-                absorbed: set[str] = frozenset()) -> list[Difference]:
-    """Every Inductor kernel that is not one of ours, with the rules that explain it."""
+def differences(ours: FusionPlan, theirs: FusionPlan,
+                placed: Attribution) -> list[Difference]:
+    """Every Inductor launch that is not one of our kernels, with the rules that explain it."""
     mine = {g.nodes for g in ours.groups}
     home = {n: g for g in ours.groups for n in g.nodes}
-    recomputed, merged = _recomputed(ours, theirs), _merged(ours, theirs, absorbed)
+    recomputed, merged = placed.recomputed, _merged(ours, theirs, placed)
     out = []
-    for group in groups:
-        if not group or group in mine:
+    for launch in placed.launches:
+        group = launch.nodes
+        if not group:
+            out.append(_launch_of_its_own(ours, launch))
+            continue
+        if group in mine:
             continue
         wanted = set(group)
         holders = list({home[n].index: home[n] for n in group}.values())
@@ -301,59 +270,39 @@ def differences(ours: FusionPlan, theirs: FusionPlan, groups: list[tuple[str, ..
             reasons.append(f"Inductor computes {', '.join(sorted(wanted & recomputed))} in more "
                            "than one kernel (inlined into each)")
         out.append(Difference(group, tuple(h.nodes for h in holders),
-                              tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons))))
+                              tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons)),
+                              launch.index, launch.name))
     return out
 
 
-def _recomputed(ours: FusionPlan, theirs: FusionPlan) -> set[str]:
-    """Our nodes Inductor computes in several kernels (an op inlined into each of its users)."""
-    kernels_of = getattr(theirs.ir, "kernels_of", {}) or {}
-    gm = getattr(theirs.ir, "gm", None)
-    by_name = {n.name: n for n in gm.graph.nodes} if gm is not None else {}
-    pointwise = {n.name for n in ours.ir.nodes if n.kind.value == "pointwise"} if ours.ir \
-        else set()
-    out = set()
-    for name, kernels in kernels_of.items():
-        computing = {k for k in kernels if theirs.groups[k].kind != "extern"}
-        if len(computing) > 1 and name in by_name:
-            out |= _roots(by_name[name], pointwise)
-    return out
+def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:
+    """A launch of Inductor's that holds none of our nodes, only parts of them."""
+    home = {n: g for g in ours.groups for n in g.nodes}
+    holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
+    kinds = {home[n].kind for n in launch.part_of}
+    scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
+    rule = ("extern_in_triton" if kinds & {"extern", "template"} else
+            "scatter_in_two_launches" if scatter else "inductor_only_launch")
+    reason = (f"{launch.name} computes part of {', '.join(launch.part_of) or 'nothing of ours'}"
+              f" ({'/'.join(sorted(kinds))} in our plan)")
+    return Difference((), holders, (rule,), (reason,), launch.index, launch.name)
 
 
-def _absorbed(ours: FusionPlan, where: dict[str, list[int]]) -> list[str]:
-    """Our nodes no Inductor node remembers (a pattern replaced mm + add by one addmm that
-    names only the add): each goes to the one Inductor kernel all its users went to, and is
-    recorded in `where` under that kernel. Graph order, so chains resolve forwards."""
-    ir = ours.ir
-    if ir is None:
-        return []
-    users = ir.node_users()
-    found = []
-    for node in reversed(ir.nodes):
-        if node.name in where or node.name not in users:
-            continue
-        kernels = {k for u in users[node.name] for k in where.get(u, [None])}
-        if len(kernels) == 1 and None not in kernels:
-            where[node.name] = [kernels.pop()]
-            found.append(node.name)
-    return found
-
-
-def _merged(ours: FusionPlan, theirs: FusionPlan, absorbed: set[str]) -> list[set[str]]:
+def _merged(ours: FusionPlan, theirs: FusionPlan, placed: Attribution) -> list[set[str]]:
     """Sets of our nodes that Inductor's post-grad patterns turned into one op (mm + add into
-    addmm): no fusion decision of anyone's, a rewrite of the graph."""
+    addmm), or whose node a pattern removed (placed with its users): no fusion decision of
+    anyone's, a rewrite of the graph."""
     gm = getattr(theirs.ir, "gm", None)
     mine = {n for g in ours.groups for n in g.nodes}
     out: list[set[str]] = []
     for node in gm.graph.nodes if gm is not None else ():
-        roots = _roots(node, mine)
-        if len(roots) > 1:
-            out.append(roots)
-    ir = ours.ir
-    for name in absorbed & mine:  # with the users it was absorbed into
-        users = {n.name for n in ir.nodes for b in n.reads
-                 if ir.buffers[b].producer == name} if ir is not None else set()
-        out.append({name} | users)
+        found = roots(node, mine)
+        if len(found) > 1:
+            out.append(found)
+    users = ours.ir.node_users()
+    for name, step in placed.how.items():
+        if step.startswith("absorbed"):
+            out.append({name} | set(users.get(name, ())))
     return out
 
 
@@ -380,20 +329,37 @@ class Comparison:
     name: str
     ours: FusionPlan
     inductor: FusionPlan
-    groups: list[tuple[str, ...]]  # Inductor's kernels as groups of our nodes (align)
+    groups: list[tuple[str, ...]]  # each Inductor launch as the group of our nodes it holds
     differences: list[Difference]
     priced: Priced  # Inductor's groups priced by our cost model
+    placed: Attribution  # how each of our nodes was placed on a launch (launches.py)
 
     @property
     def identical(self) -> int:
-        """Inductor kernels whose node group is exactly one of our kernels."""
+        """Inductor launches whose node group is exactly one of our kernels."""
         mine = {g.nodes for g in self.ours.groups}
         return sum(1 for g in self.groups if g and g in mine)
 
     @property
     def inductor_kernels(self) -> int:
-        """Inductor kernels that compute at least one of our nodes."""
-        return sum(1 for g in self.groups if g)
+        """Inductor's launches, every one (those that hold none of our nodes too)."""
+        return len(self.groups)
+
+    def check(self) -> Comparison:
+        """Raise AlignmentError naming what is unaligned: a node of ours on no launch, launches
+        counted that are not the wrapper's launches, a launch computing nothing of ours, a
+        node on two launches. Returns self, so `compare(...)[0].check()` reads in one line."""
+        problems = self.placed.problems()
+        seen: dict[str, int] = {}
+        for index, group in enumerate(self.groups):
+            for name in group:
+                if name in seen:
+                    problems.append(f"our node {name} is on launches {seen[name]} and {index}")
+                seen[name] = index
+        if problems:
+            raise AlignmentError(f"{self.name}: the comparison with Inductor is not aligned:\n  "
+                                 + "\n  ".join(problems))
+        return self
 
     @property
     def unexplained(self) -> list[Difference]:
@@ -411,6 +377,10 @@ class Comparison:
         lines = [f"{self.name}:", self.table()]
         lines += [f"  {d}" for d in self.differences]
         return "\n".join(lines)
+
+
+class AlignmentError(AssertionError):
+    """Our nodes and Inductor's launches do not line up (Comparison.check says where)."""
 
 
 @dataclass(frozen=True)
@@ -441,9 +411,10 @@ def _priced(ours: FusionPlan, groups: list[tuple[str, ...]]) -> Priced:
 
 def compare_plans(ours: FusionPlan, theirs: FusionPlan, name: str | None = None) -> Comparison:
     """Line our plan up with Inductor's plan of the same graph (see the module docstring)."""
-    groups, absorbed = align(ours, theirs)
+    placed = align(ours, theirs)
+    groups = [launch.nodes for launch in placed.launches]
     return Comparison(name or ours.name, ours, theirs, groups,
-                      differences(ours, theirs, groups, absorbed), _priced(ours, groups))
+                      differences(ours, theirs, placed), _priced(ours, groups), placed)
 
 
 def compare_compiled(compiled: CompiledGraph | None = None,

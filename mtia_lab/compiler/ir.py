@@ -45,8 +45,14 @@ class Kind(str, enum.Enum):
 TEMPLATES = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
 REDUCTIONS = {
     "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "var_mean", "std", "argmax",
-    "argmin", "any", "all", "logsumexp",
+    "argmin", "any", "all", "logsumexp", "linalg_vector_norm",
 }
+# Ops Inductor lowers to a reduction-shaped loop nest (its own decomposition or lowering, not
+# an ATen call): a scan runs over rows of the scanned dim; GroupNorm reduces each (sample,
+# group) and normalizes in the same kernel. Their loop space is not their output's shape
+# (`_loop_space`).
+SCANS = {"cumsum", "cumprod", "logcumsumexp"}
+LOWERED_NORMS = {"native_group_norm"}
 # Not tagged pointwise in the schema, but elementwise all the same (factories read nothing;
 # random ops are pointwise too: Inductor draws from a seed buffer inside the kernel, which is
 # how dropout's mask math fuses).
@@ -55,6 +61,7 @@ POINTWISE_EXTRA = {
     "scalar_tensor", "zeros", "ones", "zeros_like", "ones_like", "fill", "lift_fresh_copy",
     "iota", "arange", "rand", "rand_like", "randn", "randn_like", "bernoulli", "uniform",
     "normal", "randint", "randint_like", "native_dropout", "bernoulli_", "uniform_", "normal_",
+    "triu_indices", "tril_indices",
 }
 # Ops Inductor lowers to fusible (pointwise) code whose loads go through an index or a window:
 # the output is computed element by element, but the inputs are not read at the output's
@@ -109,6 +116,8 @@ class SchedulerNode:
     int8: bool = False  # integer GEMM: priced at the chip's INT8 peak
     indexed: bool = False  # reads through an index or window (gather, embedding, cat, pool)
     scatter: bool = False  # writes through an index (scatter, index_put)
+    loads: int = 0  # values loaded per output element (a 3x3 pool: 9), for realize_acc_reads
+    channels_last: bool = False  # writes a convolution's input (laid out channels-last)
     inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
@@ -243,7 +252,7 @@ def classify(target) -> Kind:
         return Kind.VIEW
     if name in ALLOC:
         return Kind.ALLOC
-    if name in REDUCTIONS:
+    if name in REDUCTIONS or name in SCANS or name in LOWERED_NORMS:
         return Kind.REDUCTION
     if torch.Tag.pointwise in target.tags or name in POINTWISE_EXTRA or name in INDEXED \
             or name in SCATTER:
@@ -319,6 +328,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if fx_node.op != "call_function":
             continue
         kind = classify(fx_node.target)
+        if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
+            kind = Kind.VIEW
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
         if fx_node.target is operator.getitem:
             parent = fx_node.args[0]
@@ -358,6 +369,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
             source_val = _tensors(args[0].meta.get("val"))
             rnumel = max(1, _numel(source_val[0], size) // max(numel, 1)) if source_val else 1
+            numel, rnumel = _loop_space(fx_node, op_name, numel, rnumel, size)
         node = SchedulerNode(
             name=fx_node.name, index=len(nodes), kind=kind, target=str(fx_node.target),
             reads=reads, writes=(), numel=numel, rnumel=rnumel,
@@ -366,7 +378,9 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
                 getattr(a.meta.get("val"), "dtype", None) in (torch.int8, torch.uint8)
                 for a in args),
             indexed=op_name in INDEXED, scatter=op_name in SCATTER,
-            inner=kind is not Kind.REDUCTION or _reduces_inner(fx_node),
+            loads=_loads(fx_node, op_name, len(reads)),
+            inner=kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
+            or _reduces_inner(fx_node),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.gemm_flops = _gemm_flops(fx_node, size)
@@ -385,7 +399,22 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
     for node in nodes:
         for buf in node.reads:
             users.setdefault(buf, []).append(node.name)
+    _mark_conv_inputs(gm, nodes, buffers, base_of)
     return GraphIR(gm, nodes, buffers, users, base_of, inputs, views)
+
+
+def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
+                      buffers: dict[str, Buffer], base_of: dict[str, str]) -> None:
+    """Inductor lays a 4-d convolution's input out channels-last (its layout optimization):
+    the op that writes it loops in that order (`SchedulerNode.channels_last`)."""
+    by_name = {n.name: n for n in nodes}
+    for fx_node in gm.graph.nodes:
+        if fx_node.target is not aten.convolution.default:
+            continue
+        source = fx_node.args[0]
+        buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
+        if buf is not None and buf.producer in by_name and len(buf.shape) == 4:
+            by_name[buf.producer].channels_last = True
 
 
 def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
@@ -400,6 +429,22 @@ def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
     found: set[str] = set()
     torch.fx.map_arg(fx_node.args[position], lambda a: found.add(a.name))
     return found
+
+
+def _noop_copy(fx_node: torch.fx.Node) -> bool:
+    """A clone whose result has its input's sizes, strides and dtype is no copy at all:
+    Inductor's post-grad pass `remove_noop_ops` replaces it by its input (unless it is a
+    graph output, which must not alias an input)."""
+    if fx_node.target not in (aten.clone.default, aten.alias.default) or not fx_node.args:
+        return False
+    src, out = fx_node.args[0], fx_node.meta.get("val")
+    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not (isinstance(val, torch.Tensor) and isinstance(out, torch.Tensor)):
+        return False
+    if any(user.op == "output" for user in fx_node.users):
+        return False
+    return (val.shape == out.shape and val.dtype == out.dtype
+            and (out.numel() <= 1 or val.stride() == out.stride()))
 
 
 POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "avg_pool3d"}
@@ -432,6 +477,54 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
     return (shape, strides, size(val.storage_offset()))
 
 
+def _noop_copy(fx_node: torch.fx.Node) -> bool:
+    """A clone whose result has its input's sizes, strides and dtype is no copy at all:
+    Inductor's post-grad pass `remove_noop_ops` replaces it by its input (unless it is a
+    graph output, which must not alias an input)."""
+    if fx_node.target not in (aten.clone.default, aten.alias.default) or not fx_node.args:
+        return False
+    src, out = fx_node.args[0], fx_node.meta.get("val")
+    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not (isinstance(val, torch.Tensor) and isinstance(out, torch.Tensor)):
+        return False
+    if any(user.op == "output" for user in fx_node.users):
+        return False
+    return (val.shape == out.shape and val.dtype == out.dtype
+            and (out.numel() <= 1 or val.stride() == out.stride()))
+
+
+POOLS = {"max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d"}
+
+
+def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:
+    """Values a node loads per output element: one per buffer it reads, a whole window for a
+    pool (Inductor's `num_reads` of the op's loop body)."""
+    if op_name in POOLS and len(fx_node.args) > 1:
+        window = 1
+        for k in fx_node.args[1]:
+            window *= int(k)
+        return window * reads
+    return reads
+
+
+def _loop_space(fx_node: torch.fx.Node, op_name: str, numel: int, rnumel: int,
+                size: Size) -> tuple[int, int]:
+    """(numel, rnumel) of the loop nest Inductor makes for a scan (rows x scanned dim) or a
+    GroupNorm (samples*groups x elements per group); other reductions: as given."""
+    source = fx_node.args[0].meta.get("val") if fx_node.args else None
+    if not isinstance(source, torch.Tensor) or source.dim() == 0:
+        return numel, rnumel
+    total = _numel(source, size)
+    if op_name in SCANS:
+        length = size(source.shape[fx_node.args[1] % source.dim()])
+        return total // max(length, 1), length
+    if op_name in LOWERED_NORMS:  # native_group_norm(input, weight, bias, N, C, HxW, group, eps)
+        groups = size(fx_node.args[1 + 5])
+        outer = size(source.shape[0]) * groups
+        return outer, total // max(outer, 1)
+    return numel, rnumel
+
+
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     """Does the reduction run over the innermost dims of its input (sum(-1), not sum(1) of a
     3-d tensor)? Only then can one loop nest serve it and a pointwise over its whole input: the
@@ -439,7 +532,8 @@ def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     source = fx_node.args[0].meta.get("val") if fx_node.args else None
     if not isinstance(source, torch.Tensor) or source.dim() == 0:
         return True
-    dims = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim")
+    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
+    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
     if dims is None or dims == []:
         return True
     dims = [dims] if isinstance(dims, int) else list(dims)

@@ -7,9 +7,10 @@ the reason recorded is the one Inductor would give:
     1. lowering     inlined_while_lowering: a pointwise op used by one kernel only is computed
                     inside it (Inductor inlines it before scheduling: no guardrail applies)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
-    3. choices      no_shared_data, max_fusion_size, peak_memory,
+    3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, reduction_*, vertical_pointwise
+    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*,
+                    vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import config
-from .ir import FusedSchedulerNode, GraphIR, Kind
+from .ir import FusedSchedulerNode, GraphIR, Kind, node_kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -44,6 +45,13 @@ DEPARTURES = {
                      "op into several kernels and compute it in each",
     "post_grad_pattern": "we schedule the aten graph as traced; Inductor first rewrites some "
                          "patterns (mm + add into addmm, ...) into other ops",
+    "extern_in_triton": "our extern kernel is the whole op; Inductor runs parts of some in "
+                        "Triton launches of their own: it copies a convolution's inputs into "
+                        "the layout it picks (layout_optimization) and adds a bias it peeled "
+                        "off the call",
+    "scatter_in_two_launches": "our scatter is one kernel (a copy of its input, then the "
+                               "indexed stores); Inductor launches the copy and the stores "
+                               "as two kernels, the second writing into the first's buffer",
 }
 # Inductor checks left out on purpose (the plan records this list in its settings).
 NOT_MODELLED = {
@@ -108,19 +116,40 @@ def _pure_pointwise(g: FusedSchedulerNode) -> bool:
     return all(n.kind is Kind.POINTWISE and not n.scatter for n in g.nodes)
 
 
+def _unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """A reduction small enough to unroll is pointwise code to Inductor's lowering: inlined
+    into a plain pointwise or reduction reader. Not into a cat: Inductor's cat lowering
+    realizes its inputs when it makes a ConcatKernel (a pointwise cat, which it picks in
+    other cases, is not modelled)."""
+    return not consumer.indexed and all(
+        node_kind(n) is Kind.POINTWISE and not n.scatter for n in producer.nodes)
+
+
 # ---- 1. lowering -----------------------------------------------------------------------------
+
+REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
+
+
+def _loads(g: FusedSchedulerNode) -> int:
+    """Values a pointwise kernel loads per element: one per buffer it reads from memory, a
+    whole window for a pool."""
+    return len(g.reads) + sum(n.loads - len(n.reads) for n in g.nodes)
+
 
 def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
-    it must (a reduction, an extern's input, a graph output, several users). An op whose only
+    it must (a reduction, an extern's input, a graph output, several users, more than
+    REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
         return None
     producer, consumer = p.producer_consumer()
-    if producer.size != 1 or not _pure_pointwise(producer) or consumer.kind not in (
-            Kind.POINTWISE, Kind.REDUCTION):
+    if producer.size != 1 or not (_pure_pointwise(producer) or _unrolled_into(
+            producer, consumer)) or consumer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
         return None
+    if _loads(producer) > REALIZE_ACC_READS:
+        return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
         if ir.buffers[buf].is_output:
@@ -204,6 +233,22 @@ def no_shared_data(p: Pair) -> Verdict | None:
     return None
 
 
+def _channels_last(g: FusedSchedulerNode) -> bool:
+    return any(n.channels_last for n in g.nodes)
+
+
+def conv_input_layout(p: Pair) -> Verdict | None:
+    """A kernel writing a convolution's input loops channels-last (Inductor's layout
+    optimization); it reads or writes nothing at the same index as a kernel looping in the
+    graph's order: no shared data (Inductor's score_fusion_memory is 0)."""
+    if _channels_last(p.a) == _channels_last(p.b):
+        return None
+    last = p.a if _channels_last(p.a) else p.b
+    return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
+                   "input, laid out channels-last: its loop order is not the other's, so no "
+                   "data is shared at the same index")
+
+
 def max_fusion_size(p: Pair) -> Verdict | None:
     limit = config.max_fusion_size
     size = p.a.size + p.b.size
@@ -241,7 +286,8 @@ def max_fusion_unique_io_buffers(p: Pair) -> Verdict | None:
     return None
 
 
-CHOICES = [no_shared_data, max_fusion_size, peak_memory, max_fusion_unique_io_buffers]
+CHOICES = [no_shared_data, conv_input_layout, max_fusion_size, peak_memory,
+           max_fusion_unique_io_buffers]
 
 
 # ---- 4. vertical / horizontal: one loop nest for both ----------------------------------------
@@ -281,6 +327,44 @@ def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
     return None
 
 
+def _slice(how) -> bool:
+    """A read of a view that is part of the buffer at other positions (a slice, a shift),
+    not a broadcast of it (a zero stride) and not the whole buffer."""
+    if not isinstance(how, tuple) or len(how) != 3:
+        return False
+    shape, strides, offset = how
+    return all(s != 0 or d == 1 for s, d in zip(strides, shape, strict=True))
+
+
+def read_other_positions(p: Pair) -> Verdict | None:
+    """A consumer that reads part of its producer's output at other positions than the
+    producer writes them (`x[..., :-1]` shifted into `y[..., 1:]`): Inductor fuses a realized
+    producer only with readers of the same index (its memory dependencies must match)."""
+    producer, consumer = p.producer_consumer()
+    shifted = _shifted(consumer, p.ir)
+    for node in consumer.nodes:
+        for buf in producer.writes & set(node.reads):
+            if node.name in shifted or any(_slice(how) for how in node.access.get(buf, ())):
+                return Verdict(False, "read_other_positions",
+                               f"{node.name} reads {producer.nodes[-1].name}'s output at "
+                               "other positions than it is written (a slice, a shift)")
+    return None
+
+
+def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
+    """Nodes of a group computed at other positions than the group's own: read through a
+    slice by another member (an inlined op is recomputed where it is read), and what they
+    read inside the group, transitively."""
+    inside = {b: ir.buffers[b].producer for b in group.writes}
+    shifted: set[str] = set()
+    for node in reversed(group.nodes):
+        for buf in node.reads:
+            if buf in inside and (node.name in shifted or any(
+                    _slice(how) for how in node.access.get(buf, ()))):
+                shifted.add(inside[buf])
+    return shifted
+
+
 def reduction_fusion(p: Pair) -> Verdict | None:
     """Reductions fuse with reductions over the same space, and with pointwise kernels over
     the reduced space, or over the full space when the reduction runs over the inner dims."""
@@ -315,7 +399,8 @@ def vertical_pointwise(p: Pair) -> Verdict | None:
                    + (" match" if same else " differ"))
 
 
-VERTICAL = [scatter_output, indexed_read, reduction_fusion, vertical_pointwise]
+VERTICAL = [scatter_output, indexed_read, read_other_positions, reduction_fusion,
+            vertical_pointwise]
 
 
 def score_fusion_memory_threshold(p: Pair) -> Verdict | None:
@@ -361,8 +446,8 @@ def on_chip_memory_budget(p: Pair) -> Verdict | None:
 
 
 GUARDRAILS = [*CHOICES, score_fusion_memory_threshold, long_distance, on_chip_memory_budget]
-RULES = [*KIND_RULES, scatter_output, indexed_read, reduction_fusion, vertical_pointwise,
-         horizontal]
+RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, reduction_fusion,
+         vertical_pointwise, horizontal]
 
 
 def _first(checks, p: Pair) -> Verdict | None:

@@ -51,6 +51,12 @@ class InductorGraph:
     kernel_names: dict[int, str] = field(default_factory=dict)  # group index -> kernel name
     sources: dict[str, str] = field(default_factory=dict)  # kernel name -> @triton.jit source
     kernels_of: dict[str, tuple[int, ...]] = field(default_factory=dict)  # FX node -> groups
+    # Each launch's computed FX nodes (the `origins` of its buffers: inlined nodes included)
+    # and the FX nodes whose value it writes (its buffers' `origin_node`): which launch holds
+    # which node, read from Inductor's records (compiler/inductor_compare.py aligns by these).
+    origins: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    values: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    wrapper: str = ""  # the generated wrapper's code, when the compile captured it
 
     def source(self, name: str) -> str:
         return self.sources[name]
@@ -140,6 +146,20 @@ def _names(snode) -> tuple[str, ...]:
     return tuple(o.name for o in fx_origins([snode]))
 
 
+def _values(snode, by_name: dict) -> tuple[str, ...]:
+    """The FX nodes whose value a launch writes: its buffers' `origin_node` (Inductor sets
+    it on the buffer a node's lowering returned), and, for an extern with several outputs,
+    the tuple elements (MultiOutput) that take its outputs apart."""
+    found = []
+    for sub in snode.get_nodes():
+        node = getattr(sub, "node", None)
+        for part in [node, *(getattr(node, "outputs", None) or ())]:
+            origin = getattr(part, "origin_node", None) if part is not None else None
+            if origin is not None and origin.name in by_name:
+                found.append(origin.name)
+    return tuple(dict.fromkeys(found))
+
+
 def build_plan(c: Collector) -> FusionPlan:
     """The FusionPlan of one collected scheduler (see the module docstring)."""
     profile = RUNTIME.device().profile
@@ -208,6 +228,8 @@ def build_plan(c: Collector) -> FusionPlan:
             kname = str(getattr(snode.node, "python_kernel_name", "") or snode.get_name())
         info.kernel_names[i] = kname or snode.get_name()
     info.kernels_of = {n: tuple(w) for n, w in kernels_of.items()}
+    info.origins = {i: tuple(sorted(names)) for i, names in enumerate(origin_sets)}
+    info.values = {i: _values(snode, by_name) for i, (snode, _) in enumerate(launches)}
     decisions = _decisions(c, by_name)
     before_costs = [_cost(s, _kind(s)) for s in c.before if _kind(s) != "nop"]
     before = PlanTotals(len(before_costs), sum(x.bytes_read + x.bytes_written

@@ -1,12 +1,15 @@
 """Our fusion plan beside TorchInductor's real plan for the device, every difference named.
 
-Reads a `Comparison` (compiler/inductor_compare.py). Inductor's kernels are shown as the groups
-of OUR aten nodes they compute (mapped by node identity), so the two lists line up; a kernel
-whose node group is the same in both plans is marked `=`. Below them, every Inductor kernel
-that is not one of ours, with the rule of ours that explains it -- "(ours)" for a departure on
-purpose -- or UNEXPLAINED. Bytes and time of both sides come from our cost model (Inductor's
-groups priced as we price ours), and the bytes our kernels keep on chip (SRAM) are shown:
-that traffic moves at 2.7 TB/s instead of LPDDR5's 204.8 GB/s on MTIA v2.
+Reads a `Comparison` (compiler/inductor_compare.py). Inductor's launches, every one in the
+wrapper's order, are shown as the groups of OUR aten nodes they hold (placed from Inductor's
+own records, compiler/launches.py), so the two lists line up; a launch that holds none of our
+nodes (a layout copy of a convolution's input) says which of ours it computes a part of. A
+kernel whose node group is the same in both plans is marked `=`. Below them, launch by launch,
+every Inductor launch that is not one of our kernels, with the rule of ours that explains it
+-- "(ours)" for a departure on purpose -- or UNEXPLAINED. Bytes and time of both sides come
+from our cost model (Inductor's groups priced as we price ours), and the bytes our kernels
+keep on chip (SRAM) are shown: that traffic moves at 2.7 TB/s instead of LPDDR5's 204.8 GB/s
+on MTIA v2.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ MAX_KERNELS = 40  # kernels listed per side
 MAX_NODES_SHOWN = 8  # node names written out per kernel
 
 
-def _nodes(nodes, limit: int = MAX_NODES_SHOWN) -> str:
-    shown = ", ".join(nodes[:limit]) or "(no node of ours)"
+def _nodes(nodes, limit: int = MAX_NODES_SHOWN, part_of: tuple = ()) -> str:
+    if not nodes:
+        return f"(none of ours; part of {', '.join(part_of[:limit])})" if part_of \
+            else "(no node of ours)"
+    shown = ", ".join(nodes[:limit])
     return shown + (f", ... {len(nodes) - limit} more" if len(nodes) > limit else "")
 
 
@@ -40,9 +46,13 @@ class PlanCompare(View):
         self.name = comparison.name
         ours, theirs, priced = comparison.ours, comparison.inductor, comparison.priced
         self.ours = [(g.kind, tuple(g.nodes), g.bytes_moved, g.duration_us) for g in ours.groups]
+        # Every launch of Inductor's, in the wrapper's order: one that holds none of our
+        # nodes is shown with the nodes it computes a part of (a layout copy, a bias add).
+        launches = getattr(getattr(comparison, "placed", None), "launches", None)
+        self.part_of = {i: tuple(launch.part_of) for i, launch in enumerate(launches or ())}
+        self.kernel_names = {i: launch.name for i, launch in enumerate(launches or ())}
         self.theirs = [(g.kind, nodes, g.bytes_moved, g.duration_us)
-                       for g, nodes in zip(theirs.groups, comparison.groups, strict=True)
-                       if nodes]
+                       for g, nodes in zip(theirs.groups, comparison.groups, strict=True)]
         self.totals = {
             "mtia_lab": (ours.after.kernels, ours.after.bytes_moved, ours.sram_bytes,
                          ours.after.time_us),
@@ -84,15 +94,17 @@ class PlanCompare(View):
                                     ("bytes", "right"), ("sim", "right"), ("nodes", "left")):
                 table.add_column(column, justify=justify, overflow="fold")
             for i, (kind, nodes, moved, us) in enumerate(kernels[:self.max_kernels]):
+                part_of = self.part_of.get(i, ()) if side == "Inductor" else ()
                 table.add_row(str(i), "=" if nodes in self.same else "", kind, f"{moved:,}",
-                              fmt_us(us), Text(_nodes(nodes)))
+                              fmt_us(us), Text(_nodes(nodes, part_of=part_of)))
             if len(kernels) > self.max_kernels:
                 table.add_row("", "", f"... {len(kernels) - self.max_kernels} more", "", "", "")
             parts.append(table)
         parts.append(Text("=: the same node group is one kernel in both plans; Inductor's "
                           "bytes and times per kernel are its own estimates"))
         unexplained = sum(1 for _, ok in self.differences if not ok)
-        parts.append(Text(f"differences: {len(self.differences)} ({unexplained} unexplained)"))
+        parts.append(Text(f"differences: {len(self.differences)} ({unexplained} unexplained), "
+                          "launch by launch (Inductor's launch numbers above)"))
         for text, _ in self.differences:
             parts.append(Text(f"  {text}"))
         if self.notes:
@@ -114,11 +126,12 @@ class PlanCompare(View):
             body.append('  style="rounded"; color="#555555";')
             ids = []
             for i, (kind, nodes, moved_k, us_k) in enumerate(kernels_shown):
+                part_of = self.part_of.get(i, ()) if side == "Inductor" else ()
                 border = KIND_BORDER.get(kind, "#555555")
                 fill = palette.SAME_IN_BOTH.hex if nodes in self.same else "#ffffff"
                 label = (f'<<table border="1" cellborder="0" cellspacing="0" color="{border}" '
                          f'bgcolor="{fill}"><tr><td><b>{i}</b> {html_text(kind)}</td></tr>'
-                         f'<tr><td>{html_text(_nodes(nodes, 4))}</td></tr>'
+                         f'<tr><td>{html_text(_nodes(nodes, 4, part_of))}</td></tr>'
                          f'<tr><td>{moved_k:,} B, {html_text(fmt_us(us_k))}</td></tr></table>>')
                 ids.append(f"{side}_{i}")
                 body.append(f"  {quote(ids[-1])} [label={label}];")
@@ -143,8 +156,11 @@ class PlanCompare(View):
         out = {}
         for side, kernels in (("mtia_lab", self.ours), ("Inductor", self.theirs)):
             for i, (kind, nodes, moved, us) in enumerate(kernels[:self.max_kernels]):
+                name = self.kernel_names.get(i, "") if side == "Inductor" else ""
                 out[f"{side}_{i}"] = {"title": f"{side} kernel {i} ({kind})", "rows": [
-                    ["nodes", ", ".join(nodes)], ["memory", f"{moved:,} B moved"],
+                    ["nodes", ", ".join(nodes) or _nodes(nodes, part_of=self.part_of.get(i, ()))],
+                    *([["launches", name]] if name else []),
+                    ["memory", f"{moved:,} B moved"],
                     ["simulated", fmt_us(us)],
                     ["other plan", "the same group is one kernel there too"
                      if nodes in self.same else "grouped differently there"]]}

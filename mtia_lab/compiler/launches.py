@@ -1,0 +1,287 @@
+"""Which of Inductor's launches computes which of our nodes, read from Inductor's own records.
+
+Inductor's plan (mtia_lab/inductor/plan.py) has one group per launch, in the wrapper's order,
+and for each launch two records Inductor keeps itself:
+
+    origins   the post-grad FX nodes its buffers were made from (nodes inlined into it, but
+              also, through a copy, the nodes of the buffer it copies)
+    values    the FX nodes whose value it writes (its buffers' `origin_node`)
+
+Every post-grad node remembers the node of OUR graph it came from (`meta["from_node"]`). Each
+of our nodes is then given the one launch that holds it, by these steps, first match wins:
+
+    1. extern      an extern or template of ours (mm, convolution) goes to Inductor's extern
+                   launch of it (never to the Triton kernel that copies its input, nor to the
+                   one that adds a bias Inductor peeled off it)
+    2. written     the launch that writes its value (the last of its post-grad nodes written)
+    3. computed    the first launch that computes it inline (a node a launch only inherits
+                   from the buffer it reads, through a copy, does not count); more than one:
+                   Inductor recomputes it in each (`recomputed`)
+    4. absorbed    a node no launch computes (a copy into a mutated input, a clone Inductor
+                   removed, a constant folded away, a pattern that named only its user, a
+                   cat whose producers write straight into its buffer): the launch of its
+                   neighbours in the same kernel of ours, else the launch all its users went
+                   to, else the last launch of its producers (the one that completes it)
+
+Our nodes are found among Inductor's post-grad nodes by the names `from_node` keeps, and,
+where no name leads to them, by op and order (`_post_grad_nodes`).
+
+A launch may own none of our nodes (a layout copy of a convolution's input, a bias add split
+out of it): it is kept, with the nodes it computes part of (`Launch.part_of`), so that the
+launches counted are Inductor's launches. `Attribution.problems()` says what does not line up.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+import torch.fx
+
+from .decisions import FusionPlan
+
+
+@dataclass
+class Launch:
+    """One of Inductor's launches, as our nodes."""
+
+    index: int
+    name: str  # the kernel name the wrapper calls (triton_poi_fused_add_0, extern_kernels.mm)
+    kind: str  # pointwise / reduction / extern
+    nodes: tuple[str, ...] = ()  # our nodes this launch holds (each in exactly one launch)
+    part_of: tuple[str, ...] = ()  # our nodes it computes a part of but does not hold
+
+
+@dataclass
+class Attribution:
+    launches: list[Launch]
+    how: dict[str, str]  # our node -> the step that placed it (extern, written, ...)
+    recomputed: set[str] = field(default_factory=set)  # our nodes computed in several launches
+    unplaced: list[str] = field(default_factory=list)  # our nodes no step placed
+    wrapper_launches: list[str] | None = None  # kernel names the wrapper calls, in order
+
+    def problems(self) -> list[str]:
+        """What does not line up, in words; empty when the alignment is complete."""
+        out = [f"our node {n} is in no Inductor launch" for n in self.unplaced]
+        if self.wrapper_launches is not None:
+            names = [launch.name for launch in self.launches]
+            if names != self.wrapper_launches:
+                out.append(f"launches counted {len(names)} ({', '.join(names)}) != the "
+                           f"wrapper's {len(self.wrapper_launches)} "
+                           f"({', '.join(self.wrapper_launches)})")
+        for launch in self.launches:
+            if not launch.nodes and not launch.part_of:
+                out.append(f"launch {launch.index} ({launch.name}) computes nothing of ours")
+        return out
+
+
+_OVERLOAD = re.compile(r"_default(?=(_\d+)?$)")
+
+
+def _ours(name: str, ours: set[str]) -> str | None:
+    """`name` if it is a node of ours; else the same node as AOTAutograd's retrace names an op
+    it reaches through its overload ("native_group_norm_default_1" for our
+    "native_group_norm_1")."""
+    if name in ours:
+        return name
+    alias = _OVERLOAD.sub("", name)
+    return alias if alias in ours else None
+
+
+def roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
+    """The nodes of OUR graph a post-grad node was made from, following `meta["from_node"]`
+    (several for a pattern that merged nodes: mm + add into addmm). On each path, the
+    earliest-made name that is a node of ours."""
+    found: set[str] = set()
+
+    def walk(sources, best: str | None) -> None:
+        if not sources:
+            if best is not None:
+                found.add(best)
+            return
+        for source in sources:
+            walk(source.from_node, _ours(source.name, ours) or best)
+
+    walk(node.meta.get("from_node") or [], _ours(node.name, ours))
+    return found
+
+
+_TRITON = re.compile(r"^\s*(\w+)\.run\(")
+_EXTERN = re.compile(r"^\s*(?:\w+ = )?(extern_kernels\.\w+|torch\.ops\.[\w.]+|aten\.[\w.]+)\(")
+
+
+def wrapper_launches(code: str) -> list[str]:
+    """The kernels a generated wrapper's `call` launches, in order: Triton kernels' `.run(`
+    and extern calls (extern_kernels.mm, torch.ops.aten.sort.stable, aten.scatter_.src)."""
+    body = code[code.find("def call("):]
+    body = body[:body.find("\nrunner = ")] if "\nrunner = " in body else body
+    out = []
+    for line in body.splitlines():
+        found = _TRITON.match(line) or _EXTERN.match(line)
+        if found:
+            out.append(found.group(1))
+    return out
+
+
+def _source(node: torch.fx.Node) -> tuple[str, str]:
+    """(name, target) of the node a post-grad node was made from in the graph Inductor
+    traced, or its own when it remembers none (a node a pattern made: SDPA for attention)."""
+    sources = node.meta.get("from_node") or []
+    while sources and sources[0].from_node:
+        sources = sources[0].from_node
+    if sources:
+        return sources[0].name, str(sources[0].target)
+    return node.name, str(node.target)
+
+
+def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
+    """Our node -> the post-grad nodes made from it. By name (`roots`); then, for our nodes
+    no name reached, by op in graph order: the two lists of ops left (ours, and the sources
+    no name of ours reached) aligned as sequences, so that a retrace's own numbering
+    ("native_layer_norm_default" for our "native_layer_norm_2") still finds its node, and a
+    pattern's replacement nodes (attention rewritten as SDPA's math, which remember no
+    source) find the ops of ours they stand for, in order, where there is one."""
+    mine = {n.name for n in ir.nodes}
+    post: dict[str, list[str]] = {n.name: [] for n in ir.nodes}
+    unrooted: dict[tuple[str, str], list[str]] = {}  # source -> its post-grad nodes
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        found = roots(node, mine)
+        for root in found:
+            post[root].append(node.name)
+        if not found:
+            unrooted.setdefault(_source(node), []).append(node.name)
+    left = [n for n in ir.nodes if not post[n.name]]
+    sources = list(unrooted)
+    matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
+                                      autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            post[left[block.a + i].name] = list(unrooted[sources[block.b + i]])
+    return post
+
+
+def _computes(theirs: FusionPlan) -> list[set[str]]:
+    """Per launch, the post-grad nodes it computes itself: its origins, less those of the
+    launches whose buffers it reads (origins a copy inherits from what it copies)."""
+    info = theirs.ir
+    writer = {b: g.index for g in theirs.groups for b in g.outputs}
+    out = []
+    for g in theirs.groups:
+        inherited: set[str] = set()
+        for buf in g.inputs:
+            if buf in writer and writer[buf] != g.index:
+                inherited |= set(info.origins.get(writer[buf], ()))
+        out.append(set(info.origins.get(g.index, ())) - inherited)
+    return out
+
+
+def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) -> Attribution:
+    """Place each of our nodes on one of Inductor's launches (see the module docstring)."""
+    info, ir = theirs.ir, ours.ir
+    mine = [n.name for n in ir.nodes]
+    kind = {n.name: n.kind.value for n in ir.nodes}
+    order = {n.name: i for i, n in enumerate(info.gm.graph.nodes)}
+    post = _post_grad_nodes(ir, info.gm)
+    launches = theirs.groups
+    computes = _computes(theirs)
+    origins = [set(info.origins.get(g.index, ())) for g in launches]
+    values = [set(info.values.get(g.index, ())) for g in launches]
+    home: dict[str, int] = {}
+    how: dict[str, str] = {}
+    recomputed: set[str] = set()
+    for name in mine:
+        mine_post = set(post[name])
+        if not mine_post:
+            continue
+        if kind[name] in ("extern", "template"):
+            extern = [g.index for g in launches if g.kind == "extern"
+                      and mine_post & origins[g.index]]
+            if extern:
+                home[name] = next((k for k in extern if mine_post & values[k]), extern[0])
+                how[name] = "extern"
+                continue
+        written = [(max(order[n] for n in mine_post & values[k]), k)
+                   for k in range(len(launches)) if mine_post & values[k]]
+        if written:
+            home[name], how[name] = max(written)[1], "written"
+            continue
+        computing = [k for k in range(len(launches)) if mine_post & computes[k]]
+        if computing:
+            home[name], how[name] = computing[0], "computed"
+            if len([k for k in computing if launches[k].kind != "extern"]) > 1:
+                recomputed.add(name)
+    _absorb(ours, mine, home, how)
+    held: list[list[str]] = [[] for _ in launches]
+    for name in mine:
+        if name in home:
+            held[home[name]].append(name)
+    part_of = [_part_of(k, theirs, mine, post, held[k], computes[k] | values[k])
+               for k in range(len(launches))]
+    out = [Launch(g.index, info.kernel_names.get(g.index, ""), g.kind, tuple(held[g.index]),
+                  tuple(part_of[g.index])) for g in launches]
+    return Attribution(out, how, recomputed, [n for n in mine if n not in home],
+                       wrapper_launches(wrapper) if wrapper else None)
+
+
+def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list[str],
+             made: set[str]) -> list[str]:
+    """Our nodes launch k computes a part of without holding them: those it computes or
+    writes; for a launch that only finishes a buffer another launch wrote (a scatter's
+    indexed stores after the copy of its input), the node whose value that buffer holds."""
+    found = [r for r in mine if r not in held and set(post[r]) & made]
+    if found or held:
+        return found
+    writer = {b: g.index for g in theirs.groups for b in g.outputs}
+    finished = {v for b in theirs.groups[k].inputs if b in writer and writer[b] != k
+                for v in theirs.ir.values.get(writer[b], ())}
+    mutated = finished & set(theirs.ir.origins.get(k, ()))
+    return [r for r in mine if set(post[r]) & mutated]
+
+
+_COPIES = ("aten.clone.", "aten.copy.", "aten.copy_.", "aten.alias.", "aten._to_copy.")
+
+
+def _absorb_order(target: str) -> tuple[str, str]:
+    """A copy Inductor removes (a clone that keeps the layout, the copy back into a mutated
+    input) is its producer's value: its producers first. Any other node a pattern took
+    into its user (mm + add into addmm): its users first."""
+    return ("producers", "users") if target.startswith(_COPIES) else ("users", "producers")
+
+
+def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str]):
+    """Step 4: nodes no launch computes go where the neighbours our plan runs in the same
+    kernel went (Inductor computes them nowhere: no difference to count), else where all
+    their users went, else to the last launch of their producers (copies: producers first,
+    `_absorb_order`). Repeated until nothing moves, so chains of them resolve."""
+    ir = ours.ir
+    users = ir.node_users()
+    kernel_of = {n: g.index for g in ours.groups for n in g.nodes}
+    producers: dict[str, set[str]] = {n: set() for n in mine}
+    for user_of, names in users.items():
+        for u in names:
+            producers.setdefault(u, set()).add(user_of)
+    changed = True
+    while changed:
+        changed = False
+        for name in mine:
+            if name in home:
+                continue
+            # Inductor computes it nowhere: it stays with what our plan runs it beside
+            mates = [home.get(n) for n in (*users.get(name, ()), *producers.get(name, ()))
+                     if kernel_of[n] == kernel_of[name]]
+            if mates and None not in mates:
+                home[name], how[name] = max(mates), "absorbed with its kernel-mates"
+                changed = True
+                continue
+            for step in _absorb_order(ir.by_name[name].target):
+                near = users.get(name, ()) if step == "users" else producers.get(name, ())
+                places = {home.get(n) for n in near}
+                if not places or None in places or (step == "users" and len(places) > 1):
+                    continue
+                # a cat its producers write piece by piece: the last of them completes it
+                home[name], how[name] = max(places), f"absorbed by its {step}"
+                changed = True
+                break
