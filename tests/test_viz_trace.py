@@ -422,7 +422,7 @@ def test_explorer_table_has_aligned_uncut_columns(recorded):
     table = ex.table.value
     assert table.count("<tr") == 1 + len(ex.page_rows) and "overflow-x:auto" in table
     assert "<p>" not in table  # the status line above says which page this is, once
-    assert 'white-space:pre"' in ex.detail_html.value  # long lines scroll, words stay whole
+    assert 'white-space:pre;' in ex.detail_html.value  # long lines scroll, words stay whole
     full = ", ".join(tensor_brief(t) for t in addmm.inputs)  # the whole cell, no "..."
     assert html.escape(full) in table
     assert "background:#fff3b0" in table and table.count("background:#fff3b0") == 1
