@@ -477,25 +477,6 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
     return (shape, strides, size(val.storage_offset()))
 
 
-def _noop_copy(fx_node: torch.fx.Node) -> bool:
-    """A clone whose result has its input's sizes, strides and dtype is no copy at all:
-    Inductor's post-grad pass `remove_noop_ops` replaces it by its input (unless it is a
-    graph output, which must not alias an input)."""
-    if fx_node.target not in (aten.clone.default, aten.alias.default) or not fx_node.args:
-        return False
-    src, out = fx_node.args[0], fx_node.meta.get("val")
-    val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
-    if not (isinstance(val, torch.Tensor) and isinstance(out, torch.Tensor)):
-        return False
-    if any(user.op == "output" for user in fx_node.users):
-        return False
-    return (val.shape == out.shape and val.dtype == out.dtype
-            and (out.numel() <= 1 or val.stride() == out.stride()))
-
-
-POOLS = {"max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d"}
-
-
 def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:
     """Values a node loads per output element: one per buffer it reads, a whole window for a
     pool (Inductor's `num_reads` of the op's loop body)."""
