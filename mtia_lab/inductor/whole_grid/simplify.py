@@ -69,9 +69,10 @@ class _Simplifier:
 
     def stands_for(self, slot: int, out: int) -> bool:
         """`slot` may replace `out`: the same dtype and block shape (program axis 1 or equal)."""
-        have, want = self.recorded[slot].data, self.recorded[out].data
-        return (have.dtype == want.dtype and have.shape[1:] == want.shape[1:]
-                and have.shape[0] in (1, want.shape[0]))
+        have, want = self.recorded[slot], self.recorded[out]
+        return (have.dtype == want.dtype and have.data.dtype == want.data.dtype  # Triton's, NumPy's
+                and have.data.shape[1:] == want.data.shape[1:]
+                and have.data.shape[0] in (1, want.data.shape[0]))
 
     def never_negative_zero(self, slot: int) -> bool:
         if slot in self.no_negative_zero:
