@@ -19,6 +19,7 @@ import weakref
 
 import torch
 
+from .. import _compat
 from .._compat import DEVICE_NAME, copy_math_bits, is_fake
 from .allocator import Block
 from .runtime import RUNTIME
@@ -53,13 +54,15 @@ def set_allocation_route(route) -> object:
 class DeviceStorage:
     """One simulated allocation: the allocator block and the host bytes behind it."""
 
-    __slots__ = ("device_index", "block", "nbytes", "host_ptr", "__weakref__")
+    __slots__ = ("device_index", "block", "nbytes", "host_ptr", "python_storage", "__weakref__")
 
     def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
         self.device_index = device_index
         self.nbytes = nbytes
         self.host_ptr = host_ptr
         self.block: Block | None = None
+        # The storage object `untyped_storage()` hands out, made on first use.
+        self.python_storage: torch.UntypedStorage | None = None
         if nbytes:
             source = _user_source() if RUNTIME.record_alloc_source else ""
             if _ALLOCATION_ROUTE is None:
@@ -88,6 +91,50 @@ class DeviceStorage:
     def __repr__(self) -> str:
         where = f"mtia_sim:{self.device_index}"
         return f"DeviceStorage({where}, {self.nbytes} bytes at {self.address:#x})"
+
+
+class DeviceUntypedStorage(torch.UntypedStorage):
+    """A device tensor's storage as Python code sees it (`t.untyped_storage()`, `t.storage()`).
+
+    Its bytes are the device memory itself (the inner CPU storage, aliased), so reading it on
+    the host works; its `data_ptr()` is the simulated address, as a CUDA storage reports its
+    device address. The allocation keeps this object (one per allocation, so views and base
+    give the same object, as PyTorch's do); the object refers back weakly, which avoids a
+    cycle that would hold device memory until the garbage collector runs.
+    """
+
+    _mtia_host: torch.UntypedStorage
+    _mtia_owner: weakref.ref[DeviceStorage]
+
+    @property
+    def _mtia_memory(self) -> DeviceStorage:
+        memory = self._mtia_owner()
+        if memory is None:
+            raise RuntimeError(
+                f"this {DEVICE_NAME} storage outlived every tensor that used its memory, so the "
+                "memory went back to the allocator; keep a tensor that uses it alive instead"
+            )
+        return memory
+
+    def data_ptr(self) -> int:
+        memory = self._mtia_owner()
+        return memory.address if memory is not None else 0
+
+
+def device_untyped_storage(tensor: MTIATensor) -> torch.UntypedStorage:
+    """The one storage object of a device tensor's allocation (views get the same object).
+    While torch.compile traces (a fake inner tensor) there is no memory: PyTorch's own."""
+    memory = tensor._storage
+    if memory.python_storage is not None:
+        return memory.python_storage
+    if not memory.nbytes:
+        return torch._C.TensorBase.untyped_storage(tensor)
+    host = tensor._inner.untyped_storage()
+    storage = _compat.storage_alias(host, _DEVICES[memory.device_index])
+    storage.__class__ = DeviceUntypedStorage
+    storage._mtia_host, storage._mtia_owner = host, weakref.ref(memory)
+    memory.python_storage = storage
+    return storage
 
 
 def _user_source() -> str:
@@ -156,6 +203,15 @@ class MTIATensor(torch.Tensor):
         if inner.is_neg() != self.is_neg():
             inner = inner._neg_view()
         self._inner = inner
+
+    def data_ptr(self) -> int:
+        """The simulated address of the first element, as CUDA reports a device address:
+        the allocation's address plus the offset in bytes, so views share their base's."""
+        address = self._storage.address
+        return address + self.storage_offset() * self.element_size() if address else 0
+
+    def untyped_storage(self) -> DeviceUntypedStorage:
+        return device_untyped_storage(self)
 
     def tolist(self) -> list:
         """As on CUDA: the values, read back to the host (a host sync)."""
