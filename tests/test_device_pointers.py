@@ -47,3 +47,20 @@ def test_storage_reads_back_the_device_bytes_and_rebinds(device):
     assert other.data_ptr() == base.data_ptr() + 16
     base[5] = -1.0
     assert other.cpu().tolist() == [[4.0, -1.0], [6.0, 7.0]]
+
+
+def test_storage_resize_frees_and_reallocates_device_memory(device, clean_memory):
+    """FSDP2's way of freeing a parameter: resize its storage to zero, later back to full."""
+    before = torch.mtia_sim.memory_allocated(device)
+    param = torch.arange(256.0, device=device)
+    view = param[128:]
+    assert torch.mtia_sim.memory_allocated(device) - before == 1024
+    param.untyped_storage().resize_(0)
+    assert param.untyped_storage().size() == 0 and param.data_ptr() == 0
+    assert torch.mtia_sim.memory_allocated(device) == before
+    param.untyped_storage().resize_(1024)
+    assert torch.mtia_sim.memory_allocated(device) - before == 1024
+    param.copy_(torch.ones(256, device=device))
+    assert view.sum().item() == 128.0 and view.data_ptr() == param.data_ptr() + 512
+    del param, view
+    assert torch.mtia_sim.memory_allocated(device) == before

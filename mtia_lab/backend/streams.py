@@ -24,24 +24,28 @@ _local = threading.local()
 DEVICE_TYPE = int(torch._C._autograd.DeviceType.PrivateUse1)
 
 
-class Stream:
-    """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream)."""
+class Stream(torch._C.Stream):
+    """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream).
 
-    def __init__(self, device=None, priority: int = 0) -> None:
+    A `torch.Stream` too, as torch.cuda.Stream is: its device index and id are PyTorch's own
+    fields, so `torch.accelerator.current_stream()` is a torch.Stream that names its device."""
+
+    def __new__(cls, device=None, priority: int = 0) -> Stream:
         index = _device_index(device)  # None or a negative int: the current device, as on CUDA
         RUNTIME.device(index)  # a clear error for a device that does not exist
-        self.device_index = index
+        stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
+        return super().__new__(cls, stream_id=stream_id, device_index=index,
+                               device_type=DEVICE_TYPE)
+
+    def __init__(self, device=None, priority: int = 0) -> None:
         self.priority = priority
-        self.stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
-        state = RUNTIME.device(index)
+        state = RUNTIME.device(self.device_index)
         self.clock_us = state.now_us
         state.streams.add(self)
 
     @property
     def device(self) -> torch.device:
         return torch.device(DEVICE_NAME, self.device_index)
-
-    device_type = DEVICE_TYPE  # as torch.Stream reports it
 
     def __enter__(self) -> Stream:
         """`with stream:` queues the block's work on this stream (as torch.Stream does)."""
@@ -86,11 +90,16 @@ class Stream:
         return id(self)
 
     def __repr__(self) -> str:
-        return f"<mtia_sim Stream {self.stream_id} on {self.device} at t={self.clock_us:.3f} us>"
+        return f"{super().__repr__()} (simulated clock at {self.clock_us:.3f} us)"
 
 
-class Event:
-    """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated."""
+class Event(torch._C.Event):
+    """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated.
+    A `torch.Event` too; its device and id are kept here (PyTorch's are set by C++ only)."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
+                interprocess: bool = False) -> Event:
+        return super().__new__(cls, torch.device(DEVICE_NAME), enable_timing=enable_timing)
 
     def __init__(
         self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
@@ -98,9 +107,11 @@ class Event:
         self.enable_timing = enable_timing
         self.recorded_us: float | None = None
         self.device_index: int | None = None
-        self.event_id = 0  # as CUDA: 0 until first recorded (the event is created lazily)
+        self._event_id = 0  # as CUDA: 0 until first recorded (the event is created lazily)
 
-    device_type = DEVICE_TYPE
+    @property
+    def event_id(self) -> int:
+        return self._event_id
 
     @property
     def device(self) -> torch.device | None:
@@ -115,7 +126,7 @@ class Event:
                 f"{stream.device}: make one event per device (as CUDA requires)."
             )
         self.device_index = stream.device_index
-        self.event_id = self.event_id or next(_event_ids)
+        self._event_id = self._event_id or next(_event_ids)
         # On an idle stream the event completes as soon as the host records it.
         self.recorded_us = max(stream.clock_us, RUNTIME.device(stream.device_index).now_us)
 
@@ -143,8 +154,10 @@ class Event:
         return (end_event.recorded_us - self.recorded_us) / 1000.0
 
     def __repr__(self) -> str:
-        where = "unrecorded" if self.recorded_us is None else f"t={self.recorded_us:.3f} us"
-        return f"<mtia_sim Event {where}>"
+        where = "unrecorded" if self.recorded_us is None else f"at {self.recorded_us:.3f} us"
+        index = -1 if self.device_index is None else self.device_index
+        return (f"torch.Event device_type={DEVICE_NAME}, device_index={index}, "
+                f"event_id={self.event_id} ({where})")
 
 
 def _device_index(device) -> int:
@@ -162,6 +175,16 @@ def _device_index(device) -> int:
     if device.type != DEVICE_NAME:
         raise ValueError(f"expected a {DEVICE_NAME} device, got {device}")
     return device.index if device.index is not None else RUNTIME.current_index
+
+
+def find_stream(device_index: int, stream_id: int) -> Stream:
+    """The live stream with this id on this device (torch.Stream(stream_id=..., ...))."""
+    if stream_id == 0:
+        return default_stream(device_index)
+    for stream in RUNTIME.device(device_index).streams:
+        if stream.stream_id == stream_id:
+            return stream
+    raise ValueError(f"no live stream {stream_id} on {DEVICE_NAME}:{device_index}")
 
 
 def default_stream(device=None) -> Stream:

@@ -64,12 +64,32 @@ class DeviceStorage:
         # The storage object `untyped_storage()` hands out, made on first use.
         self.python_storage: torch.UntypedStorage | None = None
         if nbytes:
-            source = _user_source() if RUNTIME.record_alloc_source else ""
-            if _ALLOCATION_ROUTE is None:
-                self.block = RUNTIME.devices[device_index].allocator.malloc(nbytes, op, source)
-            else:
-                self.block = _ALLOCATION_ROUTE(device_index, nbytes, host_ptr, op, source)
-            _LIVE_STORAGES[host_ptr] = weakref.ref(self)
+            self._allocate(op)
+
+    def _allocate(self, op: str) -> None:
+        source = _user_source() if RUNTIME.record_alloc_source else ""
+        if _ALLOCATION_ROUTE is None:
+            allocator = RUNTIME.devices[self.device_index].allocator
+            self.block = allocator.malloc(self.nbytes, op, source)
+        else:
+            self.block = _ALLOCATION_ROUTE(self.device_index, self.nbytes, self.host_ptr, op,
+                                           source)
+        _LIVE_STORAGES[self.host_ptr] = weakref.ref(self)
+
+    def resized(self, nbytes: int, host_ptr: int, op: str) -> None:
+        """The host bytes were resized (storage.resize_, FSDP2 frees parameters so): give the
+        old block back and take one of the new size, as CUDA's storage resize reallocates. The
+        new block is taken first: if the device is full, the old memory stays as it was."""
+        old_block, old_ptr = self.block, self.host_ptr
+        self.nbytes, self.host_ptr, self.block = nbytes, host_ptr, None
+        if nbytes:
+            self._allocate(op)
+        if old_block is not None:
+            entry = _LIVE_STORAGES.get(old_ptr)
+            if entry is not None and entry() is self and old_ptr != host_ptr:
+                del _LIVE_STORAGES[old_ptr]
+            RUNTIME.devices[self.device_index].allocator.free(old_block)
+        self.python_storage = None  # the next untyped_storage() aliases the new bytes
 
     @property
     def address(self) -> int:
@@ -120,6 +140,28 @@ class DeviceUntypedStorage(torch.UntypedStorage):
         memory = self._mtia_owner()
         return memory.address if memory is not None else 0
 
+    def nbytes(self) -> int:
+        return self._mtia_host.nbytes()
+
+    def size(self) -> int:
+        return self._mtia_host.nbytes()
+
+    def resize_(self, size: int) -> DeviceUntypedStorage:
+        """Resize the device memory in place (CUDA does; FSDP2 frees unsharded parameters
+        so): every tensor that uses it sees the new bytes, and its allocation is replaced."""
+        memory = self._mtia_memory
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise TypeError(f"resize_(size): size must be a non-negative int, got {size!r}")
+        host = self._mtia_host
+        old_nbytes = host.nbytes()
+        host.resize_(size)
+        try:
+            memory.resized(size, host.data_ptr(), "storage.resize_")
+        except BaseException:
+            host.resize_(old_nbytes)  # the device is full: leave the memory as it was
+            raise
+        return self
+
 
 def device_untyped_storage(tensor: MTIATensor) -> torch.UntypedStorage:
     """The one storage object of a device tensor's allocation (views get the same object).
@@ -127,9 +169,10 @@ def device_untyped_storage(tensor: MTIATensor) -> torch.UntypedStorage:
     memory = tensor._storage
     if memory.python_storage is not None:
         return memory.python_storage
-    if not memory.nbytes:
+    inner = tensor._inner
+    if _compat_is_fake(inner):
         return torch._C.TensorBase.untyped_storage(tensor)
-    host = tensor._inner.untyped_storage()
+    host = inner.untyped_storage()
     storage = _compat.storage_alias(host, _DEVICES[memory.device_index])
     storage.__class__ = DeviceUntypedStorage
     storage._mtia_host, storage._mtia_owner = host, weakref.ref(memory)
