@@ -72,7 +72,7 @@ def _named_device(device) -> int | None:
 def _generic_stream(device=None, *args, priority: int = 0, **kwargs):
     """torch.Stream(...) on mtia_sim: the device's own Stream (None for other devices)."""
     if "stream_id" in kwargs or args:  # Stream(stream_id, device_index, device_type)
-        values = dict(zip(("device_index", "device_type"), args), **kwargs)
+        values = dict(zip(("device_index", "device_type"), args, strict=False), **kwargs)
         values.setdefault("stream_id", device)
         if values.get("device_type") != DEVICE_TYPE:
             return None
