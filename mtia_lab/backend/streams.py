@@ -65,10 +65,12 @@ class Stream(torch._C.Stream):
 
     def wait_event(self, event: Event) -> None:
         """Work queued after this waits until the event's recorded work has finished."""
+        _require_event(event, "Stream.wait_event(event)")
         if event.recorded_us is not None:
             self.clock_us = max(self.clock_us, event.recorded_us)
 
     def wait_stream(self, stream: Stream) -> None:
+        require_stream(stream, "Stream.wait_stream(stream)")
         self.clock_us = max(self.clock_us, stream.clock_us)
 
     def record_event(self, event: Event | None = None) -> Event:
@@ -119,6 +121,8 @@ class Event(torch._C.Event):
         return None if self.device_index is None else torch.device(DEVICE_NAME, self.device_index)
 
     def record(self, stream: Stream | None = None) -> None:
+        if stream is not None:
+            require_stream(stream, "Event.record(stream)")
         stream = stream or current_stream()
         if self.device_index is not None and self.device_index != stream.device_index:
             raise RuntimeError(
@@ -131,6 +135,8 @@ class Event(torch._C.Event):
         self.recorded_us = max(stream.clock_us, RUNTIME.device(stream.device_index).now_us)
 
     def wait(self, stream: Stream | None = None) -> None:
+        if stream is not None:
+            require_stream(stream, "Event.wait(stream)")
         (stream or current_stream()).wait_event(self)
 
     def query(self) -> bool:
@@ -158,6 +164,22 @@ class Event(torch._C.Event):
         index = -1 if self.device_index is None else self.device_index
         return (f"torch.Event device_type={DEVICE_NAME}, device_index={index}, "
                 f"event_id={self.event_id} ({where})")
+
+
+def require_stream(value, what: str) -> None:
+    """A TypeError naming the argument, not an AttributeError from inside, for a non-stream."""
+    if not isinstance(value, Stream):
+        raise TypeError(
+            f"{what} expects a stream of the device (torch.Stream('{DEVICE_NAME}'), "
+            f"torch.{DEVICE_NAME}.Stream(), torch.{DEVICE_NAME}.current_stream()), got "
+            f"{value!r} ({type(value).__name__})"
+        )
+
+
+def _require_event(value, what: str) -> None:
+    if not isinstance(value, Event):
+        raise TypeError(f"{what} expects a torch.{DEVICE_NAME}.Event (or torch.Event('"
+                        f"{DEVICE_NAME}')), got {value!r} ({type(value).__name__})")
 
 
 def _device_index(device) -> int:
@@ -230,6 +252,8 @@ class StreamContext:
     current device come back."""
 
     def __init__(self, stream: Stream | None) -> None:
+        if stream is not None:
+            require_stream(stream, f"torch.{DEVICE_NAME}.stream(stream)")
         self.stream = stream
 
     def __enter__(self) -> Stream | None:
