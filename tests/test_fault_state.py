@@ -54,3 +54,30 @@ def test_a_wrong_type_stream_argument_is_a_type_error_naming_it(device, call):
     with pytest.raises(TypeError, match=r"(stream|event)\b.*got 'x' \(str\)"):
         call()
     assert torch.mtia_sim.current_stream() == torch.mtia_sim.default_stream()
+
+
+def test_views_name_a_wrong_type_argument():
+    from mtia_lab.viz.layout import layout_view
+    from mtia_lab.viz.trace_summary import trace_summary, trace_tree
+
+    for view in (trace_summary, trace_tree):
+        with pytest.raises(TypeError, match=r"\(trace\): expected a Trace.*got str"):
+            view("x")
+    with pytest.raises(TypeError, match=r"layout_view\(tensor\): expected a tensor.*got str"):
+        layout_view("x")
+
+
+def test_a_checkpoint_bigger_than_the_device_is_out_of_memory(device, clean_memory, tmp_path):
+    import mtia_lab
+
+    capacity = torch.mtia_sim.get_device_properties(device).total_memory
+    path = tmp_path / "big.pt"
+    torch.save([torch.zeros(1 << 16) for _ in range(6)], path)  # 6 x 256 KiB
+    mtia_lab.configure(memory_capacity=1 << 20)
+    try:
+        with pytest.raises(torch.OutOfMemoryError, match="out of memory"):
+            torch.load(path, map_location=device)
+        gc.collect()
+        assert torch.mtia_sim.memory_allocated(device) == 0
+    finally:
+        mtia_lab.configure(memory_capacity=capacity)
