@@ -68,9 +68,9 @@ class DeviceStorage:
 
     def _allocate(self, op: str) -> None:
         source = _user_source() if RUNTIME.record_alloc_source else ""
-        if _ALLOCATION_ROUTE is None:
+        if _ALLOCATION_ROUTE is None:  # the allocator sets self.block (interrupt-safe)
             allocator = RUNTIME.devices[self.device_index].allocator
-            self.block = allocator.malloc(self.nbytes, op, source)
+            allocator.malloc(self.nbytes, op, source, owner=self)
         else:
             self.block = _ALLOCATION_ROUTE(self.device_index, self.nbytes, self.host_ptr, op,
                                            source)
@@ -96,7 +96,7 @@ class DeviceStorage:
         return self.block.address if self.block is not None else 0
 
     def __del__(self) -> None:
-        block = self.block
+        block = getattr(self, "block", None)  # unset if an interrupt stopped __init__ early
         if block is None:
             return
         self.block = None
