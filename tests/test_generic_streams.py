@@ -73,3 +73,13 @@ def test_torch_event_records_waits_and_times():
     event.synchronize()
     assert event.query() and s1.query()
     s2.wait_stream(torch.Stream(device="mtia_sim:1"))  # across devices: accepted
+
+
+def test_a_torch_event_answers_as_torch_event_does():
+    event = torch.Event(device="mtia_sim:1")
+    assert (event.device.type, event.device.index, event.event_id) == ("mtia_sim", None, 0)
+    assert torch.mtia_sim.Event().device is None  # torch.cuda.Event's answer
+    untimed = torch.Event("mtia_sim")
+    untimed.record()
+    with pytest.raises(ValueError, match="enable_timing=True"):
+        untimed.elapsed_time(untimed)

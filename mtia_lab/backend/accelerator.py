@@ -86,7 +86,9 @@ def _generic_event(device=None, *, enable_timing: bool = False, blocking: bool =
     """torch.Event(...) on mtia_sim: the device's own Event (None for other devices)."""
     if _named_device(device) is None:
         return None
-    return Event(enable_timing, blocking, interprocess)
+    event = Event(enable_timing, blocking, interprocess)
+    event.generic = True
+    return event
 
 
 def _set_stream(stream) -> None:

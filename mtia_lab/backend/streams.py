@@ -110,6 +110,7 @@ class Event(torch._C.Event):
         self.recorded_us: float | None = None
         self.device_index: int | None = None
         self._event_id = 0  # as CUDA: 0 until first recorded (the event is created lazily)
+        self.generic = False  # made by torch.Event(...): answers as torch.Event does
 
     @property
     def event_id(self) -> int:
@@ -117,8 +118,11 @@ class Event(torch._C.Event):
 
     @property
     def device(self) -> torch.device | None:
-        """The device of the stream it was recorded on; None before (as torch.cuda.Event)."""
-        return None if self.device_index is None else torch.device(DEVICE_NAME, self.device_index)
+        """The device of the stream it was recorded on. Before: None (as torch.cuda.Event), or
+        the device type without an index for one made by torch.Event (as torch.Event)."""
+        if self.device_index is None:
+            return torch.device(DEVICE_NAME) if self.generic else None
+        return torch.device(DEVICE_NAME, self.device_index)
 
     def record(self, stream: Stream | None = None) -> None:
         if stream is not None:
@@ -152,6 +156,9 @@ class Event(torch._C.Event):
     def elapsed_time(self, end_event: Event) -> float:
         """Simulated milliseconds between this event and `end_event`, as CUDA reports them."""
         if not (self.enable_timing and end_event.enable_timing):
+            if self.generic:  # torch.Event's own error
+                raise ValueError("Both events must be created with argument "
+                                 "'enable_timing=True'.")
             raise RuntimeError(
                 "Both events must be created with enable_timing=True to measure elapsed time"
             )
