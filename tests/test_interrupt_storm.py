@@ -113,3 +113,21 @@ def test_an_interrupt_inside_a_dying_storage_still_frees_its_memory(device, clea
         gc.collect()
         assert torch.mtia_sim.memory_allocated(device) == before, f"interrupt at line {n}"
         assert allocator.consistency_errors() == []
+
+
+def test_a_storage_in_a_collected_cycle_is_freed_once(device, clean_memory, monkeypatch):
+    """The garbage collector runs weak-reference callbacks before __del__: the block must be
+    given back once (no double free), by whichever comes first."""
+    ignored = []  # errors raised in __del__ or callbacks ("Exception ignored in ...")
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: ignored.append(info.exc_value))
+    before = torch.mtia_sim.memory_allocated(device)
+    for _ in range(3):
+        t = torch.ones(64, device=device)
+        holder = {"t": t}
+        holder["self"] = holder
+        t.holder = holder  # a cycle through the tensor
+        del t, holder
+        gc.collect()
+    assert ignored == []
+    assert torch.mtia_sim.memory_allocated(device) == before
+    assert RUNTIME.devices[device.index].allocator.consistency_errors() == []

@@ -90,7 +90,9 @@ def _frame_key(depth: int) -> tuple[int, object]:
 class _OwnerRef(weakref.ref):
     """A weak reference from a block to the storage that holds it. If the storage dies without
     freeing it (an interrupt inside its `__del__`), the callback frees it: no bytes stay
-    allocated that nothing holds. A normal free clears `block.owner`, so then it does nothing."""
+    allocated that nothing holds. A normal free clears `block.owner`, so then it does nothing.
+    When the garbage collector frees a cycle, it runs this callback before `__del__`: the
+    storage's `__del__` sees `block.owner` is no longer its reference and frees nothing."""
 
     __slots__ = ("block", "allocator")
 
@@ -240,7 +242,7 @@ class CachingAllocator:
                 if owner is not None:
                     ref = block.owner = _OwnerRef(owner, _reclaim_orphan)
                     ref.block, ref.allocator = block, self
-                    owner.block = block
+                    owner.block, owner.owner_ref = block, ref
                 self._dirty, self._in_flight_owner = False, None
             finally:
                 self._busy, self._busy_frame = False, None
@@ -545,7 +547,7 @@ class CachingAllocator:
             block = self._in_flight
             owner = self._in_flight_owner
             if owner is not None and getattr(owner, "block", None) is block:
-                owner.block = None  # the hand-off did not finish: the owner never had it
+                owner.block = owner.owner_ref = None  # the hand-off did not finish
             self._in_flight_owner = None
             block.allocated, block.requested, block.op, block.source = False, 0, "", ""
             block.owner = None

@@ -54,13 +54,15 @@ def set_allocation_route(route) -> object:
 class DeviceStorage:
     """One simulated allocation: the allocator block and the host bytes behind it."""
 
-    __slots__ = ("device_index", "block", "nbytes", "host_ptr", "python_storage", "__weakref__")
+    __slots__ = ("device_index", "block", "owner_ref", "nbytes", "host_ptr", "python_storage",
+                 "__weakref__")
 
     def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
         self.device_index = device_index
         self.nbytes = nbytes
         self.host_ptr = host_ptr
         self.block: Block | None = None
+        self.owner_ref = None  # the allocator's weak reference to us, set with `block`
         # The storage object `untyped_storage()` hands out, made on first use.
         self.python_storage: torch.UntypedStorage | None = None
         if nbytes:
@@ -104,6 +106,8 @@ class DeviceStorage:
             entry = _LIVE_STORAGES.get(self.host_ptr)
             if entry is not None and entry() in (self, None):  # not a newer storage's entry
                 del _LIVE_STORAGES[self.host_ptr]
+            if block.owner is not getattr(self, "owner_ref", None):
+                return  # the allocator's weak reference to us freed it already (a GC'd cycle)
             RUNTIME.devices[self.device_index].allocator.free(block)
         except (IndexError, AttributeError, TypeError):
             pass  # interpreter shutdown (module globals already None) or the device was removed
