@@ -56,7 +56,8 @@ def test_storage_resize_frees_and_reallocates_device_memory(device, clean_memory
     view = param[128:]
     assert torch.mtia_sim.memory_allocated(device) - before == 1024
     param.untyped_storage().resize_(0)
-    assert param.untyped_storage().size() == 0 and param.data_ptr() == 0
+    storage = param.untyped_storage()
+    assert storage.size() == len(storage) == 0 and param.data_ptr() == 0
     assert torch.mtia_sim.memory_allocated(device) == before
     param.untyped_storage().resize_(1024)
     assert torch.mtia_sim.memory_allocated(device) - before == 1024

@@ -150,6 +150,9 @@ class DeviceUntypedStorage(torch.UntypedStorage):
     def size(self) -> int:
         return self._mtia_host.nbytes()
 
+    def __len__(self) -> int:
+        return self._mtia_host.nbytes()
+
     def resize_(self, size: int) -> DeviceUntypedStorage:
         """Resize the device memory in place (CUDA does; FSDP2 frees unsharded parameters
         so): every tensor that uses it sees the new bytes, and its allocation is replaced."""
