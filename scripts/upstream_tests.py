@@ -77,9 +77,14 @@ def _junit_counts(report: Path, result: FileResult) -> None:
             result.passed += 1
 
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
 def run_file(path: Path, cwd: Path, label: str, extra: list[str], timeout: int) -> FileResult:
     result = FileResult(label)
-    env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="mtia_sim")
+    # This checkout's mtia_lab, not whichever one the environment has installed.
+    python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="mtia_sim", PYTHONPATH=python_path)
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.xml"
         command = [sys.executable, "-c", _RUNNER, str(path), "-q", "-p", "no:cacheprovider",
@@ -100,7 +105,6 @@ def run_file(path: Path, cwd: Path, label: str, extra: list[str], timeout: int) 
 
 def run(source: Path, files: list[str], extra: list[str], timeout: int) -> list[FileResult]:
     results = []
-    repo_root = Path(__file__).resolve().parent.parent
     for name in files:
         path = source / name
         if not path.exists():
@@ -110,7 +114,7 @@ def run(source: Path, files: list[str], extra: list[str], timeout: int) -> list[
             with tempfile.TemporaryDirectory() as scratch:
                 adapted = Path(scratch) / path.name
                 adapted.write_text(adapt_openreg(path.read_text()))
-                results.append(run_file(adapted, repo_root, name, extra, timeout))
+                results.append(run_file(adapted, REPO_ROOT, name, extra, timeout))
         else:
             results.append(run_file(path, path.parent, name, extra, timeout))
     return results
