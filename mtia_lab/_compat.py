@@ -408,3 +408,33 @@ def no_fake_mode():
 def storage_identity(tensor: torch.Tensor) -> int:
     """Which storage a tensor uses, for real and fake tensors alike (no data pointer asked)."""
     return tensor.untyped_storage()._cdata
+
+
+class _NativeInstanceCheck(type):
+    """isinstance / issubclass against the class a replacement stands for (torch._C.Stream):
+    CUDA's streams and events stay `torch.Stream` / `torch.Event` instances."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, cls._native)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, cls._native)
+
+
+def route_device_generic_class(name: str, route) -> None:
+    """Replace `torch.<name>` (torch.Stream, torch.Event) by a class whose constructor asks
+    `route(*args, **kwargs)` first: PyTorch 2.13 builds these through the C++ device guard,
+    which a Python backend cannot fill (pytorch issue 195458), so a Python device answers them
+    itself. `route` returns None for devices it does not serve: PyTorch's constructor runs."""
+    native = getattr(torch, name)
+    native = getattr(native, "_native", native)
+
+    def __new__(cls, *args, **kwargs):
+        made = route(*args, **kwargs)
+        return made if made is not None else native(*args, **kwargs)
+
+    replacement = _NativeInstanceCheck(name, (native,), {
+        "__new__": __new__, "_native": native, "__module__": "torch",
+        "__doc__": native.__doc__,
+    })
+    setattr(torch, name, replacement)

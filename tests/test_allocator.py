@@ -199,3 +199,21 @@ def test_max_split_size_keeps_oversized_blocks_whole_as_cuda_does():
     alloc.free(near)
     far = alloc.malloc(30 * MiB)  # 60 >= 30 + 20: too wasteful, a new segment
     assert far.segment is not big.segment
+
+
+def test_8mib_tensors_fill_a_256mib_device_as_cudas_rules_give():
+    """CUDA's rules (c10/cuda/CUDACachingAllocator.cpp: get_allocation_size, should_split,
+    and no smaller segment after a failed cudaMalloc): an 8 MiB request (1 MiB < size < 10 MiB)
+    opens a 20 MiB segment, which holds two and a 4 MiB tail that no 8 MiB request can use.
+    So 12 segments (240 MiB reserved) hold 24 tensors (192 MiB, 75%), and the 13th segment does
+    not fit the 16 MiB left: out of memory, on CUDA as here."""
+    alloc = CachingAllocator(0, 256 * MiB)
+    blocks = []
+    with pytest.raises(torch.OutOfMemoryError):
+        while True:
+            blocks.append(alloc.malloc(8 * MiB))
+    assert len(blocks) == 24
+    assert len({id(b.segment) for b in blocks}) == 12
+    assert {b.segment.size for b in blocks} == {LARGE_SEGMENT}
+    tails = alloc.malloc(4 * MiB), alloc.malloc(4 * MiB)  # the tails serve smaller requests
+    assert all(t.segment.size == LARGE_SEGMENT for t in tails)

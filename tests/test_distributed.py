@@ -193,12 +193,16 @@ def test_data_parallel_steps_match_one_device(world, one_device):
         torch.testing.assert_close(dp["down"], ref["down"], atol=1e-6, rtol=1e-5)
 
 
-def test_fsdp2_is_a_known_limit(world):
-    """DDP is the data-parallel path: FSDP2 resizes parameter storages, which a wrapper
-    tensor cannot do (README, known limits). If this starts to pass, document FSDP2."""
-    _, values = world
+def test_fsdp2_training_steps_match_one_device(world, one_device):
+    """FSDP2 frees each unsharded parameter by resizing its storage to zero and regathers it
+    into the same storage: on the device as on CUDA, and the steps match one device's."""
+    size, values = world
+    ref = one_device[size]
     for out in values:
-        assert "resize_() on an invalid python storage" in out["fsdp2"]
+        fsdp = out["fsdp2"]
+        assert fsdp["losses"] == pytest.approx(ref["losses"], rel=1e-5)
+        torch.testing.assert_close(fsdp["q"], ref["q"], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(fsdp["down"], ref["down"], atol=1e-6, rtol=1e-5)
 
 
 # -- traces across ranks --------------------------------------------------------------------------

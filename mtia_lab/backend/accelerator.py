@@ -11,9 +11,10 @@ So the functions of `torch.accelerator` (and `torch.accelerator.memory`) that Py
 route to a Python backend are replaced by versions that ask `torch.mtia_sim` while mtia_sim is
 the accelerator, and call PyTorch's own otherwise. Left as PyTorch has it, with PyTorch's clear
 RuntimeError: `Graph` ("not supported on device type: mtia_sim"; use torch.mtia_sim.MTIAGraph).
-Not reachable from Python at all: `torch.Stream(device="mtia_sim:1")` and
-`torch.Event(device=...)` are built by the one-device guard and report device index 0 (a known
-limitation; use `torch.mtia_sim.Stream` / `torch.mtia_sim.Event`), and
+`torch.Stream(device=...)` and `torch.Event(...)` are built by PyTorch's C++ device guard, which
+a Python backend cannot fill (its one-device guard reported index 0 and did nothing), so
+`torch.Stream` and `torch.Event` are routed too: for mtia_sim they make the device's own Stream
+and Event (subclasses of PyTorch's, on the simulated clock); for other devices, PyTorch's.
 `torch.Generator(device="mtia_sim")` needs a C++ hook (getNewGenerator): PyTorch raises.
 """
 
@@ -25,9 +26,10 @@ import torch
 import torch.accelerator
 import torch.accelerator.memory
 
+from .. import _compat
 from .._compat import DEVICE_NAME
 from . import device_module as mtia
-from .streams import Stream
+from .streams import DEVICE_TYPE, Event, Stream, find_stream
 
 _ORIGINALS: dict[str, object] = {}
 
@@ -53,13 +55,48 @@ def _routed(name: str, ours):
     return function
 
 
+def _named_device(device) -> int | None:
+    """The mtia_sim index a torch.Stream / torch.Event `device` argument names, or None when it
+    names another device. None and bare ints mean the current accelerator, as in PyTorch."""
+    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
+        if not _ours():
+            return None
+        return mtia.current_device() if device is None or device < 0 else device
+    if isinstance(device, (str, torch.device)):
+        device = torch.device(device)
+        if device.type == DEVICE_NAME:
+            return device.index if device.index is not None else mtia.current_device()
+    return None
+
+
+def _generic_stream(device=None, *args, priority: int = 0, **kwargs):
+    """torch.Stream(...) on mtia_sim: the device's own Stream (None for other devices)."""
+    if "stream_id" in kwargs or args:  # Stream(stream_id, device_index, device_type)
+        values = dict(zip(("device_index", "device_type"), args, strict=False), **kwargs)
+        values.setdefault("stream_id", device)
+        if values.get("device_type") != DEVICE_TYPE:
+            return None
+        return find_stream(values["device_index"], values["stream_id"])
+    index = _named_device(device)
+    return None if index is None else Stream(index, priority)
+
+
+def _generic_event(device=None, *, enable_timing: bool = False, blocking: bool = False,
+                   interprocess: bool = False):
+    """torch.Event(...) on mtia_sim: the device's own Event (None for other devices)."""
+    if _named_device(device) is None:
+        return None
+    event = Event(enable_timing, blocking, interprocess)
+    event.generic = True
+    return event
+
+
 def _set_stream(stream) -> None:
     if not isinstance(stream, Stream):
         raise TypeError(
-            f"torch.accelerator.set_stream on {DEVICE_NAME} takes a torch.{DEVICE_NAME}.Stream "
-            f"(from torch.accelerator.current_stream() or torch.{DEVICE_NAME}.Stream()); "
-            f"got {type(stream).__name__}. A torch.Stream cannot name a {DEVICE_NAME} device "
-            "other than 0 in PyTorch 2.13."
+            f"torch.accelerator.set_stream on {DEVICE_NAME} takes a stream of the device "
+            f"(torch.Stream('{DEVICE_NAME}:N'), torch.{DEVICE_NAME}.Stream(), "
+            f"torch.accelerator.current_stream()); got {type(stream).__name__}"
         )
     mtia.set_stream(stream)
 
@@ -138,3 +175,5 @@ def register() -> None:
             setattr(torch.accelerator.memory, name, routed)
     _ORIGINALS["device_index"] = torch.accelerator.device_index
     torch.accelerator.device_index = device_index
+    _compat.route_device_generic_class("Stream", _generic_stream)
+    _compat.route_device_generic_class("Event", _generic_event)

@@ -35,7 +35,9 @@ from __future__ import annotations
 import bisect
 import contextlib
 import itertools
+import sys
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -78,6 +80,29 @@ def format_bytes(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _frame_key(depth: int) -> tuple[int, object]:
+    """Which frame set `_busy` (its id and code: the frame itself would keep its locals, a
+    tensor's storage among them, alive after an interrupt)."""
+    frame = sys._getframe(depth + 1)
+    return id(frame), frame.f_code
+
+
+class _OwnerRef(weakref.ref):
+    """A weak reference from a block to the storage that holds it. If the storage dies without
+    freeing it (an interrupt inside its `__del__`), the callback frees it: no bytes stay
+    allocated that nothing holds. A normal free clears `block.owner`, so then it does nothing.
+    When the garbage collector frees a cycle, it runs this callback before `__del__`: the
+    storage's `__del__` sees `block.owner` is no longer its reference and frees nothing."""
+
+    __slots__ = ("block", "allocator")
+
+
+def _reclaim_orphan(ref: _OwnerRef) -> None:
+    block = ref.block
+    if block is not None and block.owner is ref and block.allocated:
+        ref.allocator.free(block)
+
+
 @dataclass(eq=False)
 class Block:
     """A piece of a segment: free (cached) or handed to a tensor's storage."""
@@ -91,6 +116,7 @@ class Block:
     source: str = ""  # the user's file:line, when recorded
     prev: Block | None = None
     next: Block | None = None
+    owner: _OwnerRef | None = None  # the storage it was handed to (malloc with an owner)
 
     def sort_key(self) -> tuple[int, int]:
         return (self.size, self.address)
@@ -185,32 +211,41 @@ class CachingAllocator:
         # garbage collection inside that operation, is deferred to `_pending`); `_dirty` says an
         # operation began and did not finish (an exception), so the next one repairs first.
         self._lock = threading.RLock()
-        self._busy = False
+        self._busy, self._busy_frame = False, None
         self._dirty = False
         self._pending: list[Block] = []
         self._in_flight: Block | None = None  # the block a malloc was handing out
+        self._in_flight_owner = None  # whose `.block` that malloc was filling
 
     # -- allocation -------------------------------------------------------------------------
     def malloc(
-        self, nbytes: int, op: str = "", source: str = "", pool: PoolId | None = None
+        self, nbytes: int, op: str = "", source: str = "", pool: PoolId | None = None,
+        owner=None,
     ) -> Block:
-        """A block of at least `nbytes`; from the private pool `pool` if given (see retain_pool)."""
+        """A block of at least `nbytes`; from the private pool `pool` if given (see retain_pool).
+        With `owner`, the block is stored in `owner.block` before the operation counts as done,
+        so an interrupt between the allocation and the caller's assignment cannot orphan it: an
+        interrupted hand-off is undone by the next operation's repair."""
         with self._lock:
-            if self._busy:
+            if self._really_busy():
                 raise RuntimeError(
                     f"mtia_sim:{self.device_index}: device memory was requested from inside the "
                     "caching allocator (a __del__ run by a garbage collection during an "
                     "allocation). Allocate device tensors outside __del__ methods."
                 )
             try:
-                self._busy = True
+                self._busy, self._busy_frame = True, _frame_key(0)
                 if self._dirty:
                     self._repair()
-                self._dirty, self._in_flight = True, None
+                self._dirty, self._in_flight, self._in_flight_owner = True, None, owner
                 block = self._malloc(nbytes, op, source, pool)
-                self._dirty = False
+                if owner is not None:
+                    ref = block.owner = _OwnerRef(owner, _reclaim_orphan)
+                    ref.block, ref.allocator = block, self
+                    owner.block, owner.owner_ref = block, ref
+                self._dirty, self._in_flight_owner = False, None
             finally:
-                self._busy = False
+                self._busy, self._busy_frame = False, None
         if self._pending:
             self._drain()
         return block
@@ -236,20 +271,26 @@ class CachingAllocator:
         """Give a block back. Called from `DeviceStorage.__del__`, so at any moment: if the
         allocator is busy (this thread is inside an operation, or another thread is), the free
         is queued and done when that operation ends."""
+        block.owner = None  # given back: the orphan check (_reclaim_orphan) must not free it
         lock = self._lock
         if lock.acquire(blocking=False):  # the common case: free it now
             done = False
             try:
-                if not self._busy:
+                if not self._really_busy():
                     try:
-                        self._busy = True
+                        self._busy, self._busy_frame = True, _frame_key(0)
+                        reclaimed = None
                         if self._dirty:
+                            reclaimed = self._in_flight
                             self._repair()
-                        self._dirty, self._in_flight = True, block
-                        self._free_block(block)
-                        self._dirty, done = False, True
+                        if block is not reclaimed:  # else the repair freed it (a malloc's)
+                            self._dirty, self._in_flight = True, block
+                            self._in_flight_owner = None
+                            self._free_block(block)
+                            self._dirty = False
+                        done = True
                     finally:
-                        self._busy = False
+                        self._busy, self._busy_frame = False, None
             finally:
                 lock.release()
             if done:
@@ -266,24 +307,27 @@ class CachingAllocator:
             if not self._lock.acquire(blocking=False):
                 return  # another thread: it drains when it leaves
             try:
-                if self._busy:
+                if self._really_busy():
                     return  # this thread, inside an operation (a GC): it drains when it leaves
                 try:
-                    self._busy = True
+                    self._busy, self._busy_frame = True, _frame_key(0)
+                    reclaimed = None
                     if self._dirty:
+                        reclaimed = self._in_flight
                         self._repair()
                     while self._pending:
                         # First in, first out: other threads append while we pop.
-                        self._in_flight = self._pending[0]
+                        self._in_flight, self._in_flight_owner = self._pending[0], None
                         self._dirty = True
                         block = self._pending.pop(0)
                         try:
-                            self._free_block(block)
+                            if block is not reclaimed:  # else the repair freed it already
+                                self._free_block(block)
                         except RuntimeError as error:  # a double free: report after the rest
                             errors.append(error)
                         self._dirty = False
                 finally:
-                    self._busy = False
+                    self._busy, self._busy_frame = False, None
             finally:
                 self._lock.release()
         if errors:
@@ -295,6 +339,7 @@ class CachingAllocator:
         is_small = block.segment.is_small
         self._count_block(is_small, block.size, block.requested, -1)
         block.allocated, block.requested, block.op, block.source = False, 0, "", ""
+        block.owner = None
         block = self._merge(block)
         self._insert_free(block)
         pool = block.segment.pool
@@ -445,22 +490,38 @@ class CachingAllocator:
         """One whole operation: under the lock, repaired first if the last one was interrupted,
         marked dirty until it finishes; queued frees are done as it leaves."""
         with self._lock:
-            if self._busy:
+            if self._really_busy():
                 raise RuntimeError(
                     f"mtia_sim:{self.device_index}: the caching allocator was called from inside "
                     "itself (a __del__ run by a garbage collection during an allocator operation)"
                 )
             try:
-                self._busy = True
+                self._busy, self._busy_frame = True, _frame_key(2)
                 if self._dirty:
                     self._repair()
-                self._dirty, self._in_flight = True, None
+                self._dirty, self._in_flight, self._in_flight_owner = True, None, None
                 yield
                 self._dirty = False
             finally:
-                self._busy = False
+                self._busy, self._busy_frame = False, None
         if self._pending:
             self._drain()
+
+    def _really_busy(self) -> bool:
+        """`_busy` says an operation of this allocator is under way in this thread (checked
+        with the lock held, so no other thread's). An interrupt can land after an operation's
+        work but before its `finally` resets the flag: then no allocator frame of ours is on the
+        stack, and the flag is stale. It is cleared, and the books repaired before the next
+        operation, so that frees are not queued forever."""
+        if not self._busy:
+            return False
+        frame, busy_frame = sys._getframe(1), self._busy_frame
+        while frame is not None:
+            if (id(frame), frame.f_code) == busy_frame:
+                return True
+            frame = frame.f_back
+        self._busy, self._busy_frame, self._dirty = False, None, True
+        return False
 
     def _settle(self) -> None:
         """Before reading statistics: do queued frees, repair after an interrupted operation
@@ -469,12 +530,12 @@ class CachingAllocator:
             self._drain()
         if self._dirty:
             with self._lock:
-                if self._dirty and not self._busy:
+                if self._dirty and not self._really_busy():
                     try:
-                        self._busy = True
+                        self._busy, self._busy_frame = True, _frame_key(0)
                         self._repair()
                     finally:
-                        self._busy = False
+                        self._busy, self._busy_frame = False, None
 
     def _repair(self) -> None:
         """Rebuild everything derived from the segments after an operation was interrupted
@@ -484,7 +545,12 @@ class CachingAllocator:
         handing out (or an interrupted free giving back) reached no tensor: it is free."""
         if self._in_flight is not None:
             block = self._in_flight
+            owner = self._in_flight_owner
+            if owner is not None and getattr(owner, "block", None) is block:
+                owner.block = owner.owner_ref = None  # the hand-off did not finish
+            self._in_flight_owner = None
             block.allocated, block.requested, block.op, block.source = False, 0, "", ""
+            block.owner = None
             if any(queued is block for queued in self._pending):
                 self._pending.remove(block)  # its free was under way: done now
             self._in_flight = None

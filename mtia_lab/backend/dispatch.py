@@ -114,7 +114,9 @@ def _check_written_on_device(op_facts, args, kwargs, target: int) -> None:
         written = op_facts.arg(args, kwargs, where)
         for tensor in written if isinstance(written, (list, tuple)) else (written,):
             if isinstance(tensor, torch.Tensor) and tensor.device.type != DEVICE_NAME:
-                raise RuntimeError(
+                raise RuntimeError(  # CUDA's words first: PyTorch's tests match them
+                    f"Expected out tensor to have device {DEVICE_NAME}:{target}, but got "
+                    f"{tensor.device} instead. "
                     f"{op_facts.name}: expected '{where[1]}' to be on {DEVICE_NAME}:{target}, "
                     f"but got a tensor on {tensor.device} (the op runs on {DEVICE_NAME}:{target} "
                     f"and writes its result there). Pass a tensor made on the device, e.g. "

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import weakref
 from collections.abc import Callable
 
 import torch
@@ -48,7 +49,7 @@ from .graph_nodes import GraphNode, node_for, share_dead_buffers
 from .registry import Kernel
 from .runtime import RUNTIME, DeviceState
 from .schema import facts
-from .streams import Stream, charge, current_stream, stream, synchronize
+from .streams import Stream, charge, current_stream, require_stream, stream, synchronize
 
 aten = torch.ops.aten
 _graph_ids = itertools.count(1)
@@ -77,6 +78,18 @@ class GraphCaptureError(RuntimeError):
 def graph_pool_handle() -> PoolId:
     """An opaque id for a private memory pool that several graphs can share (pass it as `pool`)."""
     return (0, next(_handle_ids))
+
+
+def _check_pool(pool) -> None:
+    """A pool id is two ints (`graph_pool_handle()`, `g.pool()`), as CUDA's MempoolId_t."""
+    if pool is None:
+        return
+    if not (isinstance(pool, (tuple, list)) and len(pool) == 2 and all(
+            isinstance(part, int) and not isinstance(part, bool) for part in pool)):
+        raise TypeError(
+            f"pool must be a pool id from torch.{DEVICE_NAME}.graph_pool_handle() or another "
+            f"graph's pool() (a pair of ints), got {pool!r} ({type(pool).__name__})"
+        )
 
 
 def is_current_stream_capturing() -> bool:
@@ -152,6 +165,7 @@ class MTIAGraph:
                 "capture_begin: this graph already holds a capture. Call reset() first, or use "
                 "a new MTIAGraph."
             )
+        _check_pool(pool)
         index = RUNTIME.current_index
         wanted = None if pool is None or tuple(pool) == (0, 0) else tuple(pool)
         allocator = RUNTIME.device(index).allocator
@@ -292,6 +306,9 @@ class graph:
         stream: Stream | None = None,
         capture_error_mode: str = "global",
     ) -> None:
+        _check_pool(pool)
+        if stream is not None:
+            require_stream(stream, f"torch.{DEVICE_NAME}.graph(stream=...)")
         if stream is None:
             index = RUNTIME.current_index
             stream = graph._side_streams.get(index) or graph._side_streams.setdefault(
@@ -332,7 +349,8 @@ class _Capture:
     about every op (`record`), and device allocations are routed through it (`allocate`)."""
 
     def __init__(self, graph: MTIAGraph, device: DeviceState, pool: PoolId, stream: Stream):
-        self.graph = graph
+        # Weak: a graph deleted mid-capture must die, and its death ends the capture (below).
+        self._graph = weakref.ref(graph, self._graph_deleted)
         self.device = device
         self.device_index = device.index
         self.pool = pool
@@ -340,6 +358,16 @@ class _Capture:
         self.launch_us = device.profile.kernel_launch_us
         self._recorded: set[int] = set()  # host pointers of buffers written by recorded work
         self.made: set[int] = set()  # host pointers of every buffer allocated in the capture
+
+    @property
+    def graph(self) -> MTIAGraph:
+        return self._graph()
+
+    def _graph_deleted(self, _ref) -> None:
+        """The graph was deleted while it captured: give the device its state back (no capture
+        hook, no allocation route), as `_abandon` would have."""
+        if _ACTIVE is self:
+            self.uninstall()
 
     def install(self) -> None:
         dispatch.set_capture(self)

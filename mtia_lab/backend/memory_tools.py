@@ -138,10 +138,10 @@ def _watch(allocator) -> None:
         return
     cls = type(allocator)
 
-    def malloc(nbytes, op="", source="", pool=None):
+    def malloc(nbytes, op="", source="", pool=None, owner=None):
         before = {s.address: s.size for s in allocator.segments}
         try:
-            block = cls.malloc(allocator, nbytes, op, source, pool)
+            block = cls.malloc(allocator, nbytes, op, source, pool, owner)
         except torch.OutOfMemoryError:
             free = allocator.capacity - allocator.reserved_bytes
             _record(allocator.device_index, "oom", size=nbytes, device_free=free,

@@ -24,24 +24,28 @@ _local = threading.local()
 DEVICE_TYPE = int(torch._C._autograd.DeviceType.PrivateUse1)
 
 
-class Stream:
-    """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream)."""
+class Stream(torch._C.Stream):
+    """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream).
 
-    def __init__(self, device=None, priority: int = 0) -> None:
+    A `torch.Stream` too, as torch.cuda.Stream is: its device index and id are PyTorch's own
+    fields, so `torch.accelerator.current_stream()` is a torch.Stream that names its device."""
+
+    def __new__(cls, device=None, priority: int = 0) -> Stream:
         index = _device_index(device)  # None or a negative int: the current device, as on CUDA
         RUNTIME.device(index)  # a clear error for a device that does not exist
-        self.device_index = index
+        stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
+        return super().__new__(cls, stream_id=stream_id, device_index=index,
+                               device_type=DEVICE_TYPE)
+
+    def __init__(self, device=None, priority: int = 0) -> None:
         self.priority = priority
-        self.stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
-        state = RUNTIME.device(index)
+        state = RUNTIME.device(self.device_index)
         self.clock_us = state.now_us
         state.streams.add(self)
 
     @property
     def device(self) -> torch.device:
         return torch.device(DEVICE_NAME, self.device_index)
-
-    device_type = DEVICE_TYPE  # as torch.Stream reports it
 
     def __enter__(self) -> Stream:
         """`with stream:` queues the block's work on this stream (as torch.Stream does)."""
@@ -61,10 +65,12 @@ class Stream:
 
     def wait_event(self, event: Event) -> None:
         """Work queued after this waits until the event's recorded work has finished."""
+        _require_event(event, "Stream.wait_event(event)")
         if event.recorded_us is not None:
             self.clock_us = max(self.clock_us, event.recorded_us)
 
     def wait_stream(self, stream: Stream) -> None:
+        require_stream(stream, "Stream.wait_stream(stream)")
         self.clock_us = max(self.clock_us, stream.clock_us)
 
     def record_event(self, event: Event | None = None) -> Event:
@@ -86,11 +92,16 @@ class Stream:
         return id(self)
 
     def __repr__(self) -> str:
-        return f"<mtia_sim Stream {self.stream_id} on {self.device} at t={self.clock_us:.3f} us>"
+        return f"{super().__repr__()} (simulated clock at {self.clock_us:.3f} us)"
 
 
-class Event:
-    """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated."""
+class Event(torch._C.Event):
+    """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated.
+    A `torch.Event` too; its device and id are kept here (PyTorch's are set by C++ only)."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
+                interprocess: bool = False) -> Event:
+        return super().__new__(cls, torch.device(DEVICE_NAME), enable_timing=enable_timing)
 
     def __init__(
         self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
@@ -98,16 +109,24 @@ class Event:
         self.enable_timing = enable_timing
         self.recorded_us: float | None = None
         self.device_index: int | None = None
-        self.event_id = 0  # as CUDA: 0 until first recorded (the event is created lazily)
+        self._event_id = 0  # as CUDA: 0 until first recorded (the event is created lazily)
+        self.generic = False  # made by torch.Event(...): answers as torch.Event does
 
-    device_type = DEVICE_TYPE
+    @property
+    def event_id(self) -> int:
+        return self._event_id
 
     @property
     def device(self) -> torch.device | None:
-        """The device of the stream it was recorded on; None before (as torch.cuda.Event)."""
-        return None if self.device_index is None else torch.device(DEVICE_NAME, self.device_index)
+        """The device of the stream it was recorded on. Before: None (as torch.cuda.Event), or
+        the device type without an index for one made by torch.Event (as torch.Event)."""
+        if self.device_index is None:
+            return torch.device(DEVICE_NAME) if self.generic else None
+        return torch.device(DEVICE_NAME, self.device_index)
 
     def record(self, stream: Stream | None = None) -> None:
+        if stream is not None:
+            require_stream(stream, "Event.record(stream)")
         stream = stream or current_stream()
         if self.device_index is not None and self.device_index != stream.device_index:
             raise RuntimeError(
@@ -115,11 +134,13 @@ class Event:
                 f"{stream.device}: make one event per device (as CUDA requires)."
             )
         self.device_index = stream.device_index
-        self.event_id = self.event_id or next(_event_ids)
+        self._event_id = self._event_id or next(_event_ids)
         # On an idle stream the event completes as soon as the host records it.
         self.recorded_us = max(stream.clock_us, RUNTIME.device(stream.device_index).now_us)
 
     def wait(self, stream: Stream | None = None) -> None:
+        if stream is not None:
+            require_stream(stream, "Event.wait(stream)")
         (stream or current_stream()).wait_event(self)
 
     def query(self) -> bool:
@@ -135,6 +156,9 @@ class Event:
     def elapsed_time(self, end_event: Event) -> float:
         """Simulated milliseconds between this event and `end_event`, as CUDA reports them."""
         if not (self.enable_timing and end_event.enable_timing):
+            if self.generic:  # torch.Event's own error
+                raise ValueError("Both events must be created with argument "
+                                 "'enable_timing=True'.")
             raise RuntimeError(
                 "Both events must be created with enable_timing=True to measure elapsed time"
             )
@@ -143,8 +167,26 @@ class Event:
         return (end_event.recorded_us - self.recorded_us) / 1000.0
 
     def __repr__(self) -> str:
-        where = "unrecorded" if self.recorded_us is None else f"t={self.recorded_us:.3f} us"
-        return f"<mtia_sim Event {where}>"
+        where = "unrecorded" if self.recorded_us is None else f"at {self.recorded_us:.3f} us"
+        index = -1 if self.device_index is None else self.device_index
+        return (f"torch.Event device_type={DEVICE_NAME}, device_index={index}, "
+                f"event_id={self.event_id} ({where})")
+
+
+def require_stream(value, what: str) -> None:
+    """A TypeError naming the argument, not an AttributeError from inside, for a non-stream."""
+    if not isinstance(value, Stream):
+        raise TypeError(
+            f"{what} expects a stream of the device (torch.Stream('{DEVICE_NAME}'), "
+            f"torch.{DEVICE_NAME}.Stream(), torch.{DEVICE_NAME}.current_stream()), got "
+            f"{value!r} ({type(value).__name__})"
+        )
+
+
+def _require_event(value, what: str) -> None:
+    if not isinstance(value, Event):
+        raise TypeError(f"{what} expects a torch.{DEVICE_NAME}.Event (or torch.Event('"
+                        f"{DEVICE_NAME}')), got {value!r} ({type(value).__name__})")
 
 
 def _device_index(device) -> int:
@@ -162,6 +204,16 @@ def _device_index(device) -> int:
     if device.type != DEVICE_NAME:
         raise ValueError(f"expected a {DEVICE_NAME} device, got {device}")
     return device.index if device.index is not None else RUNTIME.current_index
+
+
+def find_stream(device_index: int, stream_id: int) -> Stream:
+    """The live stream with this id on this device (torch.Stream(stream_id=..., ...))."""
+    if stream_id == 0:
+        return default_stream(device_index)
+    for stream in RUNTIME.device(device_index).streams:
+        if stream.stream_id == stream_id:
+            return stream
+    raise ValueError(f"no live stream {stream_id} on {DEVICE_NAME}:{device_index}")
 
 
 def default_stream(device=None) -> Stream:
@@ -207,6 +259,8 @@ class StreamContext:
     current device come back."""
 
     def __init__(self, stream: Stream | None) -> None:
+        if stream is not None:
+            require_stream(stream, f"torch.{DEVICE_NAME}.stream(stream)")
         self.stream = stream
 
     def __enter__(self) -> Stream | None:

@@ -19,6 +19,7 @@ import weakref
 
 import torch
 
+from .. import _compat
 from .._compat import DEVICE_NAME, copy_math_bits, is_fake
 from .allocator import Block
 from .runtime import RUNTIME
@@ -53,27 +54,51 @@ def set_allocation_route(route) -> object:
 class DeviceStorage:
     """One simulated allocation: the allocator block and the host bytes behind it."""
 
-    __slots__ = ("device_index", "block", "nbytes", "host_ptr", "__weakref__")
+    __slots__ = ("device_index", "block", "owner_ref", "nbytes", "host_ptr", "python_storage",
+                 "__weakref__")
 
     def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
         self.device_index = device_index
         self.nbytes = nbytes
         self.host_ptr = host_ptr
         self.block: Block | None = None
+        self.owner_ref = None  # the allocator's weak reference to us, set with `block`
+        # The storage object `untyped_storage()` hands out, made on first use.
+        self.python_storage: torch.UntypedStorage | None = None
         if nbytes:
-            source = _user_source() if RUNTIME.record_alloc_source else ""
-            if _ALLOCATION_ROUTE is None:
-                self.block = RUNTIME.devices[device_index].allocator.malloc(nbytes, op, source)
-            else:
-                self.block = _ALLOCATION_ROUTE(device_index, nbytes, host_ptr, op, source)
-            _LIVE_STORAGES[host_ptr] = weakref.ref(self)
+            self._allocate(op)
+
+    def _allocate(self, op: str) -> None:
+        source = _user_source() if RUNTIME.record_alloc_source else ""
+        if _ALLOCATION_ROUTE is None:  # the allocator sets self.block (interrupt-safe)
+            allocator = RUNTIME.devices[self.device_index].allocator
+            allocator.malloc(self.nbytes, op, source, owner=self)
+        else:
+            self.block = _ALLOCATION_ROUTE(self.device_index, self.nbytes, self.host_ptr, op,
+                                           source)
+        _LIVE_STORAGES[self.host_ptr] = weakref.ref(self)
+
+    def resized(self, nbytes: int, host_ptr: int, op: str) -> None:
+        """The host bytes were resized (storage.resize_, FSDP2 frees parameters so): give the
+        old block back and take one of the new size, as CUDA's storage resize reallocates. The
+        new block is taken first: if the device is full, the old memory stays as it was."""
+        old_block, old_ptr = self.block, self.host_ptr
+        self.nbytes, self.host_ptr, self.block = nbytes, host_ptr, None
+        if nbytes:
+            self._allocate(op)
+        if old_block is not None:
+            entry = _LIVE_STORAGES.get(old_ptr)
+            if entry is not None and entry() is self and old_ptr != host_ptr:
+                del _LIVE_STORAGES[old_ptr]
+            RUNTIME.devices[self.device_index].allocator.free(old_block)
+        self.python_storage = None  # the next untyped_storage() aliases the new bytes
 
     @property
     def address(self) -> int:
         return self.block.address if self.block is not None else 0
 
     def __del__(self) -> None:
-        block = self.block
+        block = getattr(self, "block", None)  # unset if an interrupt stopped __init__ early
         if block is None:
             return
         self.block = None
@@ -81,6 +106,8 @@ class DeviceStorage:
             entry = _LIVE_STORAGES.get(self.host_ptr)
             if entry is not None and entry() in (self, None):  # not a newer storage's entry
                 del _LIVE_STORAGES[self.host_ptr]
+            if block.owner is not getattr(self, "owner_ref", None):
+                return  # the allocator's weak reference to us freed it already (a GC'd cycle)
             RUNTIME.devices[self.device_index].allocator.free(block)
         except (IndexError, AttributeError, TypeError):
             pass  # interpreter shutdown (module globals already None) or the device was removed
@@ -88,6 +115,76 @@ class DeviceStorage:
     def __repr__(self) -> str:
         where = f"mtia_sim:{self.device_index}"
         return f"DeviceStorage({where}, {self.nbytes} bytes at {self.address:#x})"
+
+
+class DeviceUntypedStorage(torch.UntypedStorage):
+    """A device tensor's storage as Python code sees it (`t.untyped_storage()`, `t.storage()`).
+
+    Its bytes are the device memory itself (the inner CPU storage, aliased), so reading it on
+    the host works; its `data_ptr()` is the simulated address, as a CUDA storage reports its
+    device address. The allocation keeps this object (one per allocation, so views and base
+    give the same object, as PyTorch's do); the object refers back weakly, which avoids a
+    cycle that would hold device memory until the garbage collector runs.
+    """
+
+    _mtia_host: torch.UntypedStorage
+    _mtia_owner: weakref.ref[DeviceStorage]
+
+    @property
+    def _mtia_memory(self) -> DeviceStorage:
+        memory = self._mtia_owner()
+        if memory is None:
+            raise RuntimeError(
+                f"this {DEVICE_NAME} storage outlived every tensor that used its memory, so the "
+                "memory went back to the allocator; keep a tensor that uses it alive instead"
+            )
+        return memory
+
+    def data_ptr(self) -> int:
+        memory = self._mtia_owner()
+        return memory.address if memory is not None else 0
+
+    def nbytes(self) -> int:
+        return self._mtia_host.nbytes()
+
+    def size(self) -> int:
+        return self._mtia_host.nbytes()
+
+    def __len__(self) -> int:
+        return self._mtia_host.nbytes()
+
+    def resize_(self, size: int) -> DeviceUntypedStorage:
+        """Resize the device memory in place (CUDA does; FSDP2 frees unsharded parameters
+        so): every tensor that uses it sees the new bytes, and its allocation is replaced."""
+        memory = self._mtia_memory
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise TypeError(f"resize_(size): size must be a non-negative int, got {size!r}")
+        host = self._mtia_host
+        old_nbytes = host.nbytes()
+        host.resize_(size)
+        try:
+            memory.resized(size, host.data_ptr(), "storage.resize_")
+        except BaseException:
+            host.resize_(old_nbytes)  # the device is full: leave the memory as it was
+            raise
+        return self
+
+
+def device_untyped_storage(tensor: MTIATensor) -> torch.UntypedStorage:
+    """The one storage object of a device tensor's allocation (views get the same object).
+    While torch.compile traces (a fake inner tensor) there is no memory: PyTorch's own."""
+    memory = tensor._storage
+    if memory.python_storage is not None:
+        return memory.python_storage
+    inner = tensor._inner
+    if _compat_is_fake(inner):
+        return torch._C.TensorBase.untyped_storage(tensor)
+    host = inner.untyped_storage()
+    storage = _compat.storage_alias(host, _DEVICES[memory.device_index])
+    storage.__class__ = DeviceUntypedStorage
+    storage._mtia_host, storage._mtia_owner = host, weakref.ref(memory)
+    memory.python_storage = storage
+    return storage
 
 
 def _user_source() -> str:
@@ -156,6 +253,15 @@ class MTIATensor(torch.Tensor):
         if inner.is_neg() != self.is_neg():
             inner = inner._neg_view()
         self._inner = inner
+
+    def data_ptr(self) -> int:
+        """The simulated address of the first element, as CUDA reports a device address:
+        the allocation's address plus the offset in bytes, so views share their base's."""
+        address = self._storage.address
+        return address + self.storage_offset() * self.element_size() if address else 0
+
+    def untyped_storage(self) -> DeviceUntypedStorage:
+        return device_untyped_storage(self)
 
     def tolist(self) -> list:
         """As on CUDA: the values, read back to the host (a host sync)."""

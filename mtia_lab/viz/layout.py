@@ -70,6 +70,10 @@ def layout_view(tensor: torch.Tensor | StridedLayout, name: str = "t", **others:
     check for a shared storage: `layout_view(x.t(), "xt", x=x)`."""
     if isinstance(tensor, StridedLayout):
         return LayoutView(tensor)
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"layout_view(tensor): expected a tensor or a StridedLayout, got "
+                        f"{type(tensor).__name__}; for plain numbers use layout_view_from(size, "
+                        "stride, storage_offset)")
     return LayoutView(layout_of(tensor, name, others))
 
 

@@ -394,11 +394,19 @@ class TraceTree(_RichView):
 
 def trace_summary(trace: Trace, **options) -> TraceSummary:
     """The per-op table of a trace: `trace_summary(t, times="sim", sort="count")`."""
+    _require_trace(trace, "trace_summary")
     return TraceSummary(trace, **options)
+
+
+def _require_trace(trace, where: str) -> None:
+    if not isinstance(trace, Trace):
+        raise TypeError(f"{where}(trace): expected a Trace (from `with mtia_lab.trace() as t:` "
+                        f"or mtia_lab.load_trace), got {type(trace).__name__}")
 
 
 def trace_tree(trace: Trace, **options) -> TraceTree:
     """The trace as a tree of nn.Module paths, forward and backward."""
+    _require_trace(trace, "trace_tree")
     return TraceTree(trace, **options)
 
 

@@ -1,0 +1,83 @@
+"""Faults that must leave nothing behind: a graph deleted mid-capture, wrong-type arguments
+(a TypeError naming the argument, before any state changes)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+
+from mtia_lab.backend import dispatch, graphs, tensor
+
+
+def test_a_graph_deleted_mid_capture_gives_the_device_back(device, clean_memory):
+    before = torch.mtia_sim.memory_reserved(device)
+    g = torch.mtia_sim.MTIAGraph()
+    g.capture_begin()
+    captured = torch.ones(4, device=device) * 2
+    del g, captured
+    gc.collect()
+    assert graphs._ACTIVE is None and dispatch._CAPTURE is None
+    assert tensor._ALLOCATION_ROUTE is None
+    assert not torch.mtia_sim.is_current_stream_capturing()
+    assert torch.ones(3, device=device).sum().item() == 3.0  # a host sync: refused in capture
+    torch.mtia_sim.empty_cache()
+    assert torch.mtia_sim.memory_reserved(device) == before
+    other = torch.mtia_sim.MTIAGraph()  # a new capture can start
+    with torch.mtia_sim.graph(other):
+        torch.ones(2, device=device).add_(1)
+
+
+@pytest.mark.parametrize("pool", ["abc", (1, 2, 3), (1.0, 2), 7, (True, 0)])
+def test_capture_begin_refuses_a_pool_of_the_wrong_kind(device, pool):
+    g = torch.mtia_sim.MTIAGraph()
+    with pytest.raises(TypeError, match="pool must be a pool id"):
+        g.capture_begin(pool=pool)
+    with pytest.raises(TypeError, match="pool must be a pool id"):
+        torch.mtia_sim.graph(g, pool=pool)
+    assert graphs._ACTIVE is None and not g._capturing
+
+
+WRONG_STREAMS = {
+    "stream(x)": lambda: torch.mtia_sim.stream("x"),
+    "Event.wait(stream=x)": lambda: torch.mtia_sim.Event().wait(stream="x"),
+    "Event.record(stream=x)": lambda: torch.mtia_sim.Event().record(stream="x"),
+    "graph(g, stream=x)": lambda: torch.mtia_sim.graph(torch.mtia_sim.MTIAGraph(), stream="x"),
+    "Stream.wait_event(x)": lambda: torch.mtia_sim.Stream().wait_event("x"),
+    "Stream.wait_stream(x)": lambda: torch.mtia_sim.Stream().wait_stream("x"),
+}
+
+
+@pytest.mark.parametrize("call", WRONG_STREAMS.values(), ids=WRONG_STREAMS.keys())
+def test_a_wrong_type_stream_argument_is_a_type_error_naming_it(device, call):
+    with pytest.raises(TypeError, match=r"(stream|event)\b.*got 'x' \(str\)"):
+        call()
+    assert torch.mtia_sim.current_stream() == torch.mtia_sim.default_stream()
+
+
+def test_views_name_a_wrong_type_argument():
+    from mtia_lab.viz.layout import layout_view
+    from mtia_lab.viz.trace_summary import trace_summary, trace_tree
+
+    for view in (trace_summary, trace_tree):
+        with pytest.raises(TypeError, match=r"\(trace\): expected a Trace.*got str"):
+            view("x")
+    with pytest.raises(TypeError, match=r"layout_view\(tensor\): expected a tensor.*got str"):
+        layout_view("x")
+
+
+def test_a_checkpoint_bigger_than_the_device_is_out_of_memory(device, clean_memory, tmp_path):
+    import mtia_lab
+
+    capacity = torch.mtia_sim.get_device_properties(device).total_memory
+    path = tmp_path / "big.pt"
+    torch.save([torch.zeros(1 << 16) for _ in range(6)], path)  # 6 x 256 KiB
+    mtia_lab.configure(memory_capacity=1 << 20)
+    try:
+        with pytest.raises(torch.OutOfMemoryError, match="out of memory"):
+            torch.load(path, map_location=device)
+        gc.collect()
+        assert torch.mtia_sim.memory_allocated(device) == 0
+    finally:
+        mtia_lab.configure(memory_capacity=capacity)

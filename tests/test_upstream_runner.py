@@ -1,0 +1,50 @@
+"""scripts/upstream_tests.py: PyTorch's device-generic test files are instantiated for mtia_sim
+only, and torch_openreg's tests are asked of mtia_sim (checked on small files of our own)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "upstream_tests.py"
+spec = importlib.util.spec_from_file_location("upstream_tests", SCRIPT)
+upstream = sys.modules["upstream_tests"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(upstream)
+
+DEVICE_GENERIC = '''
+import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestProbe(TestCase):
+    def test_runs_on_the_device(self, device):
+        self.assertEqual(torch.device(device).type, "mtia_sim")
+
+    def test_fails_on_purpose(self, device):
+        self.assertEqual(torch.ones(2, device=device).sum().item(), 3.0)
+
+
+instantiate_device_type_tests(TestProbe, globals())
+'''
+
+
+def test_openreg_tests_are_asked_of_mtia_sim():
+    source = 'import torch_openreg  # noqa\nx = torch.ones(1, device="openreg:1")\n' \
+             'torch.openreg.synchronize()\n'
+    adapted = upstream.adapt_openreg(source)
+    assert adapted.splitlines()[0].startswith("import mtia_lab")
+    assert 'device="mtia_sim:1"' in adapted and "torch.mtia_sim.synchronize()" in adapted
+    assert "openreg" not in adapted
+
+
+def test_device_generic_files_run_for_the_device_only(tmp_path):
+    checkout = tmp_path / "pytorch"
+    (checkout / "test").mkdir(parents=True)
+    (checkout / "test" / "test_probe.py").write_text(DEVICE_GENERIC)
+    (result,) = upstream.run(checkout, ["test/test_probe.py"], [], timeout=300)
+    assert (result.passed, result.failed, result.errors) == (1, 1, 0), result
+    missing = upstream.run(checkout, ["test/test_absent.py"], [], timeout=300)
+    assert missing[0].note == "not in this checkout"
+    assert "total: 1 of 2 passed (50.0%)" in upstream.report([result, *missing])
