@@ -48,6 +48,7 @@ def test_a_stream_context_makes_it_current_and_restores():
 
 
 def test_device_work_on_a_torch_stream_advances_its_clock_only():
+    torch.mtia_sim.synchronize(0)  # earlier tests may leave work queued on the default stream
     stream = torch.Stream(device="mtia_sim:0")
     before = torch.mtia_sim.default_stream(0).clock_us
     with stream:
