@@ -94,6 +94,14 @@ def in_place_then_branch(x_ptr, BLOCK: tl.constexpr):
         tl.store(x_ptr + offs, x + 10.0)
 
 
+@triton.jit
+def int_div_mod(x_ptr, q_ptr, r_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(q_ptr + offs, x // 3)  # Triton truncates toward zero: -7 // 3 == -2
+    tl.store(r_ptr + offs, x % 3)
+
+
 def _both(kernel, grid, make_args, constexprs):
     """(Triton's interpreter, program by program; whole_grid) on fresh copies of the args."""
     reference = make_args()
@@ -115,6 +123,23 @@ def test_pointwise_rows_with_masks_match_triton():
                             {"BLOCK": 16})
     _assert_same(reference, ours)
     assert torch.equal(ours[1], x * 2 + torch.arange(6.0)[:, None])
+
+
+def test_integer_division_truncates_as_triton_does_when_replayed():
+    x = torch.arange(-8, 8, dtype=torch.int32)
+
+    def fresh():
+        return [x.clone(), torch.zeros(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32)]
+
+    reference = fresh()
+    int_div_mod[(2,)](*reference, BLOCK=8)
+    tapes: dict = {}
+    for _ in range(2):  # recorded, then replayed as the generated function
+        ours = fresh()
+        whole_grid.run(int_div_mod, (2,), tuple(ours), {"BLOCK": 8}, tapes)
+        _assert_same(reference, ours)
+    assert ours[1][1].item() == -2 and ours[2][1].item() == -1  # -7 // 3, -7 % 3
+    assert ") // s" in next(iter(tapes.values())).run.source  # written as NumPy, not a builder call
 
 
 def test_two_dimensional_grid_gives_each_program_its_ids():

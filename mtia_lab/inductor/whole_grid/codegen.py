@@ -40,6 +40,9 @@ _UNARY = {"create_exp": "exp", "create_exp2": "exp2", "create_cos": "cos", "crea
           "create_log": "log", "create_log2": "log2", "create_sqrt": "sqrt",
           "create_precise_sqrt": "sqrt", "create_floor": "floor", "create_ceil": "ceil",
           "create_iabs": "abs", "create_fneg": "negative"}
+# Triton's integer division truncates toward zero (IEEE remainder semantics): the interpreter
+# computes it as (a - fmod(a, b)) // b, and so does the line written for it
+_INTEGER_DIVISION = ("create_idiv", "create_sdiv", "create_udiv")
 _CASTS = ("create_si_to_fp", "create_ui_to_fp", "create_fp_to_si", "create_fp_to_ui",
           "create_fp_ext", "create_fp_trunc", "create_int_cast")
 _SPECIAL_FLOATS = (tl.bfloat16, tl.float8e5, tl.float8e4nv, tl.float8e4b15, tl.float8e4b8,
@@ -132,6 +135,12 @@ def _special(writer: _Writer, name: str, spec: tuple, outs: tuple, slot_of) -> s
         fn = _BINARY[name]
         natural = _natural(fn, a, b, writer=writer)
         return f"{out} = " + writer.fix(f"np.{fn}(s{a}, s{b})", natural, outs[0])
+    if name in _INTEGER_DIVISION and None not in slots[:2]:  # the builder's create_idiv
+        a, b = slots[:2]
+        if writer.dtype(a) == np.bool_:
+            return None
+        natural = _natural("floor_divide", a, b, writer=writer)
+        return f"{out} = " + writer.fix(f"(s{a} - np.fmod(s{a}, s{b})) // s{b}", natural, outs[0])
     if name in _UNARY and slots[0] is not None:
         fn = _UNARY[name]
         return f"{out} = " + writer.fix(f"np.{fn}(s{slots[0]})",
