@@ -83,12 +83,17 @@ STATS = GridStats()
 _BUILDER = GridBuilder()
 
 
+@functools.lru_cache(maxsize=256)
 def _program_ids(grid: tuple[int, int, int], start: int, stop: int) -> tuple:
-    """Program ids of programs start..stop in Triton's order (x outermost, z innermost)."""
+    """Program ids of programs start..stop in Triton's order (x outermost, z innermost); made
+    once per grid and chunk, read-only (kernels compute new arrays from them)."""
     flat = np.arange(start, stop, dtype=np.int64)
     _, gy, gz = grid
-    return ((flat // (gy * gz)).astype(np.int32), ((flat // gz) % gy).astype(np.int32),
-            (flat % gz).astype(np.int32))
+    ids = ((flat // (gy * gz)).astype(np.int32), ((flat // gz) % gy).astype(np.int32),
+           (flat % gz).astype(np.int32))
+    for axis in ids:
+        axis.setflags(write=False)
+    return ids
 
 
 def _elements_per_program(constexprs: dict) -> int:

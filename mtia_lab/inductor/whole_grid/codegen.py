@@ -64,17 +64,34 @@ class Memory:
         key = (name, dtype)
         array = self.arrays.get(key)
         if array is None:
-            import ctypes
-
             tensor = self.tensors[name]
             size = (tensor.untyped_storage().nbytes()
                     - tensor.storage_offset() * tensor.element_size())
-            raw = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(tensor.data_ptr()))
-            array = self.arrays[key] = raw[:size - size % dtype.itemsize].view(dtype)
+            array = self.arrays[key] = _memory_view(tensor.data_ptr(), size, dtype)
         return array
 
     def base(self, name: str) -> np.uint64:
         return np.uint64(self.tensors[name].data_ptr())
+
+
+_VIEWS: dict = {}  # (address, bytes, dtype) -> a NumPy view of that host memory
+
+
+def _memory_view(address: int, size: int, dtype) -> np.ndarray:
+    """`size` bytes of host memory at `address` as a flat array of `dtype`. Views are kept
+    between launches: one is only looked up through a live tensor's own address and size, so
+    the memory it shows is that tensor's (the caching allocator hands out the same blocks
+    again and again)."""
+    key = (address, size, dtype)
+    array = _VIEWS.get(key)
+    if array is None:
+        import ctypes
+
+        if len(_VIEWS) > 4096:  # bounded: views are cheap to make again
+            _VIEWS.clear()
+        raw = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(address))
+        array = _VIEWS[key] = raw[:size - size % dtype.itemsize].view(dtype)
+    return array
 
 
 def _handle(data, dtype):
