@@ -78,24 +78,14 @@ def test_interrupts_anywhere_in_ops_leave_no_memory_behind(device, clean_memory,
     assert torch.equal((x + 0).cpu(), x.cpu())  # the device still works
 
 
-class _InterruptInDel:
+class _InterruptInDel(_InterruptAt):
     """Raise KeyboardInterrupt at the n-th line of DeviceStorage.__del__ (a storage dying while
     a signal arrives: Python reports the exception from __del__ and drops it)."""
-
-    def __init__(self, n: int) -> None:
-        self.left = n
 
     def __call__(self, frame, event, arg):
         if frame.f_code.co_name == "__del__" and frame.f_code.co_filename.endswith("tensor.py"):
             return self._line
         return None
-
-    def _line(self, frame, event, arg):
-        if event == "line" and self.left > 0:
-            self.left -= 1
-            if self.left == 0:
-                raise KeyboardInterrupt
-        return self._line
 
 
 def test_an_interrupt_inside_a_dying_storage_still_frees_its_memory(device, clean_memory,
