@@ -224,15 +224,7 @@ def fsdp2_training(steps: int = 2, lr: float = 0.1) -> dict:
     fully_shard(block, mesh=dist.init_device_mesh(DEVICE, (world,)))
     optimizer = torch.optim.SGD(block.parameters(), lr=lr)
     x = examples.make_batch(batch=4 * world).chunk(world)[rank].to(DEVICE)
-    losses = []
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = block(x).pow(2).mean()
-        loss.backward()
-        optimizer.step()
-        mean = loss.detach().clone()
-        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-        losses.append(mean.item())
+    losses = examples.sgd_steps(block, optimizer, x, steps, average=True)
     return {"losses": losses, "q": block.q.weight.full_tensor().detach().cpu(),
             "down": block.down.weight.full_tensor().detach().cpu()}
 

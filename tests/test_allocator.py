@@ -165,14 +165,20 @@ def test_mem_get_info_and_summary():
     assert "memory summary" in torch.mtia_sim.memory_summary()
 
 
+def _fill(alloc, size: int) -> list:
+    """Blocks of `size` until the allocator runs out (it must, with OutOfMemoryError)."""
+    blocks = []
+    with pytest.raises(torch.OutOfMemoryError):
+        while True:
+            blocks.append(alloc.malloc(size))
+    return blocks
+
+
 def test_medium_requests_reuse_the_remainder_of_a_split_segment_as_cuda_does():
     """CUDA's default max_split_size is unlimited: 4 MiB tensors share 20 MiB segments (five
     to a segment) and fill the device, instead of one segment each (OOM at 20% of capacity)."""
     alloc = CachingAllocator(0, 200 * MiB)
-    blocks = []
-    with pytest.raises(torch.OutOfMemoryError):
-        while True:
-            blocks.append(alloc.malloc(4 * MiB))
+    blocks = _fill(alloc, 4 * MiB)
     assert len(blocks) == 50
     assert {b.segment.size for b in blocks} == {LARGE_SEGMENT}
     assert len({id(b.segment) for b in blocks}) == 10
@@ -208,10 +214,7 @@ def test_8mib_tensors_fill_a_256mib_device_as_cudas_rules_give():
     So 12 segments (240 MiB reserved) hold 24 tensors (192 MiB, 75%), and the 13th segment does
     not fit the 16 MiB left: out of memory, on CUDA as here."""
     alloc = CachingAllocator(0, 256 * MiB)
-    blocks = []
-    with pytest.raises(torch.OutOfMemoryError):
-        while True:
-            blocks.append(alloc.malloc(8 * MiB))
+    blocks = _fill(alloc, 8 * MiB)
     assert len(blocks) == 24
     assert len({id(b.segment) for b in blocks}) == 12
     assert {b.segment.size for b in blocks} == {LARGE_SEGMENT}

@@ -113,6 +113,8 @@ _REDUCTION_NAMES = frozenset({
     "nll_loss2d_forward", "_fused_rms_norm",
 })
 _REDUCTION: dict = {}
+# Inductor names its reduction kernels triton_per_* (persistent) and triton_red_* (looped)
+REDUCTION_PREFIXES = ("triton_per_", "triton_red_")
 
 
 def is_reduction(func) -> bool:

@@ -23,7 +23,6 @@ import torch
 
 from ..backend import cost
 from ..backend.profile import ChipProfile
-from ..inductor.launch import REDUCTION_PREFIXES
 from .measurements import Measurements, load
 from .profiles import gpu_profile
 
@@ -149,7 +148,7 @@ def inductor_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
         total = int(kernel["kernel_num_gb"] * 1e9)
         price = cost.KernelCost(0.0, float(kernel.get("kernel_flop") or elements), total, 0, 0,
                                 kernel.get("dtype") in ("bfloat16", "float16"),
-                                reduction=kernel["kernel"].startswith(REDUCTION_PREFIXES))
+                                reduction=kernel["kernel"].startswith(cost.REDUCTION_PREFIXES))
         rows.append(Row("inductor", name, "device", kernel["device_us"],
                         price.duration_us(profile), _bound(profile, price)))
     return rows

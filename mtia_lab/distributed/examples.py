@@ -93,6 +93,22 @@ def tensor_parallel(traced: bool = False, slow_rank: int | None = None, extra: i
             "trace": trace if traced else None}
 
 
+def sgd_steps(model, optimizer, x, steps: int, average: bool = False) -> list[float]:
+    """`steps` optimizer steps of the mean squared output; the losses (`average`: each the mean
+    over the ranks, as every rank of a data-parallel run reports it)."""
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        if average:
+            loss = loss.detach().clone()
+            dist.all_reduce(loss, op=dist.ReduceOp.AVG)
+        losses.append(loss.item())
+    return losses
+
+
 def data_parallel(steps: int = 2, lr: float = 0.1, traced: bool = False,
                   slow_rank: int | None = None, extra: int = 4) -> dict:
     """`steps` SGD steps of DistributedDataParallel(block), each rank on its slice of the
@@ -106,17 +122,9 @@ def data_parallel(steps: int = 2, lr: float = 0.1, traced: bool = False,
     model = DistributedDataParallel(block)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     x = make_batch(batch=4 * world).chunk(world)[rank].to(DEVICE)
-    losses = []
     with mtia_lab.trace(f"rank {rank}: data parallel") as trace:
         _busy(slow_rank, extra)
-        for _ in range(steps):
-            optimizer.zero_grad()
-            loss = model(x).pow(2).mean()
-            loss.backward()
-            optimizer.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            losses.append(mean.item())
+        losses = sgd_steps(model, optimizer, x, steps, average=True)
     return {"losses": losses, "q": block.q.weight.detach().cpu(),
             "down": block.down.weight.detach().cpu(), "trace": trace if traced else None}
 
@@ -133,13 +141,7 @@ def one_device_reference(world: int, steps: int = 2, lr: float = 0.1,
     block = make_block().to(device)
     optimizer = torch.optim.SGD(block.parameters(), lr=lr)
     x = make_batch(batch=4 * world).to(device)
-    losses = []
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = block(x).pow(2).mean()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = sgd_steps(block, optimizer, x, steps)
     result.update(losses=losses, q=block.q.weight.detach().cpu(),
                   down=block.down.weight.detach().cpu())
     return result

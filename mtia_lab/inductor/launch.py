@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from ..backend import graphs
-from ..backend.cost import KernelCost
+from ..backend.cost import REDUCTION_PREFIXES, KernelCost
 from ..backend.runtime import RUNTIME
 from ..backend.streams import charge
 from ..backend.tensor import MTIATensor
@@ -54,10 +54,6 @@ class TritonLaunch:
     blocks: dict[str, int]  # Inductor's block sizes for it (XBLOCK, R0_BLOCK...): its config
     inputs: tuple[torch.Tensor, ...]  # device tensors it read (only those it did not write)
     outputs: tuple[torch.Tensor, ...]  # device tensors it wrote (in_out_ptr and out_ptr)
-
-
-# Inductor names its reduction kernels triton_per_* (persistent) and triton_red_* (looped)
-REDUCTION_PREFIXES = ("triton_per_", "triton_red_")
 
 
 def launch_cost(autotuner, args) -> KernelCost:
