@@ -27,20 +27,27 @@ PACKAGE = "mtia_lab"
 # Floor of each module, by the longest matching prefix (bottom = 0). Kept in step with
 # ARCHITECTURE.md's "Floors" section.
 FLOORS: dict[str, int] = {
+    # 0 base: private-API shims, progress bars, where a line of user code is
     "mtia_lab._compat": 0,
     "mtia_lab.progress": 0,
-    "mtia_lab.records": 0,
+    "mtia_lab.source": 0,
     "mtia_lab.source_names": 0,
     "mtia_lab.fx_source": 0,
+    # 1 the device
     "mtia_lab.backend": 1,
+    # 2 records everyone writes and every view reads
+    "mtia_lab.records": 2,
     "mtia_lab.trace": 2,
+    # 3 the two compilers (siblings), the ranks, the clock's calibration
     "mtia_lab.compiler": 3,
     "mtia_lab.inductor": 3,
     "mtia_lab.distributed": 3,
     "mtia_lab.calibration": 3,
+    # 4 what stands on both compilers: the engine switch and the comparison; instruments
     "mtia_lab.compare": 4,
     "mtia_lab.instruments": 4,
     "mtia_lab.inspect": 4,
+    # 5 views and entry points
     "mtia_lab.testing": 5,
     "mtia_lab.viz": 5,
     "mtia_lab.magics": 5,
