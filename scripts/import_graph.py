@@ -31,8 +31,6 @@ FLOORS: dict[str, int] = {
     "mtia_lab._compat": 0,
     "mtia_lab.progress": 0,
     "mtia_lab.source": 0,
-    "mtia_lab.source_names": 0,
-    "mtia_lab.fx_source": 0,
     # 1 the device
     "mtia_lab.backend": 1,
     # 2 records everyone writes and every view reads

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..source_names import short_source
+from ..source import short_source
 
 MIN_BLOCK = 512  # every size is rounded up to this
 SMALL_SIZE = 1 << 20  # requests up to 1 MiB use the small pool

@@ -14,13 +14,13 @@ caching allocator: freeing follows tensor lifetime, as on CUDA.
 from __future__ import annotations
 
 import copy
-import sys
 import weakref
 
 import torch
 
 from .. import _compat
 from .._compat import DEVICE_NAME, copy_math_bits, is_fake
+from ..source import user_source
 from .allocator import Block
 from .runtime import RUNTIME
 
@@ -31,13 +31,6 @@ _LIVE_STORAGES: dict[int, weakref.ref[DeviceStorage]] = {}
 _DATA = torch._C.TensorBase.data  # the C++ getter/setter of `Tensor.data`
 _BACKWARD_HOOKS = torch._C.TensorBase._backward_hooks
 _DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
-_PACKAGE_DIRS = (
-    torch.__file__.rsplit("/", 1)[0],
-    __file__.rsplit("/", 3)[0] + "/mtia_lab",
-    "<frozen",
-    "contextlib",
-    "/functools",
-)
 # While a graph captures (graphs.py), every device allocation goes through this route:
 # route(device_index, nbytes, host_ptr, op, source) -> Block from the graph's private pool.
 _ALLOCATION_ROUTE = None
@@ -69,7 +62,7 @@ class DeviceStorage:
             self._allocate(op)
 
     def _allocate(self, op: str) -> None:
-        source = _user_source() if RUNTIME.record_alloc_source else ""
+        source = user_source() if RUNTIME.record_alloc_source else ""
         if _ALLOCATION_ROUTE is None:  # the allocator sets self.block (interrupt-safe)
             allocator = RUNTIME.devices[self.device_index].allocator
             allocator.malloc(self.nbytes, op, source, owner=self)
@@ -185,17 +178,6 @@ def device_untyped_storage(tensor: MTIATensor) -> torch.UntypedStorage:
     storage._mtia_host, storage._mtia_owner = host, weakref.ref(memory)
     memory.python_storage = storage
     return storage
-
-
-def _user_source() -> str:
-    """file:line of the first frame outside torch and mtia_lab: who asked for this memory."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIRS) and "/torch/" not in filename:
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return ""
 
 
 class MTIATensor(torch.Tensor):

@@ -28,7 +28,7 @@ import torch
 import torch.fx
 
 from .._compat import size_hint, symbolic_size_at
-from ..fx_source import user_frame
+from ..source import node_source
 
 aten = torch.ops.aten
 
@@ -286,8 +286,8 @@ def _nbytes(t: torch.Tensor, size: Size = size_hint) -> int:
 
 
 def user_source(node: torch.fx.Node) -> tuple[str, ...]:
-    """The user's line that made the node (fx_source.user_frame), as a tuple of one or none."""
-    best = user_frame(node)
+    """The user's line that made the node (source.node_source), as a tuple of one or none."""
+    best = node_source(node)
     return (best,) if best else ()
 
 

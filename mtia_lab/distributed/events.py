@@ -21,7 +21,7 @@ from time import perf_counter_ns
 import torch
 
 from ..backend import tensor as _tensor
-from ..trace.compiled import _user_source
+from ..source import user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
 
 COLLECTIVE = "collective"
@@ -60,7 +60,7 @@ def emit(name: str, call_id: str, inputs, outputs, device: int, stream, arrival_
     node = torch._C._current_autograd_node()
     phase = "forward" if node is None else "backward"
     module = recorder.modules[-1] if recorder.modules else ""
-    source = _user_source()  # the user's line that issued it (DDP's hooks have none: "")
+    source = user_source()  # the user's line that issued it (DDP's hooks have none: "")
     allocated = _current_bytes(device)
     for trace, trace_start in recorder.traces:
         events = trace.events

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
-from ..trace.compiled import KIND, _user_source
+from ..source import user_source
+from ..trace.compiled import KIND
 from ..trace.events import DispatchPath, OpEvent
 from .launch import LISTENERS, TritonLaunch
 
@@ -65,7 +66,7 @@ def on_launch(launch: TritonLaunch, cost, span) -> None:
     current = RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current
     phase = "backward" if graph.startswith("backward") else "forward"
     module = rec.modules[-1] if rec.modules else ""
-    source = _user_source()
+    source = user_source()
     for trace, trace_start in rec.traces:
         events = trace.events
         events.append(OpEvent(

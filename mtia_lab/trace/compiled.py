@@ -20,14 +20,9 @@ With no trace open the listener returns at once, so it stays installed (`install
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
-import sysconfig
 from time import perf_counter_ns
 
-import torch
-
+from ..source import user_source
 from .events import DispatchPath, OpEvent, TensorRecord
 
 KIND = "compiled"
@@ -35,27 +30,6 @@ _state = {"program": None, "call_id": 0, "end_ns": 0}
 _owners: dict[int, tuple] = {}  # id(kernel) -> (CompiledGraph, kernel)
 _buffer_ids: dict[tuple[str, str], int] = {}  # (graph, buffer) -> synthetic storage id
 _records: dict[tuple, TensorRecord] = {}
-
-
-_SKIP = (os.path.dirname(torch.__file__),
-         os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
-         sysconfig.get_paths()["stdlib"], "<frozen")
-
-
-@functools.lru_cache(maxsize=1024)
-def _is_user_file(filename: str) -> bool:
-    return not filename.startswith(_SKIP)
-
-
-def _user_source() -> str:
-    """file:line of the innermost frame outside torch, mtia_lab and the standard library (the
-    recorder's rule; found here once per launch, so the simple walk is fast enough)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if _is_user_file(frame.f_code.co_filename):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return ""
 
 
 def _owner(kernel):
@@ -131,7 +105,7 @@ def on_kernel(kernel, cost, span) -> None:
     current = RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current
     phase = "backward" if graph.startswith("backward") else "forward"
     module = recorder.modules[-1] if recorder.modules else ""
-    source = _user_source()
+    source = user_source()
     for trace, trace_start in recorder.traces:
         events = trace.events
         events.append(OpEvent(

@@ -24,8 +24,6 @@ is on the stack then); both versions stay cached, and later traces reuse the sec
 from __future__ import annotations
 
 import functools
-import os
-import sysconfig
 import threading
 import time
 import weakref
@@ -42,6 +40,7 @@ from ..backend.fallback import reason_for
 from ..backend.runtime import RUNTIME
 from ..backend.schema import facts
 from ..backend.tensor import MTIATensor
+from ..source import user_source
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
 from .paths import call_name, explain
 
@@ -56,38 +55,8 @@ is_grad_enabled = torch.is_grad_enabled
 is_inference_mode_enabled = torch.is_inference_mode_enabled
 _new_event = functools.partial(tuple.__new__, OpEvent)  # OpEvent(...) minus its Python __new__
 
-_SKIP_DIRS = (
-    os.path.dirname(torch.__file__),
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
-    sysconfig.get_paths()["stdlib"],
-    "<frozen",
-)
 _BACKWARD_CALLS = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
 _NO_NODE_SEQ = 1 << 63  # AccumulateGrad and other graph roots have sequence number 2**64-1
-
-
-@functools.cache
-def _is_user_file(filename: str) -> bool:
-    return not filename.startswith(_SKIP_DIRS)
-
-
-def _user_source(frame, sources: dict) -> str:
-    """file:line of `frame` or, if it is in torch, mtia_lab or the standard library, of the
-    first frame above it that is not. `sources` caches each instruction's answer:
-    (id(code), f_lasti) -> (code, "file:line" or ""), the code kept so that its id stays taken.
-
-    The walk starts where the user's call entered torch (see _CallMode), not at the dispatcher:
-    stepping through `f_back` makes a Python object of every short-lived frame it passes."""
-    while frame is not None:
-        code = frame.f_code
-        known = sources.get((id(code), frame.f_lasti))
-        if known is None:
-            text = f"{code.co_filename}:{frame.f_lineno}" if _is_user_file(code.co_filename) else ""
-            known = sources[id(code), frame.f_lasti] = (code, text)
-        if known[1]:
-            return known[1]
-        frame = frame.f_back
-    return ""
 
 
 @functools.cache
@@ -171,7 +140,7 @@ class _Recorder:
         self.records: dict[tuple, tuple[TensorRecord, int]] = {}
         self.seen: dict[int, tuple] = {}  # id(tensor) -> (weakref, entry), see _input_record
         self.shapes: dict[tuple, tuple] = {}
-        self.sources: dict[tuple, tuple] = {}  # see _user_source
+        self.sources: dict[tuple, tuple] = {}  # user_source's cache, see _open
         self.device_names = [f"{_compat.DEVICE_NAME}:{i}" for i in range(64)]
         self.mode: _CallMode | None = None
         self.handles: list = []
@@ -366,7 +335,9 @@ class _Recorder:
         else:
             name = self.call_names.get(what) or self.call_names.setdefault(what, call_name(what))
         call[0] = name
-        call[2] = _user_source(call[2], self.sources)
+        # The walk starts where the user's call entered torch (see _CallMode), not at the
+        # dispatcher: stepping through `f_back` makes a Python object of every frame it passes.
+        call[2] = user_source(call[2], cache=self.sources)
         call[4] = "backward" if name in _BACKWARD_CALLS else "forward"
 
     def _backward_call(self, node) -> tuple[list, str]:
