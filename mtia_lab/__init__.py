@@ -41,9 +41,9 @@ from .compiler import register as _register_compiler  # noqa: E402  (needs the d
 
 _register_compiler(only_if_dynamo_loaded=True)
 
-from .trace import compiled as _compiled_trace  # noqa: E402
+from .compiler import trace_listener as _compiled_trace  # noqa: E402
 
-_compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()` (trace/compiled.py)
+_compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()`
 
 from .distributed import registration as _distributed  # noqa: E402
 

@@ -155,7 +155,8 @@ def merge_traces(traces: list[Trace], label: str = "") -> RankedTrace:
         sim_start[str(rank)] = trace.metadata.get("sim_start_us", {})
         for e in trace.events:
             call_id = calls.setdefault((rank, e.call_id), len(calls) + 1)  # unique across ranks
-            events.append(RankedEvent(len(events), *e[1:-1], call_id, rank))
+            events.append(RankedEvent(**dict(e._asdict(), index=len(events), call_id=call_id),
+                                      rank=rank))
     first = traces[0].metadata if traces else {}
     metadata = {k: v for k, v in first.items() if k not in ("label", "sim_start_us")}
     metadata.update({"label": label or f"{len(traces)} ranks", "ranks": len(traces),
@@ -165,8 +166,15 @@ def merge_traces(traces: list[Trace], label: str = "") -> RankedTrace:
 
 def ranked_to_plain(trace: RankedTrace) -> Trace:
     """A plain Trace of OpEvents whose metadata "event_ranks" holds each event's rank."""
-    return Trace([OpEvent(*e[:-1]) for e in trace.events],
+    return Trace([_plain(e) for e in trace.events],
                  dict(trace.metadata, event_ranks=[e.rank for e in trace.events]))
+
+
+def _plain(event: RankedEvent) -> OpEvent:
+    """The OpEvent of a RankedEvent: every field but `rank`."""
+    fields = event._asdict()
+    del fields["rank"]
+    return OpEvent(**fields)
 
 
 def save_ranked_trace(trace: RankedTrace, path) -> None:
@@ -188,7 +196,8 @@ def ranked_from_plain(plain: Trace, path="<data>") -> RankedTrace:
     ranks = plain.metadata.pop("event_ranks", None)
     if ranks is None or len(ranks) != len(plain.events):
         raise ValueError(f"{path} holds a single-rank trace: read it with mtia_lab.load_trace")
-    return RankedTrace([RankedEvent(*e, r) for e, r in zip(plain.events, ranks, strict=True)],
+    return RankedTrace([RankedEvent(**e._asdict(), rank=r)
+                        for e, r in zip(plain.events, ranks, strict=True)],
                        plain.metadata)
 
 

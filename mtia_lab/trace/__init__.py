@@ -17,7 +17,7 @@ import types
 
 from .events import CallGroup, DispatchPath, OpEvent, OpSummary, TensorRecord, Trace
 from .io import TraceFormatError, load_trace, save_chrome_trace, save_trace, to_chrome_trace
-from .recorder import Tracer, trace
+from .tracer import Tracer, trace
 
 __all__ = [
     "CallGroup", "DispatchPath", "OpEvent", "OpSummary", "TensorRecord", "Trace",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 KINDS = ("native", "fallback", "view")
-COMPILED = "compiled"  # a fused kernel of torch.compile(backend="mtia_lab") (trace/compiled.py)
+COMPILED = "compiled"  # a fused kernel of a torch.compile'd region (either compiler's listener)
 ALL_KINDS = (*KINDS, COMPILED)  # views list COMPILED only when a trace has such events
 PHASES = ("forward", "backward")
 
@@ -84,34 +84,40 @@ class DispatchPath:
         return " -> ".join([*acted, "MTIATensor.__torch_dispatch__", self.chosen])
 
 
+NO_PATH = DispatchPath((), (), (), "")  # an event's default: no dispatcher path recorded
+
+
 class OpEvent(NamedTuple):
-    """One aten op that reached the device.
+    """One aten op that reached the device (or one compiled kernel, collective, wait).
 
     A NamedTuple rather than a frozen dataclass: just as immutable, but made ten times faster,
-    and one is made per recorded op (see benchmarks/bench_trace.py).
+    and one is made per recorded op (see benchmarks/bench_trace.py). Build one by keyword:
+    every field has a default, so a writer names what it knows and a field added here (with
+    its default) needs no change in any writer, in io.py's tables or in RankedEvent.
+    `Recorder.emit` fills in `index`, `host_start_ns` and `device_bytes`.
     """
 
-    index: int  # position in its trace
-    op: str  # aten overload, "aten::add.Tensor"
-    kind: str  # "native" | "fallback" | "view" | "compiled"
-    phase: str  # "forward" | "backward"
-    reason: str  # why the fallback served it ("" otherwise); "raised ..." if the op failed
-    dispatch: DispatchPath
-    inputs: tuple[TensorRecord, ...]
-    outputs: tuple[TensorRecord, ...]
-    allocated: int  # device bytes allocated during the op (allocator blocks, rounded)
-    freed: int  # device bytes freed during the op
-    device_bytes: int  # bytes allocated on the device after the op
-    host_start_ns: int  # wall clock (perf_counter_ns) since the trace started
-    host_ns: int  # wall time of the kernel on the host
-    sim_start_us: float | None  # simulated device clock; None for views (no device work)
-    sim_end_us: float | None
-    stream: int | None  # stream id on the device; None when no device work was queued
-    device: int  # device index
-    source: str  # "file.py:12", the first frame outside torch and mtia_lab
-    module: str  # nn.Module path, "MLP.fc1" ("" outside any module)
-    call: str  # top-level torch function, or autograd node in backward
-    call_id: int  # events of one call share it
+    index: int = 0  # position in its trace
+    op: str = ""  # aten overload, "aten::add.Tensor"
+    kind: str = ""  # "native" | "fallback" | "view" | "compiled" | "collective" | "wait"
+    phase: str = "forward"  # "forward" | "backward"
+    reason: str = ""  # why the fallback served it ("" otherwise); "raised ..." if the op failed
+    dispatch: DispatchPath = NO_PATH
+    inputs: tuple[TensorRecord, ...] = ()
+    outputs: tuple[TensorRecord, ...] = ()
+    allocated: int = 0  # device bytes allocated during the op (allocator blocks, rounded)
+    freed: int = 0  # device bytes freed during the op
+    device_bytes: int = 0  # bytes allocated on the device after the op
+    host_start_ns: int = 0  # wall clock (perf_counter_ns) since the trace started
+    host_ns: int = 0  # wall time of the kernel on the host
+    sim_start_us: float | None = None  # simulated device clock; None for views (no device work)
+    sim_end_us: float | None = None
+    stream: int | None = None  # stream id on the device; None when no device work was queued
+    device: int = 0  # device index
+    source: str = ""  # "file.py:12", the user's line (mtia_lab.source.user_source)
+    module: str = ""  # nn.Module path, "MLP.fc1" ("" outside any module)
+    call: str = ""  # top-level torch function, or autograd node in backward
+    call_id: int = 0  # events of one call share it
 
     @property
     def sim_us(self) -> float:
