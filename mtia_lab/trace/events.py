@@ -205,9 +205,22 @@ class Trace:
 
         return view_for(self, "terminal").__rich__()
 
+    # -- how it is saved: io.py asks the trace, so a subclass (RankedTrace) saves itself ------
+    def to_plain(self) -> Trace:
+        """The Trace of plain OpEvents that io.py writes; a subclass whose events hold more
+        returns its events as OpEvents and the rest in metadata."""
+        return self
+
+    def chrome_trace(self) -> dict:
+        """The Chrome trace event object of `io.to_chrome_trace` (one process for the host,
+        one per device); a subclass may draw itself otherwise."""
+        from .io import plain_chrome_trace  # io.py imports this module: a call-time import
+
+        return plain_chrome_trace(self)
+
     def export_chrome_trace(self, path) -> None:
         """Write a Chrome trace event file, as torch.profiler's `prof.export_chrome_trace`."""
-        from .io import save_chrome_trace
+        from .io import save_chrome_trace  # io.py imports this module: a call-time import
 
         save_chrome_trace(self, path)
 

@@ -44,11 +44,10 @@ class TraceFormatError(ValueError):
 
 # -- the mtia_lab format ---------------------------------------------------------------------
 def trace_to_json(trace: Trace) -> dict:
-    """The JSON object of a trace (what `save_trace` writes)."""
-    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
-        from ..distributed.traces import ranked_to_plain
-
-        trace = ranked_to_plain(trace)
+    """The JSON object of a trace (what `save_trace` writes): of `trace.to_plain()`, so a Trace
+    subclass whose events hold more (a RankedTrace's ranks) saves itself as OpEvents and
+    metadata."""
+    trace = trace.to_plain()
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
     path_ids: dict[int, int] = {}
@@ -287,13 +286,16 @@ HOST_PID = 0
 
 
 def to_chrome_trace(trace: Trace) -> dict:
-    """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
-    dur in microseconds. Host wall time is process 0; simulated time of device N is process
-    N + 1, one thread per stream, measured from the device's clock when the trace began."""
-    if hasattr(trace, "ranks"):  # several ranks merged: one process per rank (distributed/)
-        from ..distributed.traces import to_chrome_trace as ranked_chrome_trace
+    """The trace as Chrome trace events (Perfetto-compatible): `trace.chrome_trace()`, so a
+    Trace subclass draws itself (a RankedTrace: one process per rank); a Trace's own is
+    `plain_chrome_trace`."""
+    return trace.chrome_trace()
 
-        return ranked_chrome_trace(trace)
+
+def plain_chrome_trace(trace: Trace) -> dict:
+    """Chrome trace events of a single-process trace: "X" (complete) events, ts and dur in
+    microseconds. Host wall time is process 0; simulated time of device N is process N + 1,
+    one thread per stream, measured from the device's clock when the trace began."""
     out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
            _meta("thread_name", HOST_PID, 0, "ops")]
     sim_start = trace.metadata.get("sim_start_us", {})
