@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..records.display import view_for
+
 KINDS = ("native", "fallback", "view")
 COMPILED = "compiled"  # a fused kernel of a torch.compile'd region (either compiler's listener)
 ALL_KINDS = (*KINDS, COMPILED)  # views list COMPILED only when a trace has such events
@@ -189,20 +191,16 @@ class Trace:
             f"host {self.host_ns() / 1e6:.3f} ms, simulated {self.sim_us():.3f} us>"
         )
 
-    # -- how it shows itself: the view is looked up, never imported (records know no views) --
+    # -- how it shows itself: the view is looked up (records/display.py), never imported ------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """In a notebook a Trace shows the view registered for it (the summary table, with
         simulated times only so that a saved output stays the same from run to run)."""
-        from ..viz.registry import view_for
-
         return view_for(self, "notebook")._repr_mimebundle_(include, exclude)
 
     def _repr_html_(self) -> str:
         return self._repr_mimebundle_(include={"text/html"})["text/html"]
 
     def __rich__(self):
-        from ..viz.registry import view_for
-
         return view_for(self, "terminal").__rich__()
 
     # -- how it is saved: io.py asks the trace, so a subclass (RankedTrace) saves itself ------
