@@ -11,7 +11,8 @@ import torch
 
 import mtia_lab
 from mtia_lab.trace.events import DispatchPath, OpEvent, Trace
-from mtia_lab.viz.timeline import TimelineView, timeline_of, timeline_view
+from mtia_lab.viz.timeline import timeline_of
+from mtia_lab.viz.timeline_views import TimelineView, timeline_view
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -16,7 +16,8 @@ from .layout_widget import LayoutExplorer
 from .memory import MemoryView, memory_view
 from .plan_compare import PlanCompare, plan_compare
 from .playground import Playground, PlaygroundWidget, playground
-from .timeline import TimelineView, timeline_of, timeline_view
+from .timeline import timeline_of
+from .timeline_views import TimelineView, timeline_view
 from .trace_explorer import TraceExplorer, TraceTable, trace_explorer, trace_table
 from .trace_graph import TraceGraph, trace_graph
 from .trace_summary import TraceSummary, TraceTree, trace_summary, trace_tree
