@@ -15,8 +15,9 @@ from __future__ import annotations
 import sys
 import types
 
+from .chrome import save_chrome_trace, to_chrome_trace
 from .events import CallGroup, DispatchPath, OpEvent, OpSummary, TensorRecord, Trace
-from .io import TraceFormatError, load_trace, save_chrome_trace, save_trace, to_chrome_trace
+from .io import TraceFormatError, load_trace, save_trace
 from .tracer import Tracer, trace
 
 __all__ = [

@@ -1,24 +1,23 @@
-"""Traces on disk: the mtia_lab JSON format (save/load), and Chrome's trace event format.
+"""Traces on disk: the mtia_lab JSON format (save/load); Chrome's export is re-exported.
 
 The JSON format is documented in docs/trace-format.md. It is a header (`"format":
 "mtia_lab.trace"`, `"version": 1`), the trace's metadata and three tables of rows: tensor
 records and dispatch paths are stored once and referenced by position from the events, which
 keeps a 100,000-event file small and quick to write and read.
 
-`to_chrome_trace` gives the JSON object that chrome://tracing and https://ui.perfetto.dev open:
-host wall time on one track, simulated device time on one track per (device, stream).
+Chrome's trace event format (`to_chrome_trace`, `save_chrome_trace`) is chrome.py's; both are
+importable from here too, as `mtia_lab.trace.io.to_chrome_trace`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import fields
 
 from ..progress import progress
+from .chrome import save_chrome_trace, to_chrome_trace, write_atomically  # noqa: F401
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
 
 PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
@@ -85,25 +84,9 @@ def trace_to_json(trace: Trace) -> dict:
     }
 
 
-def _write_atomically(path, obj) -> None:
-    """JSON to a temporary file beside `path`, then renamed over it: a reader never sees half a
-    file, and a failed write leaves the old file as it was."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".mtia_lab-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            json.dump(obj, f, separators=(",", ":"))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 def save_trace(trace: Trace, path) -> None:
     """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md), atomically."""
-    _write_atomically(path, trace_to_json(trace))
+    write_atomically(path, trace_to_json(trace))
 
 
 def _read_bounded(path, max_bytes: int) -> bytes:
@@ -279,76 +262,3 @@ def _build(data: dict) -> Trace:
     if not isinstance(starts, dict) or not all(_is(v, _NUMBER) for v in starts.values()):
         raise TypeError("metadata sim_start_us must map device indices to numbers")
     return Trace(events, metadata)
-
-
-# -- Chrome trace event format ---------------------------------------------------------------
-HOST_PID = 0
-
-
-def to_chrome_trace(trace: Trace) -> dict:
-    """The trace as Chrome trace events (Perfetto-compatible): `trace.chrome_trace()`, so a
-    Trace subclass draws itself (a RankedTrace: one process per rank); a Trace's own is
-    `plain_chrome_trace`."""
-    return trace.chrome_trace()
-
-
-def plain_chrome_trace(trace: Trace) -> dict:
-    """Chrome trace events of a single-process trace: "X" (complete) events, ts and dur in
-    microseconds. Host wall time is process 0; simulated time of device N is process N + 1,
-    one thread per stream, measured from the device's clock when the trace began."""
-    out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
-           _meta("thread_name", HOST_PID, 0, "ops")]
-    sim_start = trace.metadata.get("sim_start_us", {})
-    tracks: dict[tuple[int, int], list] = {}
-    host = []
-    described: dict[int, str] = {}  # id(record) -> text; records are shared between events
-
-    def describe(records) -> list[str]:
-        out = []
-        for t in records:
-            text = described.get(id(t))
-            if text is None:
-                text = described[id(t)] = _describe(t)
-            out.append(text)
-        return out
-
-    for e in trace.events:
-        args = {
-            "index": e.index, "kind": e.kind, "phase": e.phase, "module": e.module,
-            "call": e.call, "source": e.source,
-            "inputs": describe(e.inputs), "outputs": describe(e.outputs),
-        }
-        if e.reason:
-            args["reason"] = e.reason
-        host.append({"name": e.op, "cat": e.served_by, "ph": "X", "pid": HOST_PID, "tid": 0,
-                     "ts": e.host_start_ns / 1000, "dur": e.host_ns / 1000, "args": args})
-        if e.sim_start_us is not None:
-            zero = sim_start.get(str(e.device), 0.0)
-            tracks.setdefault((e.device, e.stream), []).append({
-                "name": e.op, "cat": e.served_by, "ph": "X", "pid": e.device + 1,
-                "tid": e.stream, "ts": e.sim_start_us - zero, "dur": e.sim_us, "args": args,
-            })
-    host.sort(key=lambda ev: ev["ts"])
-    out += host
-    for device, stream in sorted(tracks):
-        if not any(ev["pid"] == device + 1 and ev["ph"] == "M" for ev in out):
-            out.append(_meta("process_name", device + 1, 0, f"mtia_sim:{device} (simulated)"))
-        out.append(_meta("thread_name", device + 1, stream, f"stream {stream}"))
-        out += sorted(tracks[device, stream], key=lambda ev: ev["ts"])
-    return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": trace.metadata}
-
-
-def save_chrome_trace(trace: Trace, path) -> None:
-    """Write the Chrome trace export of `trace` (open it in https://ui.perfetto.dev),
-    atomically."""
-    _write_atomically(path, to_chrome_trace(trace))
-
-
-def _meta(name: str, pid: int, tid: int, value: str) -> dict:
-    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": {"name": value}}
-
-
-def _describe(t: TensorRecord) -> str:
-    shape = "x".join(map(str, t.shape)) or "scalar"
-    view = " view" if t.is_view else ""
-    return f"{t.dtype}[{shape}] stride={list(t.strides)} @{t.storage:#x}+{t.storage_offset}{view}"
