@@ -5,20 +5,14 @@ export is one way (io.py's `load_trace` refuses it). A Trace draws itself throug
 `Trace.chrome_trace()`, so a subclass (distributed/'s RankedTrace: one process per rank)
 exports its own picture through the same `to_chrome_trace`.
 
-This module imports nothing of trace/ at run time (it reads records by their fields), so
-events.py can import it: `Trace.export_chrome_trace` needs no call-time import.
+`Trace.chrome_trace` and `Trace.export_chrome_trace` import this module when called (it
+imports events.py): a deliberate call-time import inside trace/.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import tempfile
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .events import TensorRecord, Trace
+from .events import TensorRecord, Trace
+from .files import write_atomically
 
 HOST_PID = 0
 
@@ -89,20 +83,3 @@ def _describe(t: TensorRecord) -> str:
     shape = "x".join(map(str, t.shape)) or "scalar"
     view = " view" if t.is_view else ""
     return f"{t.dtype}[{shape}] stride={list(t.strides)} @{t.storage:#x}+{t.storage_offset}{view}"
-
-
-def write_atomically(path, obj) -> None:
-    """JSON to a temporary file beside `path`, then renamed over it: a reader never sees half a
-    file, and a failed write leaves the old file as it was."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".mtia_lab-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            json.dump(obj, f, separators=(",", ":"))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-

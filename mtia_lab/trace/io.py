@@ -17,8 +17,9 @@ import stat
 from dataclasses import fields
 
 from ..progress import progress
-from .chrome import save_chrome_trace, to_chrome_trace, write_atomically  # noqa: F401
+from .chrome import save_chrome_trace, to_chrome_trace  # noqa: F401  (re-exported)
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
+from .files import write_atomically
 
 PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
 
