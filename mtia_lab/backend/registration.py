@@ -18,7 +18,7 @@ from .. import _compat
 from .._compat import DEVICE_NAME
 from . import cost, dispatch, fallback, oom
 from .runtime import RUNTIME
-from .streams import charge, current_stream
+from .streams import Charge, charge, current_stream
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -71,9 +71,9 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
     # The copy crosses the host link on the current stream; a blocking copy makes the host
     # wait for it (and so for everything queued before it), a non_blocking one does not.
     state = RUNTIME.devices[index]
-    stream, _, _ = charge(state, cost.transfer(host.numel() * host.element_size()).duration_us(
+    stream = charge(state, cost.transfer(host.numel() * host.element_size()).duration_us(
         state.profile
-    ))
+    )).stream
     if not non_blocking:
         stream.synchronize()
     return result
@@ -134,7 +134,8 @@ def _observed(fn, op, kind: str):
         observer.before_op(func, kind, args if op is not None else args[2:], kwargs, state)
         result = fn(*args, **kwargs)
         # Work queued now starts when the stream is free AND the host issued it (streams.charge).
-        span = (stream, max(before, now), stream.clock_us) if stream.clock_us > before else None
+        span = (Charge(stream, max(before, now), stream.clock_us, now,
+                       now + state.profile.host_op_us) if stream.clock_us > before else None)
         observer.after_op(func, kind, result, None, span)
         return result
 

@@ -27,7 +27,7 @@ from time import perf_counter_ns
 from ..source import user_source
 from ..trace.events import COMPILED as KIND
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
-from ..trace.recorder import RECORDER
+from ..trace.recorder import RECORDER, host_issue
 from .backend import COMPILED
 from .runner import LISTENERS, remove_listener
 
@@ -90,7 +90,7 @@ def on_kernel(kernel, cost, span) -> None:
     else:
         host_ns = now - _state["end_ns"]
     _state["end_ns"] = now
-    stream, sim_start, sim_end = span
+    stream, sim_start, sim_end = span[:3]
     device = stream.device_index
     device_name = f"mtia_sim:{device}"
     path = DispatchPath((), (), tuple(group.aten_nodes),
@@ -104,7 +104,7 @@ def on_kernel(kernel, cost, span) -> None:
         outputs=_records_of(graph, ir, kernel.outputs, device_name),
         host_ns=host_ns, sim_start_us=sim_start, sim_end_us=sim_end, stream=stream.stream_id,
         device=device, source=user_source(), module=RECORDER.module,
-        call=f"compiled {graph}", call_id=_state["call_id"],
+        call=f"compiled {graph}", call_id=_state["call_id"], host_issue_us=host_issue(span),
     ), started_ns=now - host_ns)
 
 

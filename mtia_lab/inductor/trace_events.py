@@ -21,7 +21,7 @@ from time import perf_counter_ns
 from ..source import user_source
 from ..trace.events import COMPILED as KIND
 from ..trace.events import DispatchPath, OpEvent
-from ..trace.recorder import RECORDER
+from ..trace.recorder import RECORDER, host_issue
 from .launch import LISTENERS, TritonLaunch
 
 SOURCES: dict[str, str] = {}  # event op name -> Triton source of the kernel
@@ -52,7 +52,7 @@ def on_launch(launch: TritonLaunch, cost, span) -> None:
     else:
         host_ns = now - _state["end_ns"]
     _state["end_ns"], _state["last"] = now, name
-    stream, sim_start, sim_end = span
+    stream, sim_start, sim_end = span[:3]
     nodes = ", ".join(kernel.nodes) or "aten nodes unknown (Inductor's graph cache)"
     blocks = "".join(f", {k}={v}" for k, v in launch.blocks.items())
     path = DispatchPath((), (), tuple(kernel.aten_nodes),
@@ -64,7 +64,7 @@ def on_launch(launch: TritonLaunch, cost, span) -> None:
         outputs=tuple(RECORDER.tensor_record(t) for t in launch.outputs),
         host_ns=host_ns, sim_start_us=sim_start, sim_end_us=sim_end, stream=stream.stream_id,
         device=stream.device_index, source=user_source(), module=RECORDER.module,
-        call=f"compiled {graph}", call_id=_state["call_id"],
+        call=f"compiled {graph}", call_id=_state["call_id"], host_issue_us=host_issue(span),
     ), started_ns=now - host_ns)
 
 

@@ -51,10 +51,10 @@ is_dynamo_compiling = torch.compiler.is_dynamo_compiling  # False, unless Dynamo
 compile_session = _compat.compile_session  # ._is_compiling_flag: see _compat
 is_grad_enabled = torch.is_grad_enabled
 # OpEvent(...) minus its Python __new__: one event per recorded op, so built positionally, in
-# OpEvent's field order; the fields after `call_id` take their defaults (_EVENT_DEFAULTS).
+# OpEvent's field order; the fields after `host_issue_us` take their defaults (_EVENT_DEFAULTS).
 _new_event = functools.partial(tuple.__new__, OpEvent)
 _EVENT_DEFAULTS = tuple(OpEvent._field_defaults[name]
-                        for name in OpEvent._fields[OpEvent._fields.index("call_id") + 1:])
+                        for name in OpEvent._fields[OpEvent._fields.index("host_issue_us") + 1:])
 _BACKWARD_CALLS = frozenset({"Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"})
 _NO_NODE_SEQ = 1 << 63  # AccumulateGrad and other graph roots have sequence number 2**64-1
 
@@ -252,15 +252,16 @@ class DispatchHooks:
         reason = failure or (reason_for(name) if kind == "fallback" else "")
         if span is not None:
             stream, sim_start, sim_end = span[0].stream_id, span[1], span[2]
+            issue = (span[3], span[4]) if span[4] > span[3] else None  # backend.streams.Charge
         else:
-            stream = sim_start = sim_end = None
+            stream = sim_start = sim_end = issue = None
         allocated, freed = stat.allocated - allocated, stat.freed - freed
         for trace, trace_start in self.traces:
             events = trace.events
             events.append(_new_event((
                 len(events), name, kind, phase, reason, path, inputs, outputs, allocated, freed,
                 stat.current, start - trace_start, end - start, sim_start, sim_end, stream,
-                device, source, module, call_name, call_id, *_EVENT_DEFAULTS,
+                device, source, module, call_name, call_id, issue, *_EVENT_DEFAULTS,
             )))
 
     def _open(self, call: list) -> None:

@@ -120,10 +120,20 @@ class OpEvent(NamedTuple):
     module: str = ""  # nn.Module path, "MLP.fc1" ("" outside any module)
     call: str = ""  # top-level torch function, or autograd node in backward
     call_id: int = 0  # events of one call share it
+    # (start, end) of the host issuing the op's device work, on the device's simulated clock:
+    # the profile's host_op_us per op (a GPU profile's eager dispatch cost); None when issuing
+    # took no simulated time (the MTIA profiles) or the op queued no device work
+    host_issue_us: tuple[float, float] | None = None
 
     @property
     def sim_us(self) -> float:
         return 0.0 if self.sim_start_us is None else self.sim_end_us - self.sim_start_us
+
+    @property
+    def host_issue_span_us(self) -> float:
+        """Simulated microseconds the host spent issuing the op (0.0 when not modelled)."""
+        issue = self.host_issue_us
+        return 0.0 if issue is None else issue[1] - issue[0]
 
     @property
     def served_by(self) -> str:

@@ -28,6 +28,11 @@ VERSION = 1
 TENSOR_FIELDS = [f.name for f in fields(TensorRecord)]
 DISPATCH_FIELDS = [f.name for f in fields(DispatchPath)]
 EVENT_FIELDS = list(OpEvent._fields)
+# Event fields added to version 1 since it was fixed, at the end of the row: a file written
+# before one of them has a shorter event_fields list, and its events load with the default.
+ADDED_EVENT_FIELDS = ["host_issue_us"]
+_FIRST_EVENT_FIELDS = EVENT_FIELDS[:len(EVENT_FIELDS) - len(ADDED_EVENT_FIELDS)]
+_HOST_ISSUE_AT = EVENT_FIELDS.index("host_issue_us")
 _DISPATCH_AT = EVENT_FIELDS.index("dispatch")
 _INPUTS_AT = EVENT_FIELDS.index("inputs")
 _OUTPUTS_AT = EVENT_FIELDS.index("outputs")
@@ -148,10 +153,11 @@ def trace_from_json(data, path="<data>") -> Trace:
             "Load it with the mtia_lab release that wrote it (its metadata names the release), "
             "or record the trace again.",
         )
+    known = _known_event_fields(data.get("event_fields"))
     for key, expected in (
         ("tensor_fields", TENSOR_FIELDS),
         ("dispatch_fields", DISPATCH_FIELDS),
-        ("event_fields", EVENT_FIELDS),
+        ("event_fields", EVENT_FIELDS[:known]),
     ):
         if data.get(key) != expected:
             raise TraceFormatError(
@@ -160,13 +166,22 @@ def trace_from_json(data, path="<data>") -> Trace:
                 "The file was edited or written by another mtia_lab; record the trace again.",
             )
     try:
-        return _build(data)
+        return _build(data, known)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise TraceFormatError(
             path,
             f"a table is malformed ({type(error).__name__}: {error})",
             "The file was edited or damaged; record the trace again.",
         ) from None
+
+
+def _known_event_fields(names) -> int:
+    """How many of EVENT_FIELDS a file's events hold: all of them, or all but some of the
+    fields added since (ADDED_EVENT_FIELDS); anything else is reported as a mismatch."""
+    if (isinstance(names, list) and len(_FIRST_EVENT_FIELDS) <= len(names) <= len(EVENT_FIELDS)
+            and names == EVENT_FIELDS[:len(names)]):
+        return len(names)
+    return len(EVENT_FIELDS)
 
 
 def _tuple(value):
@@ -183,7 +198,7 @@ _EVENT_TYPES = {"index": _INT, "op": _STR, "kind": _STR, "phase": _STR, "reason"
                 "freed": _INT, "device_bytes": _INT, "host_start_ns": _INT, "host_ns": _INT,
                 "sim_start_us": "number|None", "sim_end_us": "number|None",
                 "stream": "int|None", "device": _INT, "source": _STR, "module": _STR,
-                "call": _STR, "call_id": _INT}
+                "call": _STR, "call_id": _INT, "host_issue_us": "pair|None"}
 
 
 def _is(value, kind: str) -> bool:
@@ -197,6 +212,9 @@ def _is(value, kind: str) -> bool:
         return isinstance(value, str)
     if kind == "ints":  # lists from JSON; tuples from trace_to_json used in memory
         return isinstance(value, (list, tuple)) and all(_is(v, _INT) for v in value)
+    if kind == "pair":  # (start, end): two numbers
+        return isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            _is(v, _NUMBER) for v in value)
     if kind == "strs":
         return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     raise AssertionError(kind)
@@ -226,7 +244,11 @@ def _refs(indices: list, table: list, what: str, at: int) -> list:
     return [table[i] for i in indices]
 
 
-def _build(data: dict) -> Trace:
+def _build(data: dict, known: int) -> Trace:
+    """The Trace of checked tables; events have the first `known` fields of EVENT_FIELDS (the
+    rest, added since the file was written, take their defaults)."""
+    event_types = dict(list(_EVENT_TYPES.items())[:known])
+    missing = [OpEvent._field_defaults[name] for name in EVENT_FIELDS[known:]]
     tensors = []
     for at, row in enumerate(_list(data, "tensors")):
         shape, dtype, strides, offset, storage, storage_nbytes, device, view_of, nbytes = _row(
@@ -248,10 +270,12 @@ def _build(data: dict) -> Trace:
     events = []
     for at, row in enumerate(progress(_list(data, "events"), desc="loading trace",
                                       min_total=PROGRESS_FROM)):
-        row = list(_row(row, _EVENT_TYPES, "event", at))
+        row = list(_row(row, event_types, "event", at)) + missing
         row[_DISPATCH_AT] = _refs([row[_DISPATCH_AT]], paths, "dispatch path", at)[0]
         row[_INPUTS_AT] = tuple(_refs(row[_INPUTS_AT], tensors, "tensor", at))
         row[_OUTPUTS_AT] = tuple(_refs(row[_OUTPUTS_AT], tensors, "tensor", at))
+        if row[_HOST_ISSUE_AT] is not None:
+            row[_HOST_ISSUE_AT] = tuple(row[_HOST_ISSUE_AT])
         events.append(OpEvent._make(row))
     metadata = data.get("metadata", {})
     if not isinstance(metadata, dict):

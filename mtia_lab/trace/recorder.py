@@ -20,6 +20,7 @@ from time import perf_counter_ns
 
 from ..backend import dispatch
 from ..backend.runtime import RUNTIME
+from ..backend.streams import Charge
 from .dispatch_hooks import DispatchHooks, _PerThread
 from .events import DispatchPath, OpEvent, Trace
 from .tensor_records import TensorRecords
@@ -111,6 +112,12 @@ class Recorder(DispatchHooks, TensorRecords):
         if not self.traces:
             self._uninstall()
 
+
+
+def host_issue(span: Charge) -> tuple[float, float] | None:
+    """An event's `host_issue_us` from the charge that queued its work: the host's interval
+    issuing it, or None when it took no simulated time."""
+    return (span.host_start_us, span.host_end_us) if span.host_end_us > span.host_start_us else None
 
 
 RECORDER = Recorder()
