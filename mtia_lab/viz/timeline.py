@@ -10,6 +10,12 @@ on *different* streams of one device may run at the same time. That is the whole
 side stream (a copy overlapping compute), and `overlaps()` measures it: for each pair of lanes
 on one device, the simulated time both were busy.
 
+The host lane: a chip profile may price issuing an op on the host (`host_op_us`: a GPU's eager
+dispatch cost; 0 on the MTIA profiles). Each event then records its host interval
+(`OpEvent.host_issue_us`), and the timeline has one "host" lane per device, above its stream
+lanes, only when some event has one: small ops whose host lane is busier than their streams are
+host-bound (the device waits for the host), which a fixed launch cost would hide.
+
 "Optimizer" is read from the records, which do not mark `optimizer.step()`: an in-place op
 (`add_`, `_foreach_mul_`...) outside any module, after the trace's first backward op, in the
 forward phase (`purpose_of`).
@@ -22,23 +28,26 @@ from dataclasses import dataclass
 from ..trace.events import OpEvent, Trace
 
 Lane_key = tuple[int, int]  # (device, stream)
+HOST = -1  # the stream of a device's host lane (it sorts above the device's streams)
 
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """One piece of device work: a trace event's simulated interval."""
+    """One piece of work: a trace event's simulated interval on a stream (or the host issuing
+    it, in a host lane)."""
 
     index: int  # event index in the trace
     op: str
     kind: str
     start_us: float
     end_us: float
-    purpose: str = "forward"  # forward / backward / optimizer / copy / fallback / ...
+    purpose: str = "forward"  # forward / backward / optimizer / copy / fallback / host / ...
 
 
 @dataclass(frozen=True, slots=True)
 class Lane:
-    """All work queued on one stream of one device, in start order."""
+    """All work queued on one stream of one device, in start order; or, for stream HOST, the
+    host's issuing of that work."""
 
     device: int
     stream: int
@@ -46,9 +55,15 @@ class Lane:
     rank: int | None = None  # set for a trace of several ranks (mtia_lab.distributed)
 
     @property
+    def is_host(self) -> bool:
+        return self.stream == HOST
+
+    @property
     def label(self) -> str:
-        default = " (default)" if self.stream == 0 else ""
         rank = f"rank {self.rank} " if self.rank is not None else ""
+        if self.is_host:
+            return f"{rank}mtia_sim:{self.device} host"
+        default = " (default)" if self.stream == 0 else ""
         return f"{rank}mtia_sim:{self.device} stream {self.stream}{default}"
 
     @property
@@ -83,7 +98,8 @@ class Overlap:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """The lanes of a trace, sorted by (device, stream), and the time they cover."""
+    """The lanes of a trace, sorted by (rank, device, stream: the host lane first), and the
+    time they cover."""
 
     lanes: tuple[Lane, ...]
     skipped: int  # events with no device time (views, ops that queued nothing)
@@ -96,6 +112,22 @@ class Timeline:
     def end_us(self) -> float:
         return max((s.end_us for ln in self.lanes for s in ln.spans), default=0.0)
 
+    @property
+    def stream_lanes(self) -> tuple[Lane, ...]:
+        return tuple(ln for ln in self.lanes if not ln.is_host)
+
+    @property
+    def host_lanes(self) -> tuple[Lane, ...]:
+        """One per device whose events record a host issue interval (none on MTIA profiles)."""
+        return tuple(ln for ln in self.lanes if ln.is_host)
+
+    def device_busy_us(self, device: int, rank: int | None = None) -> float:
+        """Simulated time any stream of the device was busy (overlapping streams count once):
+        what a host lane is compared with."""
+        return sum(hi - lo for lo, hi in _union([
+            interval for ln in self.stream_lanes if (ln.device, ln.rank) == (device, rank)
+            for interval in ln.intervals()]))
+
     def lane(self, device: int, stream: int, rank: int | None = None) -> Lane:
         for ln in self.lanes:
             if (ln.device, ln.stream, ln.rank) == (device, stream, rank):
@@ -104,10 +136,11 @@ class Timeline:
         raise KeyError(f"no lane for device {device} stream {stream} in this trace (lanes: {have})")
 
     def overlaps(self) -> list[Overlap]:
-        """Every pair of lanes on one device that were busy at the same time (non-zero)."""
+        """Every pair of stream lanes on one device that were busy at the same time."""
         out = []
-        for i, a in enumerate(self.lanes):
-            for b in self.lanes[i + 1:]:
+        lanes = self.stream_lanes
+        for i, a in enumerate(lanes):
+            for b in lanes[i + 1:]:
                 if a.device != b.device or a.rank != b.rank:
                     continue
                 windows = _intersect(a.intervals(), b.intervals())
@@ -127,9 +160,14 @@ def timeline_of(trace: Trace | list[OpEvent]) -> Timeline:
         if e.sim_start_us is None or e.stream is None or e.sim_end_us <= e.sim_start_us:
             skipped += 1
             continue
+        rank = getattr(e, "rank", -1)
         span = Span(e.index, e.op, e.kind, e.sim_start_us, e.sim_end_us,
                     purpose_of(e, after_backward))
-        lanes.setdefault((getattr(e, "rank", -1), e.device, e.stream), []).append(span)
+        lanes.setdefault((rank, e.device, e.stream), []).append(span)
+        issue = e.host_issue_us
+        if issue is not None and issue[1] > issue[0]:
+            lanes.setdefault((rank, e.device, HOST), []).append(
+                Span(e.index, e.op, e.kind, issue[0], issue[1], "host"))
     return Timeline(
         tuple(
             Lane(dev, stream, tuple(sorted(spans, key=lambda s: (s.start_us, s.index))),

@@ -37,15 +37,15 @@ PURPOSE_FILL = {
     "forward": palette.FORWARD.hex, "backward": palette.BACKWARD.hex,
     "optimizer": palette.OPTIMIZER.hex, "copy": palette.COPY.hex,
     "fallback": palette.FALLBACK.hex, "collective": palette.COLLECTIVE.hex,
-    "wait": palette.WAIT.hex,
+    "wait": palette.WAIT.hex, "host": palette.HOST.hex,
 }
 PURPOSE_LEGEND = {
     "forward": "forward", "backward": "backward",
     "optimizer": "optimizer (in-place update after backward)", "copy": "copy",
     "fallback": "CPU fallback", "collective": "collective (mtia_lab.distributed)",
-    "wait": "waiting for a rank",
+    "wait": "waiting for a rank", "host": "host issuing ops (the profile's host_op_us)",
 }
-DARK_TEXT = {"copy", "wait"}  # fills light enough for dark text
+DARK_TEXT = {"copy", "wait", "host"}  # fills light enough for dark text
 COMPILED_STROKE = "#222222"  # compiled kernels: outlined
 OTHER_FILL = palette.MIXED.hex  # a merged bar of several purposes
 OVERLAP_FILL = palette.OVERLAP.hex
@@ -114,9 +114,9 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
     if not tl.lanes:
         return f"{title}: no device work recorded ({tl.skipped} events without device time)"
     t0, t1 = tl.start_us, tl.end_us
-    n = sum(len(ln.spans) for ln in tl.lanes)
+    n = sum(len(ln.spans) for ln in tl.stream_lanes)
     lines = [
-        f"{title}: {n} ops with device time on {len(tl.lanes)} lanes, "
+        f"{title}: {n} ops with device time on {len(tl.stream_lanes)} lanes, "
         f"simulated {_f(t0)} .. {_f(t1)} (us)"
         + (f"; {tl.skipped} without device time (views)" if tl.skipped else ""),
     ]
@@ -132,17 +132,15 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
     for ln in tl.lanes:
         lines.append("")
         ops = f"{len(ln.spans)} op" + ("s" if len(ln.spans) > 1 else "")
+        if ln.is_host:
+            lines.append(f"{ln.label}: {ops}, issuing for {_f(ln.busy_us)} simulated us "
+                         f"({_host_verdict(tl, ln)})")
+            _span_rows(ln, lines)
+            continue
         waited = sum(s.end_us - s.start_us for s in ln.spans if s.kind == "wait")
         waiting = f" (waiting for other ranks {_f(waited)})" if waited else ""
         lines.append(f"{ln.label}: {ops}, busy for {_f(ln.busy_us)} simulated us{waiting}")
-        lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
-        for s in ln.spans[:MAX_ROWS]:
-            lines.append(
-                f"  {s.index:>5}  {abbreviate(_short(s.op), 28):<28} {s.kind:<8} "
-                f"{_f(s.start_us):>11} {_f(s.end_us):>11}"
-            )
-        if len(ln.spans) > MAX_ROWS:
-            lines.append(f"  ... {len(ln.spans) - MAX_ROWS} more")
+        _span_rows(ln, lines)
     lines.append("")
     overlaps = tl.overlaps()
     if not overlaps:
@@ -154,6 +152,26 @@ def render_text(tl: Timeline, title: str = "simulated timeline") -> str:
             f"({_op_counts(ov.ops(ov.a))} | {_op_counts(ov.ops(ov.b))})"
         )
     return "\n".join(lines)
+
+
+def _span_rows(ln: Lane, lines: list[str]) -> None:
+    """A lane's spans in fixed columns (the first MAX_ROWS)."""
+    lines.append(f"  {'#':>5}  {'op':<28} {'kind':<8} {'start_us':>11} {'end_us':>11}")
+    for s in ln.spans[:MAX_ROWS]:
+        lines.append(
+            f"  {s.index:>5}  {abbreviate(_short(s.op), 28):<28} {s.kind:<8} "
+            f"{_f(s.start_us):>11} {_f(s.end_us):>11}"
+        )
+    if len(ln.spans) > MAX_ROWS:
+        lines.append(f"  ... {len(ln.spans) - MAX_ROWS} more")
+
+
+def _host_verdict(tl: Timeline, host: Lane) -> str:
+    """Host-bound or not: the host lane's issuing time against its device's busy time."""
+    device = tl.device_busy_us(host.device, host.rank)
+    if host.busy_us > device:
+        return f"host-bound: its streams were busy for {_f(device)}"
+    return f"its streams were busy for {_f(device)}: the device sets the pace"
 
 
 def _merge_bars(lane: Lane, x_of) -> list[tuple[float, float, list[Span]]]:
@@ -264,7 +282,8 @@ def render_svg(tl: Timeline, title: str = "simulated timeline",
             stroke = (f'stroke="{COMPILED_STROKE}" stroke-width="1"' if is_compiled
                       else 'stroke="#ffffff" stroke-width="0.5"')
             parts.append(
-                f'<rect class="op" x="{x0:.1f}" y="{y + 4}" width="{w:.1f}" '
+                f'<rect class="{"host" if ln.is_host else "op"}" x="{x0:.1f}" y="{y + 4}" '
+                f'width="{w:.1f}" '
                 f'height="{LANE_H - 8}" fill="{fill}" {stroke}>'
                 f"<title>{html.escape(tip)}</title></rect>"
             )
