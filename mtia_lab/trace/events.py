@@ -1,7 +1,8 @@
 """What a trace records: one immutable `OpEvent` per op that reached the device, in a `Trace`.
 
 This is the data model only. Renderers (rich tables, widgets, diagrams) read these records and
-never re-run anything; the recorder (recorder.py) is the only writer, and io.py the only
+never re-run anything; every event goes in through the recorder (recorder.py: its own dispatcher
+hooks, or `emit()` for the compilers' listeners and the collectives), and io.py is the only
 (de)serialiser. Records are immutable and small (a NamedTuple, `__slots__`), and equal tensor
 records and dispatch paths are shared between events, so a trace of 100,000 events stays cheap
 to keep, filter and summarise.
