@@ -68,7 +68,7 @@ def measure_aten() -> list[dict]:
                    "bytes": x.nbytes + out.nbytes}
             rows.append(row)
             print(f"aten {op:>10} {regime:>7} {r:>7}x{n:<6} {row['dtype']:>8}: {us:8.2f} us "
-                  f"({kernels:.0f} kernels), {row['bytes'] / us / 1e6:7.0f} GB/s", flush=True)
+                  f"({kernels:.0f} kernels), {row['bytes'] / us / 1e3:7.0f} GB/s", flush=True)
     return rows
 
 
@@ -148,7 +148,7 @@ def measure_inductor() -> list[dict]:
             rows.append(row)
             gb = kernel["kernel_num_gb"] or 0.0
             print(f"inductor {name:>12} {shapes[0]} {row['dtype']:>8} {event.key[:40]:<40} "
-                  f"{row['device_us']:8.2f} us {gb * 1e3 / row['device_us']:7.0f} GB/s "
+                  f"{row['device_us']:8.2f} us {gb * 1e6 / row['device_us']:7.0f} GB/s "
                   f"{kernel['numel']} {row['hint']}", flush=True)
     return rows
 
@@ -160,7 +160,7 @@ def measure_l2() -> list[dict]:
         y = torch.empty_like(x)
         us, _ = gpu_side.kernel_us(lambda x=x, y=y: torch.add(x, 1.0, out=y), 50)
         rows.append({"working_set": 2 * x.nbytes, "kernel_us": us})
-        print(f"l2 add over {mib} MiB: {us:8.2f} us, {2 * x.nbytes / us / 1e6:7.0f} GB/s",
+        print(f"l2 add over {mib} MiB: {us:8.2f} us, {2 * x.nbytes / us / 1e3:7.0f} GB/s",
               flush=True)
     return rows
 
