@@ -50,15 +50,17 @@ SOURCES = {
 }
 
 
-def row_figures(probes: dict, copy_bandwidth: float) -> dict:
+def row_figures(probes: dict, peaks: dict) -> dict:
     """`row_efficiency` and `row_latency_us` from reduction_probes.py's ATen rows: per (op, low
-    precision, row length), the share of `copy_bandwidth` reached over 2^25 elements and the
-    time of a 16-row kernel."""
+    precision, row length), the share of the copy bandwidth reached over 2^25 elements (the
+    reduction floor taken off: the cost model adds it back) and the time of a 16-row kernel."""
     efficiency, latency = [], []
+    floor = peaks.get("reduction_floor_us", 0.0)
     for row in probes.get("aten", []):
         key = (row["op"], row["dtype"] != "float32", row["shape"][1])
         if row["regime"] == "dram":
-            efficiency.append((*key, row["bytes"] / (row["kernel_us"] * 1e-6) / copy_bandwidth))
+            seconds = (row["kernel_us"] - floor) * 1e-6
+            efficiency.append((*key, row["bytes"] / seconds / peaks["copy_bandwidth"]))
         elif row["regime"] == "latency":
             latency.append((*key, row["kernel_us"]))
     return {"row_efficiency": tuple(efficiency), "row_latency_us": tuple(latency)}
@@ -88,7 +90,7 @@ def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> Chip
     measured = load(chip)
     peaks = measured.peaks
     source = load(row_figures_from) if row_figures_from else measured
-    rows = row_figures(source.probes, source.peaks["copy_bandwidth"])
+    rows = row_figures(source.probes, source.peaks)
     bandwidth = peaks["copy_bandwidth"]
     return ChipProfile(
         name=vendor["name"], process_nm=4, clock_ghz=vendor["clock_ghz"],
