@@ -100,7 +100,9 @@ def roofline_us(
         gemm_peak, vector_peak = profile.gemm_flops_bf16, profile.vector_flops_bf16
     else:
         gemm_peak, vector_peak = profile.gemm_flops_fp32, profile.vector_flops_fp32
-    bandwidth = memory_bandwidth(profile, bytes_moved)
+    bandwidth = profile.dram_bandwidth
+    if profile.cache_bytes or profile.cache_curve:  # the GPU profiles: a cache term
+        bandwidth = memory_bandwidth(profile, bytes_moved)
     latency = 0.0
     if row_op and profile.row_efficiency:
         efficiency, latency = row_figures(profile, row_op, low_precision, row_length)
