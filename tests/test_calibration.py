@@ -96,8 +96,10 @@ def test_a_row_kernel_is_priced_from_its_probe_and_the_mtia_clock_is_unchanged()
 
 
 def test_probes_not_used_for_any_figure_are_priced_within_one_and_a_half():
-    """The L2-resident probes (8 per chip) set no figure: a held-out check of the row model."""
-    from mtia_lab.calibration.pricing import eager_rows
+    """The L2-resident ATen probes (8 per chip) and Inductor's probe kernels (16 per chip: inner
+    and strided outer sums, weight-gradient-like sums, layer norm, softmax) set no figure: a
+    held-out check of the model."""
+    from mtia_lab.calibration.pricing import eager_rows, inductor_rows
 
     for chip in ("h100", "h200"):
         measured = load(chip)
@@ -107,6 +109,9 @@ def test_probes_not_used_for_any_figure_are_priced_within_one_and_a_half():
         rows = eager_rows(replace(measured, eager=cases), gpu_profile(chip))
         device = [r for r in rows if r.clock == "device"]
         assert len(device) == 8 and all(r.within(TARGET_RATIO) for r in device)
+        kernels = [dict(r, model="probe", kind="triton") for r in measured.probes["inductor"]]
+        rows = inductor_rows(replace(measured, inductor=kernels), gpu_profile(chip))
+        assert len(rows) == 16 and all(r.within(TARGET_RATIO) for r in rows)
 
 
 def test_row_figures_carry_from_one_chip_to_the_other():
