@@ -7,9 +7,12 @@ A kernel is limited either by arithmetic or by memory traffic, whichever is slow
                             dram_bytes / dram_bandwidth + sram_bytes / sram_bandwidth)
 
 `launch` is the shortest kernel of its class (pointwise, reduction, matmul), and a kernel whose
-whole working set fits a hardware cache moves it at the cache's bandwidth: figures the GPU
-profiles measure (mtia_lab/calibration/); on the MTIA profiles the three floors are one
-assumed figure and there is no such cache.
+whole working set fits a hardware cache moves it at the cache's bandwidth, less so as the
+working set nears the cache's size; a library row kernel (ATen's sum, softmax, layer norm
+along the last axis) moves its bytes at the share of the bandwidth such kernels reach at its
+row length, and takes no less than a kernel of a few such rows. All figures the GPU profiles
+measure, the row kernels' on separate probes (mtia_lab/calibration/); on the MTIA profiles the
+three floors are one assumed figure, and there is no such cache and no row-kernel figure.
 
 GEMM-like ops (mm, addmm, bmm, baddbmm) run on the chip's GEMM engine; everything else on its
 vector units. The peak follows the data type: INT8, FP16/BF16, or FP32 (the FP32 GEMM rate is
@@ -278,6 +281,8 @@ def row_kernel(func, inner_args) -> tuple[str, int]:
         return "", 0
     axis = inner_args[1] if len(inner_args) > 1 else None
     if family == "layer_norm":  # normalized_shape: the trailing axes, one row
+        if not isinstance(axis, (list, tuple)):
+            return "", 0
         length = 1
         for size in axis:
             length *= int(size)
