@@ -9,12 +9,13 @@ import sys
 import types
 
 from .. import _compat
-from . import amp, device_module, dispatch, kernels, registration, serialization
-from .dispatch import StrictModeError, set_strict, strict
-from .fallback import fallback_counts, reset_fallback_counts
-from .registry import KERNELS, register_kernel, unregister_kernel
-from .runtime import RUNTIME, configure
-from .tensor import MTIATensor, storage_of
+from .aten import amp, dispatch, kernels, registration, serialization
+from .aten.dispatch import StrictModeError, set_strict, strict
+from .aten.fallback import fallback_counts, reset_fallback_counts
+from .aten.registry import KERNELS, register_kernel, unregister_kernel
+from .aten.tensor import MTIATensor, storage_of
+from .module import device_module
+from .runtime.device_state import RUNTIME, configure
 
 __all__ = [
     "KERNELS", "MTIATensor", "RUNTIME", "StrictModeError", "configure", "fallback_counts",
@@ -37,8 +38,8 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import (  # the parts that make the device behave as CUDA does (issue 9)
-        accelerator,
+    # the parts that make the device behave as CUDA does (issue 9)
+    from .aten import (
         backward_errors,
         dlpack,
         pinned_memory,
@@ -47,6 +48,7 @@ def register() -> None:
         storage_methods,
         storages,
     )
+    from .module import accelerator
 
     if not KERNELS:
         kernels.register_native_families()

@@ -33,9 +33,9 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo
 from torch.futures import Future
 
-from ..backend.runtime import RUNTIME
-from ..backend.streams import current_stream
-from ..backend.tensor import MTIATensor
+from ..backend.aten.tensor import MTIATensor
+from ..backend.runtime.device_state import RUNTIME
+from ..backend.runtime.streams import current_stream
 from . import agreement, events
 from .agreement import Call, CollectiveError, CollectiveMismatchError
 from .interconnect import collective_cost

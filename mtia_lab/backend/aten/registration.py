@@ -14,11 +14,12 @@ import math
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
-from . import cost, dispatch, fallback, oom
-from .runtime import RUNTIME
-from .streams import charge, current_stream
+from ... import _compat
+from ..._compat import DEVICE_NAME
+from ..runtime import cost, oom
+from ..runtime.device_state import RUNTIME
+from ..runtime.streams import charge, current_stream
+from . import dispatch, fallback
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []

@@ -13,7 +13,7 @@ so PyTorch reserves *segments* from the device and carves them into *blocks* its
 - when the device is full, cached free segments are released and the request retried once;
   if it still does not fit, `torch.OutOfMemoryError` says what holds the memory.
 
-*Private pools* serve graph captures (graphs.py), as in CUDA: while a graph captures, its
+*Private pools* serve graph captures (graph_capture.py), as in CUDA: while a graph captures, its
 requests are served only from segments of its own pool, and blocks freed there go back to that
 pool, never to the shared cache, so the addresses a captured graph uses stay reserved for it until
 the pool is released (`release_pool`, when no graph uses it any more). Graphs may share a pool.
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..source_names import short_source
+from ...source_names import short_source
 
 MIN_BLOCK = 512  # every size is rounded up to this
 SMALL_SIZE = 1 << 20  # requests up to 1 MiB use the small pool

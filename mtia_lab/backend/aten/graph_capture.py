@@ -15,8 +15,8 @@ with unwrap, kernel choice, pricing, rewrap: tens of microseconds) and the devic
 launch. A replay costs the host one loop over prepared kernel calls and the device one launch.
 
 How capture works here. While a graph captures, the dispatcher (dispatch.py) hands every device
-op to `_Capture.record`, which writes down a `GraphNode` (graph_nodes.py): the kernel, its inner
-input tensors and the buffers it writes. Memory allocated meanwhile comes from the graph's
+op to `_Capture.record`, which writes down a `GraphNode` (graph_replay_nodes.py): the kernel, its
+inner input tensors and the buffers it writes. Memory allocated meanwhile comes from the graph's
 *private pool* of the caching allocator (allocator.py), so the addresses the graph uses stay
 reserved for it; the tensors made in the region are the graph's static outputs and stay valid
 after capture. Work that a replay could not redo raises `GraphCaptureError` naming the op:
@@ -42,14 +42,14 @@ from collections.abc import Callable
 
 import torch
 
-from .._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME
+from ..runtime.allocator import Block, PoolId
+from ..runtime.device_state import RUNTIME, DeviceState
+from ..runtime.streams import Stream, charge, current_stream, require_stream, stream, synchronize
 from . import dispatch, tensor
-from .allocator import Block, PoolId
-from .graph_nodes import GraphNode, node_for, share_dead_buffers
+from .graph_replay_nodes import GraphNode, node_for, share_dead_buffers
 from .registry import Kernel
-from .runtime import RUNTIME, DeviceState
 from .schema import facts
-from .streams import Stream, charge, current_stream, require_stream, stream, synchronize
 
 aten = torch.ops.aten
 _graph_ids = itertools.count(1)

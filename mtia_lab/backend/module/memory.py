@@ -31,9 +31,9 @@ from collections import deque
 
 import torch
 
-from . import tensor as device_tensor
-from .runtime import RUNTIME
-from .streams import _device_index, current_stream
+from ..aten import tensor as device_tensor
+from ..runtime.device_state import RUNTIME
+from ..runtime.streams import _device_index, current_stream
 
 _HISTORY: dict = {"enabled": None, "context": None, "stacks": "python", "max_entries": 0}
 _TRACES: dict[int, deque] = {}  # device index -> trace entries (dicts, as CUDA's TraceEntry)

@@ -31,10 +31,10 @@ import weakref
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
+from ... import _compat
+from ..._compat import DEVICE_NAME
+from ..runtime.device_state import RUNTIME
 from .registry import register_kernel
-from .runtime import RUNTIME
 from .tensor import DeviceStorage, MTIATensor, _rebuild_on_device
 
 PRIORITY = 9  # before PyTorch's CPU tagger (10) and its generic privateuse1 deserializer (23)
