@@ -9,12 +9,25 @@ import sys
 import types
 
 from .. import _compat
-from .aten import amp, dispatch, kernels, registration, serialization
+from .aten import (  # the parts register() below installs
+    amp,
+    backward_errors,
+    dispatch,
+    dlpack,
+    kernels,
+    pinned_memory,
+    rebind,
+    registration,
+    resize,
+    serialization,
+    storage_methods,
+    storages,
+)
 from .aten.dispatch import StrictModeError, set_strict, strict
 from .aten.fallback import fallback_counts, reset_fallback_counts
 from .aten.registry import KERNELS, register_kernel, unregister_kernel
 from .aten.tensor import MTIATensor, storage_of
-from .module import device_module
+from .module import accelerator, device_module
 from .runtime.device_state import RUNTIME, configure
 
 __all__ = [
@@ -38,18 +51,6 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    # the parts that make the device behave as CUDA does (issue 9)
-    from .aten import (
-        backward_errors,
-        dlpack,
-        pinned_memory,
-        rebind,
-        resize,
-        storage_methods,
-        storages,
-    )
-    from .module import accelerator
-
     if not KERNELS:
         kernels.register_native_families()
     resize.register()  # resize_ / resize_as_ keep memory_format (not the fallback)

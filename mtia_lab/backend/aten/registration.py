@@ -92,9 +92,7 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
     _refuse_foreign_tensors(name, args, kwargs)
     if RUNTIME.strict:
-        from .dispatch import StrictModeError, _strict_message
-
-        raise StrictModeError(_strict_message(name))
+        raise dispatch.StrictModeError(dispatch._strict_message(name))
     fallback._COUNTS[name] += 1
     index = _index(kwargs.get("device"))
     host_kwargs = dict(kwargs, device=torch.device("cpu"))

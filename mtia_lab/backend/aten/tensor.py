@@ -304,11 +304,8 @@ class MTIATensor(torch.Tensor):
         memo[id(self)] = new
         return new
 
-    def __reduce_ex__(self, protocol):
-        # torch.save writes the device storage once for all its views; see serialization.py.
-        from .serialization import reduce_device_tensor  # that module imports this one
-
-        return reduce_device_tensor(self)
+    # __reduce_ex__ (torch.save / pickle) is installed by serialization.register(): saving
+    # needs the rebuild functions and storage tags that module defines on top of this one.
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
