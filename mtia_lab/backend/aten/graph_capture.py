@@ -17,7 +17,7 @@ launch. A replay costs the host one loop over prepared kernel calls and the devi
 How capture works here. While a graph captures, the dispatcher (dispatch.py) hands every device
 op to `_Capture.record`, which writes down a `GraphNode` (graph_replay_nodes.py): the kernel, its
 inner input tensors and the buffers it writes. Memory allocated meanwhile comes from the graph's
-*private pool* of the caching allocator (allocator.py), so the addresses the graph uses stay
+*private pool* of the caching allocator (runtime/allocator/), so the addresses the graph uses stay
 reserved for it; the tensors made in the region are the graph's static outputs and stay valid
 after capture. Work that a replay could not redo raises `GraphCaptureError` naming the op:
 host syncs (`.item()`, `.cpu()`, `synchronize`), the CPU fallback, data-dependent shapes,

@@ -2,7 +2,7 @@
 
 Code written for `torch.mtia` or `torch.cuda` should read the same with `torch.mtia_sim`.
 Everything here is a thin layer over the runtime state (device_state.py), the allocator
-(allocator.py) and the streams (streams.py).
+(allocator/) and the streams (streams.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
 - `attach_out_of_memory_observer(fn)`: `fn(device, requested, device_allocated, device_free)` on
   every OOM, before the OutOfMemoryError propagates.
 - `MemPool` / `use_mem_pool`: a private pool of the caching allocator that allocations in the
-  block come from (the pools graph captures use, allocator.py).
+  block come from (the pools graph captures use, runtime/allocator/).
 - `memory_stats_as_nested_dict`.
 
 History and observers watch the allocator by wrapping the `malloc`, `free` and `empty_cache` of
