@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..backend.aten.registry import register_kernel
-from .process_group import device_context
+from .collective_steps import device_context
 
 NAMESPACES = ("_c10d_functional::", "_c10d_functional_autograd::")
 KIND = "collective"
