@@ -40,7 +40,8 @@ from collections.abc import Callable
 import torch
 
 from ..backend.aten.fallback import fallback_counts
-from ..backend.aten.graph_capture import GraphCaptureError, MTIAGraph, graph
+from ..backend.aten.graph_capture import GraphCaptureError
+from ..backend.aten.mtia_graph import MTIAGraph, graph
 from ..backend.aten.tensor import MTIATensor
 from . import _compat
 

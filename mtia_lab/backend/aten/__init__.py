@@ -13,8 +13,9 @@ knows nothing of module/. Reading order:
 - layouts.py         results strided as PyTorch's fake kernels promise;
 - host_indices.py    host index tensors, taken as CUDA takes them;
 - amp.py             autocast policy and GradScaler kernels;
-- graph_capture.py   MTIAGraph: capture through a dispatch hook, replay without dispatch;
-  graph_replay_nodes.py  the prepared kernel calls a captured graph replays;
+- mtia_graph.py      MTIAGraph and `graph`: capture a region once, replay it without dispatch;
+  graph_capture.py   the capture's hooks into the dispatcher and the allocator, and what they
+                     refuse; graph_replay_nodes.py the prepared calls a replay runs;
 - the CUDA-parity pieces registered by `backend.register()`: rebind.py (`set_`), resize.py,
   serialization.py (torch.save/load), storages.py, storage_methods.py, pinned_memory.py,
   dlpack.py, backward_errors.py (exceptions in backward reach the caller).

@@ -15,12 +15,10 @@ import torch
 from ..._compat import DEVICE_NAME
 from ..aten.graph_capture import (
     GraphCaptureError,
-    MTIAGraph,
-    graph,
-    graph_pool_handle,
     is_current_stream_capturing,
     refuse_if_capturing,
 )
+from ..aten.mtia_graph import MTIAGraph, graph, graph_pool_handle
 from ..runtime import streams
 from ..runtime.allocator import format_bytes
 from ..runtime.device_state import RUNTIME
