@@ -1,4 +1,10 @@
-"""The simulated MTIA device: runtime (memory, streams), operator registrations, device module.
+"""The simulated MTIA device, in three layers split as PyTorch's reference backend
+(torch_openreg) splits its own; each imports only the layers below it:
+
+- runtime/  what a driver owns: device state, caching allocator, streams, cost model, OOM;
+- aten/     how ops on device tensors are served: the tensor subclass, the PrivateUse1
+            registration, dispatch, kernels, CPU fallback, layouts, autocast, graph capture;
+- module/   the Python device module `torch.mtia_sim` and `torch.accelerator` answered by it.
 
 `register()` is all it takes; `import mtia_lab` calls it.
 """
