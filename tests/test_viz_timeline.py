@@ -156,7 +156,7 @@ def test_copy_on_an_idle_stream_starts_when_the_host_issues_it():
 # -- the host lane: a profile that prices issuing an op on the host (issue 21) ----------------
 def _small_ops(profile, ops: int = 20) -> Trace:
     """`ops` small in-place adds under `profile` (the previous profile restored after)."""
-    from mtia_lab.backend.runtime import RUNTIME
+    from mtia_lab.backend import RUNTIME
 
     previous = RUNTIME.profile
     x = torch.ones(16, device="mtia_sim")

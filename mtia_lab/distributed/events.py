@@ -21,7 +21,7 @@ from time import perf_counter_ns
 
 import torch
 
-from ..backend import tensor as _tensor
+from ..backend.aten import tensor as _tensor
 from ..source import user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
 from ..trace.recorder import RECORDER

@@ -33,11 +33,11 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .. import _compat
-from ..backend import dispatch
-from ..backend.amp import active_rule
-from ..backend.fallback import reason_for
-from ..backend.schema import facts
-from ..backend.tensor import MTIATensor
+from ..backend.aten import dispatch
+from ..backend.aten.amp import active_rule
+from ..backend.aten.fallback import reason_for
+from ..backend.aten.schema import facts
+from ..backend.aten.tensor import MTIATensor
 from ..source import user_source
 from .events import OpEvent
 from .paths import call_name, explain

@@ -18,9 +18,9 @@ from __future__ import annotations
 import weakref
 from time import perf_counter_ns
 
-from ..backend import dispatch
-from ..backend.runtime import RUNTIME
-from ..backend.streams import Charge
+from ..backend.aten import dispatch
+from ..backend.runtime.device_state import RUNTIME
+from ..backend.runtime.streams import Charge
 from .dispatch_hooks import DispatchHooks, _PerThread
 from .events import DispatchPath, OpEvent, Trace
 from .tensor_records import TensorRecords

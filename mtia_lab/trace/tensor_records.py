@@ -13,7 +13,7 @@ import weakref
 import torch
 
 from .. import _compat
-from ..backend.tensor import MTIATensor
+from ..backend.aten.tensor import MTIATensor
 from .events import TensorRecord
 
 dispatch_key_bits = _compat.dispatch_key_bits

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from ..backend.runtime import RUNTIME
+from ..backend.runtime.device_state import RUNTIME
 from .events import Trace
 from .recorder import RECORDER
 

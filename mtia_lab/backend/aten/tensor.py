@@ -18,11 +18,11 @@ import weakref
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME, copy_math_bits, is_fake
-from ..source import user_source
-from .allocator import Block
-from .runtime import RUNTIME
+from ... import _compat
+from ..._compat import DEVICE_NAME, copy_math_bits, is_fake
+from ...source import user_source
+from ..runtime.allocator import Block
+from ..runtime.device_state import RUNTIME
 
 # CPU storage data pointer -> weak reference to the DeviceStorage that owns it (tensors own
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
@@ -31,7 +31,7 @@ _LIVE_STORAGES: dict[int, weakref.ref[DeviceStorage]] = {}
 _DATA = torch._C.TensorBase.data  # the C++ getter/setter of `Tensor.data`
 _BACKWARD_HOOKS = torch._C.TensorBase._backward_hooks
 _DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
-# While a graph captures (graphs.py), every device allocation goes through this route:
+# While a graph captures (graph_capture.py), every device allocation goes through this route:
 # route(device_index, nbytes, host_ptr, op, source) -> Block from the graph's private pool.
 _ALLOCATION_ROUTE = None
 
@@ -286,11 +286,8 @@ class MTIATensor(torch.Tensor):
         memo[id(self)] = new
         return new
 
-    def __reduce_ex__(self, protocol):
-        # torch.save writes the device storage once for all its views; see serialization.py.
-        from .serialization import reduce_device_tensor  # that module imports this one
-
-        return reduce_device_tensor(self)
+    # __reduce_ex__ (torch.save / pickle) is installed by serialization.register(): saving
+    # needs the rebuild functions and storage tags that module defines on top of this one.
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:
