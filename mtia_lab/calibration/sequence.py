@@ -65,13 +65,17 @@ def _distances(blocks, sizes, last, k) -> list[tuple[int, float]]:
         else:
             pending.setdefault(j, []).append(size)
     between: dict[int, int] = {}  # distinct blocks of the launches after j, before k
+    between_bytes = 0
     for j in range(k - 1, -1, -1):
         for size in pending.pop(j, []):
-            out.append((size, sizes[j] / 2 + sum(between.values()) + sizes[k] / 2))
+            out.append((size, sizes[j] / 2 + between_bytes + sizes[k] / 2))
         if not pending:
             break
         for block, size in blocks[j].items():
-            between[block] = max(between.get(block, 0), size)
+            grown = size - between.get(block, 0)
+            if grown > 0:
+                between[block] = size
+                between_bytes += grown
     return out
 
 
