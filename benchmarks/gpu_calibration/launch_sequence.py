@@ -20,7 +20,9 @@ by address, so this records addresses:
   8 MiB out, with a kernel over S MiB of other data between two of its launches (S = 0 to
   96): how the multiply's time grows with the bytes touched since its inputs were last used.
 
-No times of the calibrated kernels are taken here: gpu_side.py measured those.
+No times of the calibrated kernels are taken here: gpu_side.py measured those. The CPU side
+(mtia_lab/calibration/sequence.py) reads `sequences` (each model's `steps`) and `reuse` (under
+`probes`) from data/<chip>.json, where this script's output on that chip was copied.
 """
 
 from __future__ import annotations
