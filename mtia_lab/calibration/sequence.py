@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backend.cost import memory_bandwidth
-from ..backend.profile import ChipProfile
+from ..backend.runtime.cost import memory_bandwidth
+from ..backend.runtime.profile import ChipProfile
 
 BLOCK = 1 << 16
 
