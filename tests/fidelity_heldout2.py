@@ -5,7 +5,11 @@ Blocks of real models built from the module code of `transformers` with tiny con
 seeded random weights, from families in neither the tuning suites nor the first held-out
 suite: SegFormer, PoolFormer, EfficientNet, DETR, DAC, Phi, GPT-J, DINOv2, LeViT, BLOOM and
 RWKV. Each entry: a function of tensors and a maker of small CPU inputs. Its figure is the
-honest one: do not change the scheduler's rules while looking at these graphs."""
+honest one: do not change the scheduler's rules while looking at these graphs.
+
+Blind figure, its first run (scripts/fidelity_report.py heldout2, at commit 67f558c, before any
+rule was changed after it was written): with our departures off, 126 of Inductor's 147 launches
+identical (86%), 5 differ by a departure that stays on, 16 unexplained; audit ok on all 11."""
 
 import torch
 from fidelity_heldout import _eval, _r
