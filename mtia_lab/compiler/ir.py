@@ -84,6 +84,10 @@ SCATTER = {
 ALLOC = {"empty", "empty_like", "empty_permuted", "empty_strided", "new_empty",
          "new_empty_strided"}
 VIEW_EXTRA = {"detach", "alias", "lift_fresh", "_unsafe_view"}
+# Factories shaped like a tensor: they take its sizes, dtype and device, never its data
+# (Inductor lowers `full_like(x, v)` to a constant loop over x's size, reading no buffer).
+LIKE_FACTORIES = {"full_like", "zeros_like", "ones_like", "rand_like", "randn_like",
+                  "randint_like"}
 
 
 @dataclass
@@ -331,6 +335,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
             kind = Kind.VIEW
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
+        if _op_name(fx_node) in LIKE_FACTORIES:
+            args = []  # reads only the metadata of its tensor argument
         if fx_node.target is operator.getitem:
             parent = fx_node.args[0]
             if parent.name in owner and isinstance(val, torch.Tensor):  # output i of a kernel
@@ -361,9 +367,12 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
         for a in args:
             if base_of[a.name] in buffers:
-                access.setdefault(base_of[a.name], set()).add(
-                    indexed_how if a.name in through_index
-                    else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
+                how = (indexed_how if a.name in through_index
+                       else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
+                if kind is Kind.POINTWISE and op_name not in INDEXED and op_name not in SCATTER \
+                        and _broadcast_in_op(a.meta.get("val"), val, size):
+                    how = ("broadcast", how, tuple(size(d) for d in val.shape))
+                access.setdefault(base_of[a.name], set()).add(how)
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
@@ -415,6 +424,11 @@ def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
         if buf is not None and buf.producer in by_name and len(buf.shape) == 4:
             by_name[buf.producer].channels_last = True
+
+
+def _op_name(fx_node: torch.fx.Node) -> str:
+    op = getattr(fx_node.target, "overloadpacket", None)
+    return op.__name__ if op is not None else ""
 
 
 def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
@@ -475,6 +489,15 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
             s != 0 or d == 1 for s, d in zip(strides, shape, strict=True)):
         return "full"
     return (shape, strides, size(val.storage_offset()))
+
+
+def _broadcast_in_op(arg, out, size: Size = size_hint) -> bool:
+    """Does a pointwise op broadcast this argument itself (`idx[..., None] == arange(8)`):
+    fewer elements than its output, so each is loaded at many output positions (Inductor's
+    MemoryDep of the read has another index than a plain read of the same buffer)."""
+    if not (isinstance(arg, torch.Tensor) and isinstance(out, torch.Tensor)):
+        return False
+    return 1 < _numel(arg, size) < _numel(out, size)
 
 
 def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:

@@ -330,6 +330,8 @@ def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
 def _slice(how) -> bool:
     """A read of a view that is part of the buffer at other positions (a slice, a shift),
     not a broadcast of it (a zero stride) and not the whole buffer."""
+    if isinstance(how, tuple) and how[0] == "broadcast":  # an op broadcasts what it reads
+        how = how[1]
     if not isinstance(how, tuple) or len(how) != 3:
         return False
     shape, strides, offset = how
