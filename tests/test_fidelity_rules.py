@@ -133,3 +133,43 @@ def test_an_unrolled_reduction_is_inlined_into_a_pointwise_reader_not_into_a_cat
         _same_as_inductor(c)
     else:
         assert [d.inductor for d in c.unexplained] == [("sum_1", "cat")]
+
+
+def test_a_like_factory_reads_no_buffer_so_it_shares_nothing_with_a_reader_of_its_argument():
+    """MoE dispatch: `zeros_like(probs).scatter(...)` takes only probs' sizes (Inductor's
+    full_like lowering loads nothing), so it is no sibling of `probs.mean(0)`."""
+    def fn(probs, top):
+        idx = torch.arange(2, device=probs.device).expand(16, 2)
+        return probs.mean(0), torch.zeros_like(probs).scatter(-1, idx, top)
+
+    c = _compared(fn, (16, 8), (16, 2))
+    assert not c.unexplained, str(c)  # the scatter's two launches are a departure of ours
+    assert ("mean",) in _kernels(c)
+    assert next(n for n in c.ours.ir.nodes if n.name == "full_like").reads == ()
+
+
+@pytest.mark.parametrize("shared", ["whole", "small"])
+def test_the_reorder_round_joins_an_outer_reduction_only_to_align_a_buffer_read_whole(shared):
+    """`(x * v).mean(0)` reduces over the outer dim. In Inductor's last round a pointwise
+    kernel over the same 16x8 elements joins it when both read x whole (its loops reordered to
+    the reduction's); when they share only the 8-element v, nothing is reordered."""
+    def fn(x, y, v):
+        return (x * v).mean(0), (x * 2 if shared == "whole" else y * v)
+
+    c = _compared(fn, (16, 8), (16, 8), (8,))
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 1) is (shared == "whole"), _kernels(c)
+
+
+def test_a_value_inductor_inlines_into_its_readers_is_our_computed_once_departure():
+    """cos(t) read by two kernels: Inductor recomputes it inside each one's loop
+    (two users, one load: should_realize_on_reuse says no); we compute it once, in a kernel
+    of its own, and the comparison names the departure."""
+    def fn(t, q, k):
+        c = t.cos()
+        return q * c + 1, k * c + 2
+
+    c = _compared(fn, (16,), (8, 16), (4, 16))  # two spaces: the readers are two kernels
+    assert not c.unexplained, str(c)
+    assert ("cos",) in _kernels(c)
+    assert any(d.rules == ("computed_once",) for d in c.differences), str(c)

@@ -367,12 +367,9 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
         for a in args:
             if base_of[a.name] in buffers:
-                how = (indexed_how if a.name in through_index
-                       else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
-                if kind is Kind.POINTWISE and op_name not in INDEXED and op_name not in SCATTER \
-                        and _broadcast_in_op(a.meta.get("val"), val, size):
-                    how = ("broadcast", how, tuple(size(d) for d in val.shape))
-                access.setdefault(base_of[a.name], set()).add(how)
+                access.setdefault(base_of[a.name], set()).add(
+                    indexed_how if a.name in through_index
+                    else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
@@ -489,15 +486,6 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
             s != 0 or d == 1 for s, d in zip(strides, shape, strict=True)):
         return "full"
     return (shape, strides, size(val.storage_offset()))
-
-
-def _broadcast_in_op(arg, out, size: Size = size_hint) -> bool:
-    """Does a pointwise op broadcast this argument itself (`idx[..., None] == arange(8)`):
-    fewer elements than its output, so each is loaded at many output positions (Inductor's
-    MemoryDep of the read has another index than a plain read of the same buffer)."""
-    if not (isinstance(arg, torch.Tensor) and isinstance(out, torch.Tensor)):
-        return False
-    return 1 < _numel(arg, size) < _numel(out, size)
 
 
 def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:

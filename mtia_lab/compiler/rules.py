@@ -327,11 +327,26 @@ def _fits_reduction(pw: FusedSchedulerNode, red: FusedSchedulerNode,
     return None
 
 
+def _reorder_aligns(p: Pair, red: FusedSchedulerNode) -> bool:
+    """Inductor's reorder round reorders a kernel's loops only to align a buffer both kernels
+    access whole, in different orders (`shared_data_after_reordering_loop`: BatchNorm's
+    input, read by the channel statistics and by the normalization). Sharing a smaller
+    buffer (top-k indices read by a scatter and by a one-hot mask) is no reason to reorder."""
+    full = red.numel * red.rnumel
+    shared = (p.a.reads | p.a.writes) & (p.b.reads | p.b.writes)
+    return any(_elements(p.ir.buffers[b].shape) == full for b in shared)
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
 def _slice(how) -> bool:
     """A read of a view that is part of the buffer at other positions (a slice, a shift),
     not a broadcast of it (a zero stride) and not the whole buffer."""
-    if isinstance(how, tuple) and how[0] == "broadcast":  # an op broadcasts what it reads
-        how = how[1]
     if not isinstance(how, tuple) or len(how) != 3:
         return False
     shape, strides, offset = how
@@ -379,7 +394,7 @@ def reduction_fusion(p: Pair) -> Verdict | None:
         return Verdict(same, name, f"reductions over {_space(p.a)} and {_space(p.b)}"
                        + (" share one loop" if same else " differ"))
     red, pw = (p.a, p.b) if ra else (p.b, p.a)
-    fit = _fits_reduction(pw, red, p.reorder)
+    fit = _fits_reduction(pw, red, p.reorder and _reorder_aligns(p, red))
     if not p.vertical:
         name = "horizontal"
     else:

@@ -31,22 +31,11 @@ MAX_ROUNDS = 10
 
 def score_fusion_memory(a: FusedSchedulerNode, b: FusedSchedulerNode, ir: GraphIR) -> int:
     """Bytes of the buffers both kernels touch at the same addresses: traffic a fused kernel
-    moves only once. Two slices of one buffer, or a buffer and its broadcast view, do not
-    count (Inductor compares the two kernels' memory dependencies, index and all); nor do
-    two reads of one buffer when an op broadcasts it in one of them (`sibling_broadcast`)."""
+    moves only once. Two slices of one buffer, or a buffer and its broadcast, do not count
+    (Inductor compares the two kernels' memory dependencies, index and all)."""
     acc_a, acc_b = _accesses(a), _accesses(b)
-    total = 0
-    for buf in _touched(a) & _touched(b):
-        how_a, how_b = acc_a[buf], acc_b[buf]
-        if buf in a.writes or buf in b.writes:  # producer and consumer: as they were
-            how_a, how_b = _unbroadcast(how_a), _unbroadcast(how_b)
-        if how_a & how_b:
-            total += ir.buffers[buf].nbytes
-    return total
-
-
-def _unbroadcast(accesses: set) -> set:
-    return {h[1] if isinstance(h, tuple) and h[0] == "broadcast" else h for h in accesses}
+    return sum(ir.buffers[buf].nbytes for buf in _touched(a) & _touched(b)
+               if acc_a[buf] & acc_b[buf])
 
 
 def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
