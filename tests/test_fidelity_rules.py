@@ -172,3 +172,20 @@ def test_a_value_inductor_inlines_into_its_readers_is_our_computed_once_departur
     assert not c.unexplained, str(c)
     assert ("cos",) in _kernels(c)
     assert any(d.rules == ("computed_once",) for d in c.differences), str(c)
+
+
+@pytest.mark.parametrize("sines", [27, 28])
+def test_realize_opcount_a_loop_body_of_more_than_30_ops_is_stored_not_inlined(sines):
+    """x + y then a chain of sines: 2 loads, 1 add, n sines -- 3 + n operations. Read through
+    a broadcast by one copy (a grouped-query attention's repeat_kv), it is inlined into the
+    copy while its body has at most 30 operations; at 31 Inductor stores it
+    (has_large_inner_fn) and the copy, over another space, is a kernel of its own."""
+    def fn(x, y):
+        h = x + y
+        for _ in range(sines):
+            h = h.sin()
+        return h[:, None].expand(8, 4, 16).clone()
+
+    c = _compared(fn, (8, 16), (8, 16))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if sines == 27 else 2), _kernels(c)

@@ -124,6 +124,7 @@ class SchedulerNode:
     channels_last: bool = False  # writes a convolution's input (laid out channels-last)
     inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
+    large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)

@@ -66,6 +66,8 @@ NOT_MODELLED = {
     "split_reductions": "a large reduction is one kernel, never split in two",
     "realize_reads_threshold": "an op with several users is computed once (computed_once), "
                                "never inlined into each of them",
+    "sort_lowering": "a sort is an extern kernel here; Inductor sorts short rows in Triton and "
+                     "fuses the sort with its neighbours",
 }
 
 
@@ -219,10 +221,17 @@ def _loads(g: FusedSchedulerNode) -> int:
     return len(g.reads) * terms + sum(n.loads - len(n.reads) for n in g.nodes)
 
 
+def _large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """realize_opcount_threshold: Inductor stores a value whose loop body, with all it
+    inlined, has more than 30 operations (opcount.py estimates the count)."""
+    return any(n.large_body and set(n.writes) & consumer.reads for n in producer.nodes)
+
+
 def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
     it must (a reduction, an extern's input, a graph output, several users, more than
-    REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9). An op whose only
+    REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9; a loop body of more than
+    30 operations with everything inlined into it: `_large_body`). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -237,7 +246,7 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
                         "cat Inductor makes a ConcatKernel of (its producers write their "
                         "slices); we copy the pieces in a kernel of our own")
         return None
-    if _loads(producer) > REALIZE_ACC_READS:
+    if _loads(producer) > REALIZE_ACC_READS or _large_body(producer, consumer):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
