@@ -189,3 +189,26 @@ def test_realize_opcount_a_loop_body_of_more_than_30_ops_is_stored_not_inlined(s
     c = _compared(fn, (8, 16), (8, 16))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if sines == 27 else 2), _kernels(c)
+
+
+def test_the_copies_of_an_attention_inductor_rewrote_are_found_by_order_not_by_name():
+    """Inductor rewrites transformers' eager attention into SDPA's math, whose nodes remember
+    no source and are named clone_default, clone_default_1...: the copies of q, k and v are
+    matched to ours in order, not by a name that happens to read like ours
+    ("clone_default_1" is not our "clone_1")."""
+    from transformers import ViTConfig
+    from transformers.models.vit.modeling_vit import ViTAttention
+
+    torch.manual_seed(0)
+    cfg = ViTConfig(hidden_size=32, num_attention_heads=4, attn_implementation="eager")
+    attn = ViTAttention(cfg).eval().requires_grad_(False).to("mtia_sim")
+    def fn(x):  # a copy of ours first: our q, k, v copies are clone_1, clone_2, clone_4
+        return attn(x.transpose(0, 1).contiguous())[0]
+
+    c = _compared(fn, (17, 2, 32))
+    assert not c.unexplained, str(c)
+    clones = [(name, launch.index) for launch in c.placed.launches for name in launch.nodes
+              if name.startswith("clone")]
+    assert [index for _, index in clones] == sorted({index for _, index in clones}), clones
+    for name, index in clones:
+        assert "clone" in c.placed.launches[index].name, (name, c.placed.launches[index])
