@@ -5,7 +5,10 @@
 the reason recorded is the one Inductor would give:
 
     1. lowering     inlined_while_lowering: a pointwise op used by one kernel only is computed
-                    inside it (Inductor inlines it before scheduling: no guardrail applies)
+                    inside it (Inductor inlines it before scheduling: no guardrail applies),
+                    unless Inductor's lowering stores it: too many loads (realize_acc_reads),
+                    a loop body over 30 operations (realize_opcount, opcount.py), a piece
+                    of a cat lowered to a ConcatKernel (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
@@ -17,7 +20,8 @@ the reason recorded is the one Inductor would give:
 
 After its rounds, Inductor makes one more (`loop_ordering_after_fusion`) in which a pointwise
 kernel may take a reduction's loop order: a reduction over outer dims (BatchNorm's statistics)
-then fuses with the pointwise kernels over its whole input. `Pair.reorder` marks that round.
+then fuses with the pointwise kernels over its whole input -- only to align a buffer both
+read whole (`_reorder_aligns`). `Pair.reorder` marks that round.
 
 Iteration spaces, as in Inductor's Triton scheduling: a pointwise kernel loops over `numel`
 elements; a reduction over `numel` outputs times `rnumel` reduced elements. Two kernels fuse
