@@ -70,8 +70,6 @@ NOT_MODELLED = {
     "split_reductions": "a large reduction is one kernel, never split in two",
     "realize_reads_threshold": "an op with several users is computed once (computed_once), "
                                "never inlined into each of them",
-    "sort_lowering": "a sort is an extern kernel here; Inductor sorts short rows in Triton and "
-                     "fuses the sort with its neighbours",
 }
 
 
