@@ -30,7 +30,7 @@ import torch
 import torch.fx
 
 from .._compat import size_hint
-from ..backend.runtime import RUNTIME
+from ..backend.runtime.device_state import RUNTIME
 from . import config
 from .backend import COMPILED, KEEP, CompiledGraph
 from .decisions import FusionPlan
