@@ -61,7 +61,7 @@ FLOORS: dict[str, int] = {
 # Files allowed to name private PyTorch / Triton APIs.
 COMPAT_MODULES = {"mtia_lab._compat", "mtia_lab.inductor._compat", "mtia_lab.instruments._compat"}
 # A private name: one leading underscore (dunders such as `__version__` are public) anywhere in a
-# dotted path from `torch` or `triton` (`torch._C`, `torch.utils._pytree`, `torch.distributed._tools`,
+# dotted path from `torch` or `triton` (`torch._C`, `torch.utils._pytree`, `torch.distributed._x`,
 # `torch.Tensor._make_wrapper_subclass`), or one of Triton's internal packages. Operator names
 # (`torch.ops.aten._to_copy`) are the dispatcher's public registry, not Python APIs.
 _ROOTS = ("torch", "triton")
