@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from .._compat import OpOverload
 from .registry import Kernel, run_on_device
 from .schema import facts
 
@@ -106,7 +107,7 @@ def tensors_in(value) -> list[torch.Tensor]:
 _OUT_VARIANTS: dict = {}
 
 
-def out_variant(func) -> tuple[torch._ops.OpOverload, tuple[str, ...]] | None:
+def out_variant(func) -> tuple[OpOverload, tuple[str, ...]] | None:
     """The `out=` overload of a functional op and its out argument names, if it has one:
     same arguments (names and types) plus keyword-only out tensors, one per result."""
     if func in _OUT_VARIANTS:

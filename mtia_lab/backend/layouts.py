@@ -27,12 +27,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch.utils import _pytree as pytree
 
-from .._compat import DEVICE_NAME, fake_tensor_mode, no_fake_mode, storage_identity
+from .._compat import (
+    DEVICE_NAME,
+    OpOverload,
+    fake_tensor_mode,
+    no_fake_mode,
+    pytree,
+    storage_identity,
+)
 
 aten = torch.ops.aten
-Rule = Callable[[torch._ops.OpOverload, tuple, dict, object], object]
+Rule = Callable[[OpOverload, tuple, dict, object], object]
 
 
 # --- device-specific promises: explicit and cheap ------------------------------------------

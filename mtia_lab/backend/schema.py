@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+from .._compat import OpOverload
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class OpSchemaFacts:
         return args[position] if position < len(args) else kwargs.get(name)
 
 
-_CACHE: dict[torch._ops.OpOverload, OpSchemaFacts] = {}
+_CACHE: dict[OpOverload, OpSchemaFacts] = {}
 
 # Ops that write to arguments their schema does not mark as written. PyTorch knows of these
 # (torch/_decomp/decompositions.py: "native_batch_norm ... have the right schema (stating that
@@ -40,7 +40,7 @@ _UNDECLARED_WRITES = {
 }
 
 
-def facts(func: torch._ops.OpOverload) -> OpSchemaFacts:
+def facts(func: OpOverload) -> OpSchemaFacts:
     known = _CACHE.get(func)
     if known is not None:
         return known

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
+from .. import _compat
 from .._compat import size_hint
 from ..backend.runtime import RUNTIME
 from . import config
@@ -62,11 +63,13 @@ def _example_args(gm: torch.fx.GraphModule) -> list:
 
 def common_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list]:
     """Re-trace `gm` with Inductor's decompositions minus KEEP: the graph both schedule."""
-    from torch._inductor.decomposition import select_decomp_table
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from ..inductor import _compat as inductor_compat
+
     keep = _keep_ops()
-    table = {op: fn for op, fn in select_decomp_table().items() if op not in keep}
+    decompositions = inductor_compat.inductor_decompositions()
+    table = {op: fn for op, fn in decompositions.items() if op not in keep}
     args = _example_args(gm)
 
     def flat(*flat_args):  # placeholders in order, whatever pytree structure gm was traced with
@@ -78,61 +81,28 @@ def common_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list]:
 @contextlib.contextmanager
 def _keep_as_fallbacks():
     """Lower the KEEP ops as ATen fallbacks for the duration (Inductor would decompose them)."""
-    from torch._inductor import lowering
+    from ..inductor import _compat as inductor_compat
 
-    added = []
-    for op in _keep_ops():
-        if op not in lowering.lowerings:
-            lowering.make_fallback(op, warn=False, override_decomp=True)
-            added.append(op)
-    try:
+    with contextlib.ExitStack() as stack:
+        for op in _keep_ops():
+            stack.enter_context(inductor_compat.temporary_fallback(op))
         yield
-    finally:
-        for op in added:
-            lowering.lowerings.pop(op, None)
-            lowering.fallbacks.discard(op)
 
 
 def inductor_groups(gm: torch.fx.GraphModule, args: list) -> list[tuple[str, str, set[str]]]:
     """Run Inductor's lowering and Scheduler; (name, node type, FX origins) per kernel."""
-    import torch._inductor.config as inductor_config
-    from torch._inductor import ir as inductor_ir
-    from torch._inductor.debug import DebugContext
-    from torch._inductor.graph import GraphLowering
-    from torch._inductor.scheduler import NopKernelSchedulerNode, Scheduler
-    from torch._inductor.virtualized import V
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from ..inductor import _compat as inductor_compat
 
-    fake_mode = FakeTensorMode()
-    fake = [fake_mode.from_tensor(a) for a in args]
     settings = {name: getattr(config, name) for name in _GUARDRAILS}
-    out = []
-    with V.set_fake_mode(fake_mode), inductor_config.patch(compile_threads=1, **settings), \
-            _keep_as_fallbacks():
-        graph = GraphLowering(gm, example_inputs=fake)
-        with V.set_graph_handler(graph):
-            graph.run(*fake)
-            with DebugContext(), V.set_debug_handler(DebugContext()):
-                scheduler = Scheduler(graph.operations)
-            for node in scheduler.nodes:
-                if isinstance(node, NopKernelSchedulerNode) or isinstance(
-                    getattr(node, "node", None), inductor_ir.MultiOutput
-                ):
-                    continue  # no launch: a tuple element or a no-op
-                origins: set[str] = set()
-                for sub in node.get_nodes():
-                    origins |= {o.name for o in getattr(sub.node, "origins", ()) or ()}
-                out.append((node.get_name(), type(node).__name__, origins))
-    return out
+    with _keep_as_fallbacks():
+        return inductor_compat.scheduled_kernels(gm, args, settings)
 
 
 def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of our graph that runs on mtia_sim: the backend ran it on host tensors
     (factories.host_devices wrote `device=cpu` into it); give those back to the device."""
-    from torch.fx._lazy_graph_module import _force_skip_lazy_graph_module
-
     device = torch.device("mtia_sim", 0)
-    with _force_skip_lazy_graph_module():  # Dynamo traces a plain GraphModule's forward
+    with _compat.plain_graph_modules():  # Dynamo traces a plain GraphModule's forward
         copy = torch.fx.GraphModule(gm, copy_graph(gm.graph))
     for node in copy.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device) and \

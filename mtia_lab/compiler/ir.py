@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .._compat import size_hint, symbolic_size_at
+from .._compat import OpOverload, size_hint, symbolic_size_at
 from ..fx_source import user_frame
 
 aten = torch.ops.aten
@@ -241,7 +241,7 @@ def classify(target) -> Kind:
     """What kind of kernel an aten op is: the first question every fusion rule asks."""
     if target is operator.getitem:
         return Kind.VIEW
-    if not isinstance(target, torch._ops.OpOverload):
+    if not isinstance(target, OpOverload):
         return Kind.EXTERN
     if target in TEMPLATES:
         return Kind.TEMPLATE

@@ -20,6 +20,7 @@ from time import perf_counter_ns
 
 import torch
 
+from .. import _compat
 from ..backend import tensor as _tensor
 from ..trace.compiled import _user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
@@ -57,7 +58,7 @@ def emit(name: str, call_id: str, inputs, outputs, device: int, stream, arrival_
         return
     now = perf_counter_ns()
     recorder.next_call += 1
-    node = torch._C._current_autograd_node()
+    node = _compat.current_autograd_node()
     phase = "forward" if node is None else "backward"
     module = recorder.modules[-1] if recorder.modules else ""
     source = _user_source()  # the user's line that issued it (DDP's hooks have none: "")

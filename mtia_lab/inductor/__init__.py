@@ -92,7 +92,7 @@ def install_entry_when_imported() -> None:
 
     if _compat.cpu_only_build() and "TRITON_INTERPRET" not in os.environ:
         _compat.interpreter_env()
-    call_after_import("torch._inductor.compile_fx", install_entry)
+    call_after_import(_compat.COMPILE_FX_MODULE, install_entry)
 
 
 GUARDRAILS = ("max_fusion_size", "max_fusion_unique_io_buffers", "score_fusion_memory_threshold",

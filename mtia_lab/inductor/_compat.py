@@ -1,9 +1,14 @@
 """Every private TorchInductor / Triton API the Inductor room touches, in one place.
 
-Checked on torch 2.13.0 with triton 3.9.0 (`SUPPORTED_TRITON`). When either moves, this is the
-file to read again; tests/test_inductor_*.py say whether the hooks still behave. Each hook is
-installed once, by `install_hooks()`, the first time a graph with `mtia_sim` tensors reaches
-Inductor, and every patch leaves Inductor's own behaviour unchanged for other devices.
+Every function and constant here was checked on torch 2.13.0 with triton 3.9.0
+(`SUPPORTED_TRITON`). When either moves, this is the file to read again: tests/test_compat.py
+pins each name here against the private API it wraps (and fails naming both), and
+tests/test_inductor_*.py say whether the hooks still behave. A module of its own (beside
+mtia_lab/_compat.py, PyTorch core) because only the Inductor engine and the comparison above it
+read Inductor's internals, and Triton must not be imported before the engine sets its
+interpreter switch (`interpreter_env`): nothing here imports Triton or Inductor at module level.
+Each hook is installed once, by `install_hooks()`, the first time a graph with `mtia_sim` tensors
+reaches Inductor, and every patch leaves Inductor's own behaviour unchanged for other devices.
 """
 
 from __future__ import annotations
@@ -20,6 +25,30 @@ DEVICE = "mtia_sim"
 
 
 # --- Triton ------------------------------------------------------------------------------------
+def triton_interpreter():
+    """Triton's interpreter module (`triton.runtime.interpreter`), which the whole-grid launcher
+    (mtia_lab/inductor/whole_grid/) builds on: TensorHandle, InterpreterBuilder,
+    interpreter_semantic, ReduceOps, ScanOps and its private helpers (`_patch_lang`,
+    `_get_np_dtype`, `_implicit_cvt`...; tests/test_compat.py lists every one it reads)."""
+    from triton.runtime import interpreter
+
+    return interpreter
+
+
+def triton_type_name(annotation) -> str:
+    """The type name Triton's jit gives a kernel parameter's annotation ("constexpr", "i32")."""
+    from triton.runtime.jit import _normalize_ty
+
+    return _normalize_ty(annotation)
+
+
+def triton_arg_type(value) -> str:
+    """The type Triton's launcher names an argument by (`*fp32` for a float32 tensor)."""
+    from triton.runtime.jit import mangle_type
+
+    return mangle_type(value)
+
+
 def triton_version() -> str | None:
     """The installed Triton's version, or None when it is not installed (without importing it)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -252,6 +281,18 @@ def trust_triton_for(device: str) -> None:
 
 
 # --- Inductor: entry, decompositions, lowering --------------------------------------------------
+# The module whose first import installs the device's entry (`import mtia_lab` waits for it).
+COMPILE_FX_MODULE = "torch._inductor.compile_fx"
+
+
+def inductor_triton_compat():
+    """Inductor's own Triton compat module if it is imported yet (it holds a `libdevice` the
+    generated kernels may read), else None; never imports it."""
+    import sys
+
+    return sys.modules.get("torch._inductor.runtime.triton_compat")
+
+
 def compile_fx_module():
     import torch._inductor.compile_fx as module
 
@@ -368,12 +409,6 @@ def lowering_tables() -> dict:
             "layout_constraints": dict(lowering._maybe_layout_constraints),
             "decompositions": dict(lowering.decompositions),
             "selected_decompositions": inductor_decompositions()}
-
-
-def has_lowering(op) -> bool:
-    from torch._inductor import lowering
-
-    return op in lowering.lowerings
 
 
 def inductor_config():
@@ -578,6 +613,40 @@ def _symbolic_sizes(kernel) -> bool:
 
 
 # --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/decisions.py) ----------
+def scheduled_kernels(gm: torch.fx.GraphModule, args: list, settings: dict
+                      ) -> list[tuple[str, str, set[str]]]:
+    """Run Inductor's lowering and Scheduler on `gm` (host tensors `args` made fake) under the
+    Inductor config `settings`, without compiling: (name, node type, FX origins) of each kernel
+    it would launch (no-ops and tuple elements left out). For the plan comparison."""
+    import torch._inductor.config as config
+    from torch._inductor import ir
+    from torch._inductor.debug import DebugContext
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.scheduler import NopKernelSchedulerNode, Scheduler
+    from torch._inductor.virtualized import V
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = FakeTensorMode()
+    fake = [fake_mode.from_tensor(a) for a in args]
+    out = []
+    with V.set_fake_mode(fake_mode), config.patch(compile_threads=1, **settings):
+        graph = GraphLowering(gm, example_inputs=fake)
+        with V.set_graph_handler(graph):
+            graph.run(*fake)
+            with DebugContext(), V.set_debug_handler(DebugContext()):
+                scheduler = Scheduler(graph.operations)
+            for node in scheduler.nodes:
+                if isinstance(node, NopKernelSchedulerNode) or isinstance(
+                    getattr(node, "node", None), ir.MultiOutput
+                ):
+                    continue  # no launch: a tuple element or a no-op
+                origins: set[str] = set()
+                for sub in node.get_nodes():
+                    origins |= {o.name for o in getattr(sub.node, "origins", ()) or ()}
+                out.append((node.get_name(), type(node).__name__, origins))
+    return out
+
+
 def scheduler_module():
     import torch._inductor.scheduler as module
 

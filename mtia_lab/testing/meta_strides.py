@@ -37,10 +37,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils import _pytree as pytree
 
 from .. import DEVICE
-from .._compat import fake_tensor_mode
+from .._compat import OpOverload, fake_tensor_mode, noncontiguous_like, pytree
 from ..backend import MTIATensor, dispatch, storage_of
 from .compare import plain
 from .opinfo import MAX_SAMPLES, device_sample, samples_of
@@ -91,8 +90,6 @@ def _transposed(t: torch.Tensor) -> torch.Tensor:
 
 
 def _noncontiguous(t: torch.Tensor) -> torch.Tensor:
-    from torch.testing._internal.common_utils import noncontiguous_like
-
     return noncontiguous_like(t) if t.layout == torch.strided else t
 
 
@@ -179,7 +176,7 @@ def fakes_of(specs, mode):
 class AtenCall:
     """One aten op that reached the device: its arguments' and results' metadata."""
 
-    func: torch._ops.OpOverload
+    func: OpOverload
     args: tuple
     kwargs: dict
     result: object = None
