@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from . import trace  # a callable package: `with mtia_lab.trace() as t:`
+from ._version import __version__  # noqa: F401  (the package's version, as `mtia_lab.__version__`)
 from .backend import (
     MTIATensor,
     StrictModeError,
@@ -22,7 +23,6 @@ from .backend import (
 from .backend.profile import MTIA_V1, MTIA_V2, ChipProfile
 from .trace import Trace, load_trace
 
-__version__ = "0.1.0"
 DEVICE = "mtia_sim"
 
 __all__ = [

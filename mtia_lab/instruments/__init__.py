@@ -1,4 +1,4 @@
-"""Compile instruments: what torch.compile does over a training run, as data (their views live in viz/).
+"""Compile instruments: what torch.compile does over a training run, as data.
 
 Reading order (the views of these records live in viz/: viz/guard_views.py draws a CompileLog,
 viz/activation_views.py an ActivationTimeline and a checkpoint trade):

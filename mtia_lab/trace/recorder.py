@@ -527,7 +527,7 @@ def trace(label: str = "") -> Tracer:
 
 
 def _metadata(label: str) -> dict:
-    from .. import __version__
+    from .._version import __version__
 
     return {
         "label": label,
