@@ -1,7 +1,10 @@
 """The private Dynamo / compiled-autograd APIs the compile instruments read, in one room.
 
-Everything here was checked on torch 2.13.0 (tests/test_instruments_guards.py and friends
-fail first when a name moves). The instruments read Dynamo's own records:
+Everything here was checked on torch 2.13.0: tests/test_compat.py pins each name against the
+private API it wraps, and tests/test_instruments_*.py say whether the instruments still behave.
+A module of its own (beside mtia_lab/_compat.py, PyTorch core, and mtia_lab/inductor/_compat.py)
+because these are Dynamo's introspection records, read by the compile instruments only: their
+churn between releases is the instruments' alone. The instruments read:
 
 - the structured trace (`torch._logging`'s `torch.__trace` logger): `compilation_metrics`
   (per compile: guard count, op count, phase times, failure), the `recompile_reasons`
@@ -207,6 +210,3 @@ def reset_compiled_autograd() -> None:
 
     ca.reset()
 
-
-def current_autograd_node():
-    return torch._C._current_autograd_node()
