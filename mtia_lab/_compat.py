@@ -42,6 +42,7 @@ def check_torch_version() -> None:
 
 
 def privateuse1_name() -> str:
+    """The name PrivateUse1 has now ("privateuseone" until a backend renames it)."""
     return torch._C._get_privateuse1_backend_name()
 
 
@@ -234,6 +235,7 @@ def dispatch_keys_of(tensor: torch.Tensor) -> list[str]:
 
 
 def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
+    """Does `op` have a kernel registered at `dispatch_key` ("PrivateUse1", "CPU")?"""
     return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), dispatch_key)
 
 

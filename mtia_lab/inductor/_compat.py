@@ -176,6 +176,7 @@ _DRIVER: list = []
 
 
 def activate_host_driver() -> None:
+    """Make the host stand-in Triton's active driver (Inductor asks it for target and device)."""
     import triton
 
     if not _DRIVER:
@@ -184,6 +185,7 @@ def activate_host_driver() -> None:
 
 
 def host_driver_active() -> bool:
+    """Is the host stand-in Triton's active driver?"""
     import triton
 
     return bool(_DRIVER) and triton.runtime.driver.active is _DRIVER[0]
@@ -200,18 +202,21 @@ def add_gpu_type(device: str) -> None:
 
 
 def register_device_interface(device: str, interface: type) -> None:
+    """Tell Dynamo and Inductor how to ask `device` about streams, devices and events."""
     from torch._dynamo.device_interface import register_interface_for_device
 
     register_interface_for_device(device, interface)
 
 
 def device_interface_base() -> type:
+    """Dynamo's DeviceInterface: the base class of a device's interface."""
     from torch._dynamo.device_interface import DeviceInterface
 
     return DeviceInterface
 
 
 def device_op_overrides_base() -> type:
+    """Inductor's DeviceOpOverrides: the base class of a device's wrapper-code snippets."""
     from torch._inductor.codegen.common import DeviceOpOverrides
 
     return DeviceOpOverrides
@@ -230,6 +235,7 @@ def register_device_codegen(device: str, op_overrides, wrapper_codegen: type) ->
 
 
 def python_wrapper_codegen() -> type:
+    """Inductor's Python wrapper code generator (the host code around the kernels)."""
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
     return PythonWrapperCodegen
@@ -294,12 +300,14 @@ def inductor_triton_compat():
 
 
 def compile_fx_module():
+    """Inductor's compile_fx module (`compile_fx`, `compile_fx_inner`), imported now."""
     import torch._inductor.compile_fx as module
 
     return module
 
 
 def detect_fake_mode(inputs):
+    """The FakeTensorMode that `inputs` were traced in (None if none)."""
     from torch._guards import detect_fake_mode as detect
 
     return detect(inputs)
@@ -346,6 +354,7 @@ def without_inner_key(keypath: tuple, inner: str) -> tuple:
 
 
 def inductor_decompositions() -> dict:
+    """A copy of the decomposition table Inductor lowers with."""
     from torch._inductor.decomposition import select_decomp_table
 
     return dict(select_decomp_table())
@@ -412,6 +421,7 @@ def lowering_tables() -> dict:
 
 
 def inductor_config():
+    """Inductor's config module (`torch._inductor.config`), imported now."""
     import torch._inductor.config as config
 
     return config
@@ -424,12 +434,14 @@ def cudagraphs_requested() -> bool:
 
 
 def autotuning_requested() -> bool:
+    """mode="max-autotune" (or its config set by hand), inside a compile."""
     config = inductor_config()
     return bool(config.max_autotune or config.max_autotune_gemm or config.max_autotune_pointwise
                 or config.coordinate_descent_tuning)
 
 
 def rerecord_limit() -> int:
+    """How many times Inductor re-records a graph's capture before giving up."""
     return int(inductor_config().triton.cudagraph_unexpected_rerecord_limit)
 
 
@@ -513,6 +525,7 @@ def size_stride_check():
 
 # --- Inductor: runtime (each Triton launch) -------------------------------------------------------
 def caching_autotuner() -> type:
+    """Inductor's CachingAutotuner: the launcher of each generated Triton kernel."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
     return CachingAutotuner
@@ -555,6 +568,7 @@ def interpreter_launch(autotuner, args) -> tuple[tuple, tuple[int, ...], dict]:
 
 
 def kernel_source(autotuner) -> str:
+    """The Triton source of a launcher's kernel ("" when none can be found)."""
     fn = getattr(autotuner.fn, "fn", autotuner.fn)
     src = getattr(autotuner.fn, "src", None) or getattr(fn, "src", None)
     if src:
@@ -568,6 +582,7 @@ def kernel_source(autotuner) -> str:
 
 
 def kernel_name_of(autotuner) -> str:
+    """The kernel's name as Inductor wrote it in the wrapper (`triton_poi_fused_add_0`)."""
     return autotuner.inductor_meta.get("kernel_name") or getattr(autotuner.fn, "__name__", "")
 
 
@@ -648,6 +663,7 @@ def scheduled_kernels(gm: torch.fx.GraphModule, args: list, settings: dict
 
 
 def scheduler_module():
+    """Inductor's scheduler module (the fusion decisions are its methods), imported now."""
     import torch._inductor.scheduler as module
 
     return module
@@ -679,24 +695,28 @@ def size_symbols(exprs) -> dict[str, tuple[list[str], int | None]]:
 
 
 def combo_kernel_class() -> type:
+    """Inductor's ComboKernel (several kernels launched as one)."""
     from torch._inductor.codegen.triton_combo_kernel import ComboKernel
 
     return ComboKernel
 
 
 def triton_scheduling() -> type:
+    """Inductor's TritonScheduling: the GPU backend that codegens Triton kernels."""
     from torch._inductor.codegen.triton import TritonScheduling
 
     return TritonScheduling
 
 
 def run_and_get_code(fn, *args, **kwargs):
+    """Run `fn` and return (its result, the source of every module Inductor wrote)."""
     from torch._inductor.utils import run_and_get_code as run
 
     return run(fn, *args, **kwargs)
 
 
 def fresh_inductor_cache():
+    """A context with an empty Inductor cache (every graph compiled afresh)."""
     from torch._inductor.utils import fresh_cache
 
     return fresh_cache()

@@ -133,6 +133,7 @@ def guard_results(sink: list[bool]) -> Iterator[None]:
 
 
 def recompile_limit() -> int:
+    """Dynamo's recompile limit: compiles per code object before it runs eagerly."""
     return torch._dynamo.config.recompile_limit
 
 
@@ -145,10 +146,12 @@ def limit_hits() -> int:
 
 
 def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
+    """Have Dynamo treat dimension `dim` of `tensor` as a symbolic size."""
     torch._dynamo.mark_dynamic(tensor, dim)
 
 
 def constraint_violation_error() -> type[Exception]:
+    """The error Dynamo raises when a dimension marked dynamic was specialised."""
     from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
     return ConstraintViolationError
@@ -200,12 +203,14 @@ def compiled_autograd(compiler_fn: Callable) -> Iterator[None]:
 
 
 def compiled_autograd_captures() -> int:
+    """How many backward graphs compiled autograd has captured in this process."""
     from torch._dynamo.utils import counters
 
     return counters["compiled_autograd"]["captures"]
 
 
 def reset_compiled_autograd() -> None:
+    """Forget compiled autograd's captured graphs (the next backward captures again)."""
     from torch._dynamo import compiled_autograd as ca
 
     ca.reset()
