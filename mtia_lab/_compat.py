@@ -103,6 +103,17 @@ rebuild_parameter = torch._utils._rebuild_parameter
 tensor_metadata = torch._utils.get_tensor_metadata
 
 
+def op_schema(op: OpOverload):
+    """An op overload's FunctionSchema (arguments, returns, alias info): what the dispatcher
+    checks a call against. `op._schema` is private; there is no public spelling."""
+    return op._schema
+
+
+def overload_name(op: OpOverload) -> str:
+    """An op overload's name within its packet: "Tensor" for aten.add.Tensor, "default"."""
+    return op._overloadname
+
+
 def dispatch_key_set(*names: str):
     """A DispatchKeySet of the named keys ("Python", "AutocastPrivateUse1"), for
     `ExcludeDispatchKeys`. Made once, outside the hot path."""

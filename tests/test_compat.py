@@ -131,6 +131,10 @@ CORE: dict[str, Pin] = {
                            check=lambda fn: torch.nn.Parameter(torch.ones(1)).__reduce_ex__(2)[0]
                            is fn),
     "tensor_metadata": P("torch._utils.get_tensor_metadata", alias=True),
+    "op_schema": P("torch._ops.OpOverload", check=lambda fn: [  # reads op._schema
+        a.name for a in fn(torch.ops.aten.add.Tensor).arguments][:2] == ["self", "other"]),
+    "overload_name": P("torch._ops.OpOverload",  # reads op._overloadname
+                       check=lambda fn: fn(torch.ops.aten.add.Tensor) == "Tensor"),
     "dispatch_key_set": P("torch._C.DispatchKeySet", "torch._C.DispatchKey.Python",
                           "torch._C.DispatchKey.AutocastPrivateUse1",
                           check=lambda fn: "Python" in str(fn("Python"))),

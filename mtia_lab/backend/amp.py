@@ -33,7 +33,7 @@ import threading
 import torch
 
 from .. import _compat
-from .._compat import DEVICE_NAME, OpOverload
+from .._compat import DEVICE_NAME, OpOverload, op_schema, overload_name
 from .registry import register_kernel, run_on_device
 
 aten = torch.ops.aten
@@ -123,8 +123,8 @@ def active_rule() -> tuple[str, str] | None:
 
 
 def _short_name(op: OpOverload) -> str:
-    which = op._overloadname
-    return op._schema.name.split("::")[1] + ("" if which == "default" else f".{which}")
+    which = overload_name(op)
+    return op_schema(op).name.split("::")[1] + ("" if which == "default" else f".{which}")
 
 
 POLICIES: dict[str, str] = {
@@ -213,7 +213,7 @@ def _make_kernel(op: OpOverload, policy: str):
             out_dtype = torch.float32 if _first_is_eligible(args) else args[0].dtype
             args = _with_defaults(op, args)  # the target overload has no defaults
             return target(*args, **kwargs, dtype=out_dtype)  # dtype is keyword-only
-        raise RuntimeError(BANNED[op._schema.name.split("::")[1]])
+        raise RuntimeError(BANNED[op_schema(op).name.split("::")[1]])
 
     kernel.__name__ = f"autocast_{policy}_{_short_name(op).replace('.', '_')}"
     return kernel
@@ -221,7 +221,7 @@ def _make_kernel(op: OpOverload, policy: str):
 
 def _dtype_slot(op: OpOverload) -> tuple[int, bool]:
     """(position, keyword-only?) of the op's `dtype` argument."""
-    for position, argument in enumerate(op._schema.arguments):
+    for position, argument in enumerate(op_schema(op).arguments):
         if argument.name == "dtype":
             return position, argument.kwarg_only
     raise AssertionError(f"{op} has no dtype argument")
@@ -229,7 +229,7 @@ def _dtype_slot(op: OpOverload) -> tuple[int, bool]:
 
 def _with_defaults(op: OpOverload, args: tuple) -> tuple:
     """Positional args with the defaults the dispatcher left out written back in."""
-    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    positional = [a for a in op_schema(op).arguments if not a.kwarg_only]
     return (*args, *(a.default_value for a in positional[len(args) :]))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._compat import OpOverload
+from .._compat import OpOverload, op_schema
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def facts(func: OpOverload) -> OpSchemaFacts:
     known = _CACHE.get(func)
     if known is not None:
         return known
-    schema = func._schema
+    schema = op_schema(func)
     name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
     # Every written argument, by position: a list `Tensor(a!)[]` has an empty alias set (the
     # set is on its elements), so several written lists (`_fused_adamw_` writes five) must not

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .._compat import OpOverload, size_hint, symbolic_size_at
+from .._compat import OpOverload, op_schema, size_hint, symbolic_size_at
 from ..fx_source import user_frame
 
 aten = torch.ops.aten
@@ -246,7 +246,7 @@ def classify(target) -> Kind:
     if target in TEMPLATES:
         return Kind.TEMPLATE
     name = target.overloadpacket.__name__
-    returns = target._schema.returns
+    returns = op_schema(target).returns
     if name in VIEW_EXTRA or (returns and returns[0].alias_info is not None
                               and not returns[0].alias_info.is_write):
         return Kind.VIEW

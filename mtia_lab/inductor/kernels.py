@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import _compat as core_compat
 from . import _compat
 from .decisions import current
 from .launch import KernelInfo
@@ -39,7 +40,7 @@ def describe(fx_node) -> str:
     target = fx_node.target
     name = getattr(target, "__name__", str(target))
     if hasattr(target, "overloadpacket"):
-        name = f"aten.{target.overloadpacket.__name__}.{target._overloadname}"
+        name = f"aten.{target.overloadpacket.__name__}.{core_compat.overload_name(target)}"
     return f"{fx_node.name}: {name}"
 
 
