@@ -234,7 +234,9 @@ INDUCTOR: dict[str, Pin] = {
     "interpreter_env": P(check=lambda fn: (fn(), os.environ["TRITON_INTERPRET"] == "1")[1]),
     "triton_made_before_switch": P("triton.runtime.interpreter.InterpretedFunction"),
     "interpret_triton_library": P("triton.runtime.jit.JITFunction", "triton.language.standard"),
-    "interpreted_helpers": P("torch._inductor.runtime.triton_helpers.maximum"),
+    "interpreted_helpers": P("torch._inductor.runtime.triton_helpers.maximum",
+                             check=lambda fn: isinstance(fn().maximum, resolve(
+                                 "triton.runtime.interpreter.InterpretedFunction"))),
     "activate_host_driver": P("triton.runtime.driver.set_active"),
     "host_driver_active": P("triton.runtime.driver.set_active",
                             check=lambda fn: (inductor.activate_host_driver(), fn())[1]),

@@ -49,7 +49,7 @@ def install_hooks() -> None:
     CUDA build with a GPU, whose Triton must not be switched to the interpreter."""
     if _INSTALLED:
         return
-    from . import _compat, decisions, device, errors, kernels, launch, trace_events
+    from . import _compat, decisions, device, errors, kernels, launch, libdevice, trace_events
     from .entry import install_entry
 
     errors.check_triton()
@@ -60,6 +60,7 @@ def install_hooks() -> None:
             raise errors.triton_imported_too_early()
     _compat.activate_host_driver()
     _compat.faster_nested_calls()
+    libdevice.install(_compat.interpreted_helpers())  # before trust_triton_for patches it
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
     from ..backend.tensor import MTIATensor

@@ -127,10 +127,11 @@ def interpret_triton_library() -> int:
     return len(renewed)
 
 
-def interpreted_helpers() -> None:
-    """Inductor's Triton helpers (`triton_helpers.maximum`...) are jit functions made when the
-    module is imported; made before the switch, the interpreter cannot call them. Re-import
-    the module then (the generated kernels import it afresh)."""
+def interpreted_helpers():
+    """Inductor's Triton helpers module (`triton_helpers.maximum`...), whose jit functions the
+    interpreter can call: they are made when the module is imported, and made before the
+    switch the interpreter cannot call them, so the module is re-imported then (the generated
+    kernels import it afresh). Call it before patching the module (`trust_triton_for`)."""
     import importlib
 
     import torch._inductor.runtime.triton_helpers as module
@@ -138,9 +139,7 @@ def interpreted_helpers() -> None:
 
     if not isinstance(module.maximum, InterpretedFunction):
         importlib.reload(module)
-    from .libdevice import install
-
-    install(module)
+    return module
 
 
 class _HostDriver:
@@ -274,7 +273,6 @@ def trust_triton_for(device: str) -> None:
 
         has_triton._mtia_lab = True
         scheduler.has_triton = has_triton
-    interpreted_helpers()
     if not getattr(triton_helpers.set_driver_to_gpu, "_mtia_lab", False):
         set_gpu = triton_helpers.set_driver_to_gpu
 
