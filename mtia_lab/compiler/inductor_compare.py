@@ -31,7 +31,7 @@ import torch.fx
 
 from .. import _compat
 from .._compat import size_hint
-from ..backend.runtime import RUNTIME
+from ..backend.runtime.device_state import RUNTIME
 from . import config
 from .backend import COMPILED, KEEP, CompiledGraph
 from .decisions import FusionPlan

@@ -63,7 +63,7 @@ def install_hooks() -> None:
     libdevice.install(_compat.interpreted_helpers())  # before trust_triton_for patches it
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
-    from ..backend.tensor import MTIATensor
+    from ..backend.aten.tensor import MTIATensor
 
     _compat.accept_device_tangents(MTIATensor)
     _compat.add_kernel_estimates()

@@ -29,7 +29,7 @@ import traceback
 
 import torch
 
-from ..backend.tensor import MTIATensor
+from ..backend.aten.tensor import MTIATensor
 from . import _compat, errors, modes
 
 aten = torch.ops.aten

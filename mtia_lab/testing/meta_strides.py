@@ -40,7 +40,8 @@ import torch
 
 from .. import DEVICE
 from .._compat import OpOverload, fake_tensor_mode, noncontiguous_like, pytree
-from ..backend import MTIATensor, dispatch, storage_of
+from ..backend import MTIATensor, storage_of
+from ..backend.aten import dispatch
 from .compare import plain
 from .opinfo import MAX_SAMPLES, device_sample, samples_of
 

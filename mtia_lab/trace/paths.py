@@ -10,9 +10,9 @@ The same (op, key sets, autograd state) always has the same answer, so the recor
 from __future__ import annotations
 
 from .. import _compat
-from ..backend.fallback import reason_for
-from ..backend.registry import kernel_for
-from ..backend.schema import facts
+from ..backend.aten.fallback import reason_for
+from ..backend.aten.registry import kernel_for
+from ..backend.aten.schema import facts
 from .events import DispatchPath
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend.allocator import format_bytes
+from ..backend.runtime.allocator import format_bytes
 from ..compiler.config import SETTINGS
 from ..compiler.decisions import symbols_text
 from . import palette
