@@ -20,7 +20,7 @@ from fidelity_heldout import heldout_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
-from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table  # noqa: E402
+from mtia_lab.compare.fidelity import fidelity_rows, fidelity_table  # noqa: E402
 
 if __name__ == "__main__":
     summary = "--summary" in sys.argv

@@ -16,7 +16,7 @@ from fidelity_heldout import heldout_graphs
 from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
-from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table, suite_totals
+from mtia_lab.compare.fidelity import fidelity_rows, fidelity_table, suite_totals
 
 
 @pytest.fixture(scope="module")
