@@ -5,7 +5,7 @@ nineteen from real model code and four built from `transformers` modules, the gr
 were changed against. HELD-OUT (tests/fidelity_heldout.py): blocks
 built from `transformers` module code, never tuned on. Each graph is compiled by our backend
 (the plan that ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches
-are attributed to our aten nodes from Inductor's own records (compiler/launches.py) and
+are attributed to our aten nodes from Inductor's own records (compare/launches.py) and
 audited against the launches of Inductor's generated wrapper (`Comparison.check`).
 `scripts/fidelity_report.py` prints the same comparison as tables.
 """
