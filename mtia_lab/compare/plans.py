@@ -16,8 +16,9 @@ A difference is *explained* when each of those rules is a departure we make on p
 (rules.DEPARTURES, shown as "(ours)"); otherwise it is shown as unexplained: a place where our
 scheduler claims to follow Inductor and does not.
 
-The CPU-scheduler helpers of the scheduling-time benchmark (`common_graph`,
-`inductor_groups`) are in scheduler_timing.py: they are not the comparison.
+Inductor runs under the values of our guardrails that it has too (records/guardrails.py:
+`as_inductor_config`). The scheduling-time benchmark's helper (`common_graph`) is in
+scheduler_timing.py: it is not the comparison.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from ..records.plan import (
     explain_split,
 )
 from . import config
-from .aot import COMPILED, CompiledGraph, compile_graph, mtia_lab_backend
+from .aot import COMPILED, CompiledGraph, compile_graph, decompositions, mtia_lab_backend
 from .codegen import Kernel, Program, generate
 from .config import ConfigError
 from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, build_ir
@@ -64,8 +64,6 @@ def trace(fn, *args) -> GraphIR:
     """The scheduler IR of `fn(*args)` without compiling: aten graph by make_fx on CPU tensors,
     with the backend's decompositions. Schedule it (again, under any config) with `schedule`."""
     from torch.fx.experimental.proxy_tensor import make_fx
-
-    from .aot import decompositions
 
     return build_ir(make_fx(fn, decomposition_table=decompositions())(*args))
 
