@@ -102,7 +102,7 @@ def install_entry_when_imported() -> None:
 
 
 def guardrail_settings() -> dict:
-    """Inductor's own values of the guardrails its scheduler reads (torch._inductor.config),
+    """Inductor's own values of the guardrails its scheduler reads (its config module),
     by guardrail name (the registry: mtia_lab/records/guardrails.py)."""
     from . import _compat
 

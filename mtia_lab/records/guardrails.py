@@ -2,7 +2,7 @@
 
 A guardrail is a limit a scheduler's fusion must respect (`max_fusion_size`), or a switch of
 how it fuses (`combo_kernels`). Each `Guardrail` says what it is called, which
-`torch._inductor.config` key holds it (None: ours only), whose it is (Inductor's, or ours: a
+key of Inductor's config holds it (None: ours only), whose it is (Inductor's, or ours: a
 departure on purpose), its default and which values are valid. Everyone reads this one table:
 
     compiler/config.py   the teaching scheduler's settings (`scheduler=True`), checked here
@@ -37,7 +37,7 @@ class Guardrail:
     allow_none: bool = False
     doc: str = ""
     owner: str = INDUCTOR  # INDUCTOR: Inductor's guardrail; OURS: a departure of ours
-    inductor_key: str | None = None  # its torch._inductor.config key; None: Inductor has none
+    inductor_key: str | None = None  # its key in Inductor's config; None: Inductor has none
     scheduler: bool = True  # a setting of the teaching scheduler (mtia_lab.compiler.config)
     inductor_reads: bool = True  # False: Inductor declares the key but never reads it
 
@@ -69,7 +69,7 @@ class Guardrail:
 
 def _inductor(name: str, default: object, kind: type, minimum: int | None = None,
               **kwargs) -> Guardrail:
-    """One of Inductor's guardrails: kept under the same name in torch._inductor.config."""
+    """One of Inductor's guardrails: kept under the same name in Inductor's config."""
     return Guardrail(name, default, kind, minimum, inductor_key=name, **kwargs)
 
 
@@ -117,7 +117,7 @@ def inductor_guardrails() -> list[Guardrail]:
 
 
 def inductor_values(inductor_config) -> dict[str, object]:
-    """The values of Inductor's guardrails in `inductor_config` (torch._inductor.config), by
+    """The values of Inductor's guardrails in `inductor_config` (Inductor's config module), by
     guardrail name: what an Inductor plan records as its settings."""
     return {g.name: getattr(inductor_config, g.inductor_key) for g in inductor_guardrails()}
 

@@ -52,7 +52,7 @@ CONTROLS = {
     "matmul_templates": "bool",
     "on_chip_memory_budget": "optional",
 }
-# Inductor's own guardrails (torch._inductor.config), for engine="inductor": ours-only ones out,
+# Inductor's own guardrails (its config module), for engine="inductor": ours-only ones out,
 # and those Inductor declares but never reads (records/guardrails.py).
 INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()
                      if GUARDRAILS[name].inductor_key is not None
