@@ -3,6 +3,7 @@ re-priced by the cost model, the GPU profiles built from them, and the host cloc
 run of small eager ops host-bound."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -51,11 +52,75 @@ def test_every_kernel_far_off_has_a_named_reason():
         assert calibration.unexplained() == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 open: 85% (H100) and 76% (H200) of kernels within "
-                   "1.5x, 97% and 91% within 2x; reductions reach a fraction of the bandwidth")
-@pytest.mark.parametrize("chip", ["h100", "h200"])
+@pytest.mark.parametrize("chip", [
+    "h100",
+    pytest.param("h200", marks=pytest.mark.xfail(strict=True, reason=(
+        "issue 21 open on the H200: 85% of kernels within 1.5x, 96% within 2x; Inductor's "
+        "reductions inside training steps priced as L2-resident run at DRAM speed or below, "
+        "and small second-stage reductions take 1.5x the reduction floor"))),
+])
 def test_ninety_percent_of_kernels_within_one_and_a_half(chip):
     assert compare(chip).share_within() >= TARGET_SHARE
+
+
+def test_row_figures_come_from_probes_apart_from_the_calibrated_kernels():
+    """The probes never measured a calibrated shape, nor its row length: the figures at 1024
+    and 8192 are interpolations between other lengths."""
+    for chip in ("h100", "h200"):
+        measured = load(chip)
+        calibrated = {(c["op"], tuple(c["shapes"][0])) for c in measured.eager}
+        probed = {(r["op"], tuple(r["shape"])) for r in measured.probes["aten"]}
+        assert probed and not probed & calibrated
+        lengths = {n for _, _, n, _ in gpu_profile(chip).row_efficiency}
+        assert lengths and not lengths & {c["shapes"][0][-1] for c in measured.eager
+                                          if c["op"] != "mm"}
+
+
+def test_a_row_kernel_is_priced_from_its_probe_and_the_mtia_clock_is_unchanged():
+    from mtia_lab.backend import cost
+
+    aten = torch.ops.aten
+    x = torch.empty(2048, 16384, device="meta")  # a probed shape: softmax over 2^25 elements
+    func, args = aten._softmax.default, (x, -1, False)
+    assert cost.row_kernel(func, args) == ("softmax", 16384)
+    assert cost.row_kernel(aten.sum.dim_IntList, (x, [0])) == ("", 0)  # not along the rows
+    price = cost.estimate(func, args, func(*args))
+    (probe,) = [r for r in load("h100").probes["aten"]
+                if r["op"] == "softmax" and r["shape"] == [2048, 16384] and r["dtype"] == "float32"]
+    h100 = gpu_profile("h100")
+    assert price.duration_us(h100) == pytest.approx(probe["kernel_us"], rel=0.01)
+    plain = cost.KernelCost(0.0, price.vector_flops, price.bytes_read, price.bytes_written,
+                            reduction=True)
+    assert price.duration_us(MTIA_V2) == plain.duration_us(MTIA_V2)  # no row figures on MTIA
+    assert price.duration_us(h100) > 1.2 * plain.duration_us(h100)
+
+
+def test_probes_not_used_for_any_figure_are_priced_within_one_and_a_half():
+    """The L2-resident ATen probes (8 per chip) and Inductor's probe kernels (16 per chip: inner
+    and strided outer sums, weight-gradient-like sums, layer norm, softmax) set no figure: a
+    held-out check of the model."""
+    from mtia_lab.calibration.pricing import eager_rows, inductor_rows
+
+    for chip in ("h100", "h200"):
+        measured = load(chip)
+        cases = [{"op": r["op"], "shapes": [r["shape"]], "dtype": r["dtype"],
+                  "kernel_us": r["kernel_us"], "device_us": r["kernel_us"], "loop_us": 1.0}
+                 for r in measured.probes["aten"] if r["regime"] == "l2"]
+        rows = eager_rows(replace(measured, eager=cases), gpu_profile(chip))
+        device = [r for r in rows if r.clock == "device"]
+        assert len(device) == 8 and all(r.within(TARGET_RATIO) for r in device)
+        kernels = [dict(r, model="probe", kind="triton") for r in measured.probes["inductor"]]
+        rows = inductor_rows(replace(measured, inductor=kernels), gpu_profile(chip))
+        assert len(rows) == 16 and all(r.within(TARGET_RATIO) for r in rows)
+
+
+def test_row_figures_carry_from_one_chip_to_the_other():
+    """Priced with the other chip's probe figures, the share moves by a few kernels at most:
+    the figures describe the kernels, not one chip's calibration set."""
+    for chip, other in (("h100", "h200"), ("h200", "h100")):
+        own = compare(chip).share_within()
+        borrowed = compare(chip, gpu_profile(chip, row_figures_from=other)).share_within()
+        assert abs(own - borrowed) <= 0.03
 
 
 def test_a_bad_measurements_file_names_the_fix(tmp_path):

@@ -7,9 +7,12 @@ A kernel is limited either by arithmetic or by memory traffic, whichever is slow
                             dram_bytes / dram_bandwidth + sram_bytes / sram_bandwidth)
 
 `launch` is the shortest kernel of its class (pointwise, reduction, matmul), and a kernel whose
-whole working set fits a hardware cache moves it at the cache's bandwidth: figures the GPU
-profiles measure (mtia_lab/calibration/); on the MTIA profiles the three floors are one
-assumed figure and there is no such cache.
+whole working set fits a hardware cache moves it at the cache's bandwidth, less so as the
+working set nears the cache's size; a library row kernel (ATen's sum, softmax, layer norm
+along the last axis) moves its bytes at the share of the bandwidth such kernels reach at its
+row length, and takes no less than a kernel of a few such rows. All figures the GPU profiles
+measure, the row kernels' on separate probes (mtia_lab/calibration/); on the MTIA profiles the
+three floors are one assumed figure, and there is no such cache and no row-kernel figure.
 
 GEMM-like ops (mm, addmm, bmm, baddbmm) run on the chip's GEMM engine; everything else on its
 vector units. The peak follows the data type: INT8, FP16/BF16, or FP32 (the FP32 GEMM rate is
@@ -23,6 +26,7 @@ times are comparable.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -46,12 +50,15 @@ class KernelCost:
     spill_bytes: int = 0  # intermediates that did not fit the SRAM: they go through DRAM
     int8: bool = False  # INT8 peaks
     reduction: bool = False  # a reduction kernel: its own launch floor (profile)
+    row_op: str = ""  # a library row kernel ("sum", "softmax", "layer_norm"; see row_kernel)
+    row_length: int = 0  # ... and the length of the rows it reduces
 
     def duration_us(self, profile: ChipProfile) -> float:
         return roofline_us(
             profile, self.gemm_flops, self.vector_flops,
             self.bytes_read + self.bytes_written + self.spill_bytes, self.host_link_bytes,
-            self.low_precision, self.sram_bytes, self.int8, self.reduction,
+            self.low_precision, self.sram_bytes, self.int8, self.reduction, self.row_op,
+            self.row_length,
         )
 
     def __add__(self, other: KernelCost) -> KernelCost:
@@ -66,6 +73,9 @@ class KernelCost:
             self.spill_bytes + other.spill_bytes,
             self.int8 or other.int8,
             self.reduction or other.reduction,
+            # one row kernel's figures do not describe a fused group of kernels
+            self.row_op if self.row_op == other.row_op else "",
+            max(self.row_length, other.row_length),
         )
 
 
@@ -79,8 +89,14 @@ def roofline_us(
     sram_bytes: int = 0,
     int8: bool = False,
     reduction: bool = False,
+    row_op: str = "",
+    row_length: int = 0,
 ) -> float:
-    """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes)."""
+    """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes).
+
+    A library row kernel (`row_op` over rows of `row_length`) on a profile that measured such
+    kernels moves its bytes at its measured share of the bandwidth, and takes no less than a
+    kernel of a few such rows took (`row_figures`)."""
     if int8:
         gemm_peak, vector_peak = profile.gemm_ops_int8, profile.vector_ops_int8
     elif low_precision:
@@ -88,8 +104,12 @@ def roofline_us(
     else:
         gemm_peak, vector_peak = profile.gemm_flops_fp32, profile.vector_flops_fp32
     bandwidth = profile.dram_bandwidth
-    if profile.cache_bytes and bytes_moved <= profile.cache_bytes:  # it fits the cache (L2)
-        bandwidth = profile.cache_bandwidth
+    if profile.cache_bytes or profile.cache_curve:  # the GPU profiles: a cache term
+        bandwidth = memory_bandwidth(profile, bytes_moved)
+    latency = 0.0
+    if row_op and profile.row_efficiency:
+        efficiency, latency = row_figures(profile, row_op, low_precision, row_length)
+        bandwidth *= efficiency
     memory = bytes_moved / bandwidth + sram_bytes / profile.sram_bandwidth
     seconds = max(gemm_flops / gemm_peak, vector_flops / vector_peak, memory)
     seconds += host_link_bytes / profile.host_link_bandwidth
@@ -98,7 +118,49 @@ def roofline_us(
         floor = profile.gemm_launch_us
     elif reduction:
         floor = profile.reduction_launch_us
-    return (floor or profile.kernel_launch_us) + seconds * 1e6
+    return max(latency, (floor or profile.kernel_launch_us) + seconds * 1e6)
+
+
+def memory_bandwidth(profile: ChipProfile, bytes_moved: float) -> float:
+    """The rate at which a kernel moving `bytes_moved` (its working set) moves them: the cache's
+    where it fits (fading along the measured `cache_curve` where the profile has one), else
+    DRAM's."""
+    curve = profile.cache_curve
+    if curve:
+        if bytes_moved >= curve[-1][0]:
+            return profile.dram_bandwidth
+        if bytes_moved <= curve[0][0]:
+            return curve[0][1]
+        for (size0, rate0), (size1, rate1) in zip(curve, curve[1:], strict=False):
+            if bytes_moved <= size1:
+                return rate0 + (rate1 - rate0) * (bytes_moved - size0) / (size1 - size0)
+    if profile.cache_bytes and bytes_moved <= profile.cache_bytes:  # it fits the cache (L2)
+        return profile.cache_bandwidth
+    return profile.dram_bandwidth
+
+
+def _interpolate(table, op: str, low: bool, length: int) -> float | None:
+    """The table's figure for (op, low) at `length`, linear in log2(length) between measured
+    lengths and held at the ends; None where nothing was measured for (op, low)."""
+    points = sorted((n, value) for name, precision, n, value in table
+                    if name == op and precision == low)
+    if not points:
+        return None
+    if length <= points[0][0]:
+        return points[0][1]
+    for (n0, v0), (n1, v1) in zip(points, points[1:], strict=False):
+        if length <= n1:
+            share = (math.log2(length) - math.log2(n0)) / (math.log2(n1) - math.log2(n0))
+            return v0 + (v1 - v0) * share
+    return points[-1][1]
+
+
+def row_figures(profile: ChipProfile, op: str, low: bool, length: int) -> tuple[float, float]:
+    """(share of the bandwidth, least time in us) of a library row kernel on `profile`:
+    (1.0, 0.0) where the profile measured none of its kind."""
+    efficiency = _interpolate(profile.row_efficiency, op, low, length)
+    latency = _interpolate(profile.row_latency_us, op, low, length)
+    return efficiency or 1.0, latency or 0.0
 
 
 # Reductions (and normalizations, scans, softmax: a reduction along a row inside): their
@@ -200,19 +262,56 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool,
     return 0.0, float(elements), read, written, low, int8
 
 
+# ATen's row kernels along the last axis, by the family whose speed the GPU profiles measure:
+# the reduce kernel (sum, and the max/min/mean reductions that share it), softmax, layer norm.
+_ROW_FAMILIES = {"sum": "sum", "mean": "sum", "amax": "sum", "amin": "sum",
+                 "_softmax": "softmax", "_log_softmax": "softmax",
+                 "native_layer_norm": "layer_norm"}
+
+
+def row_kernel(func, inner_args) -> tuple[str, int]:
+    """(family, row length) of an ATen op that reduces its input's last axis row by row;
+    ("", 0) for any other op or axis."""
+    packet = getattr(func, "_overloadpacket", None)
+    family = _ROW_FAMILIES.get(getattr(packet, "__name__", ""))
+    if family is None or not inner_args or not isinstance(inner_args[0], torch.Tensor):
+        return "", 0
+    x = inner_args[0]
+    if x.dim() == 0:
+        return "", 0
+    axis = inner_args[1] if len(inner_args) > 1 else None
+    if family == "layer_norm":  # normalized_shape: the trailing axes, one row
+        if not isinstance(axis, (list, tuple)):
+            return "", 0
+        length = 1
+        for size in axis:
+            length *= int(size)
+        return family, length
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if len(axes) != 1 or axes[0] is None or axes[0] % x.dim() != x.dim() - 1:
+        return "", 0
+    return family, x.shape[-1]
+
+
 def estimate(func, inner_args, out) -> KernelCost:
     """Cost of one eager kernel (see `estimate_terms`)."""
     gemm, vector, read, written, low, int8 = estimate_terms(func, inner_args, out)
-    return KernelCost(gemm, vector, read, written, 0, low, int8=int8,
-                      reduction=is_reduction(func))
+    reduction = is_reduction(func)
+    row_op, row_length = row_kernel(func, inner_args) if reduction else ("", 0)
+    return KernelCost(gemm, vector, read, written, 0, low, int8=int8, reduction=reduction,
+                      row_op=row_op, row_length=row_length)
 
 
 def estimate_us(func, inner_args, out, profile: ChipProfile) -> float:
     """`estimate(...).duration_us(profile)` without building the KernelCost: the dispatcher's
     path when nobody is watching (no observer to hand the KernelCost to)."""
     gemm, vector, read, written, low, int8 = estimate_terms(func, inner_args, out)
-    return roofline_us(profile, gemm, vector, read + written, 0, low, 0, int8,
-                       is_reduction(func))
+    reduction = is_reduction(func)
+    row_op, row_length = ("", 0)
+    if reduction and profile.row_efficiency:  # only the GPU profiles measured row kernels
+        row_op, row_length = row_kernel(func, inner_args)
+    return roofline_us(profile, gemm, vector, read + written, 0, low, 0, int8, reduction,
+                       row_op, row_length)
 
 
 def transfer(nbytes: int) -> KernelCost:

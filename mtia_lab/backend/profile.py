@@ -56,6 +56,20 @@ class ChipProfile:
     # their SRAM is priced as on-chip intermediates of fused kernels, `sram_bandwidth`).
     cache_bytes: int = 0
     cache_bandwidth: float = 0.0
+    # How the cache's help fades as a kernel's working set grows toward and past its size:
+    # (working-set bytes, bandwidth) points measured with the same back-to-back kernel, between
+    # which the bandwidth is interpolated; past the last point, dram_bandwidth. Empty: the one
+    # cut at cache_bytes above.
+    cache_curve: tuple[tuple[int, float], ...] = ()
+    # Library row kernels (ATen's reductions, softmax, layer norm along the last axis) are not
+    # one pass at the copy bandwidth: their speed depends on the row length, which sets how many
+    # rows a block takes and how often it synchronizes. Measured per (op, low precision, row
+    # length): `row_efficiency`, the share of the bandwidth they reach over many rows, and
+    # `row_latency_us`, the time of a kernel of 16 such rows (the chip mostly idle). Between
+    # measured lengths, interpolated in log2(length). Empty: priced as any other kernel (the MTIA
+    # profiles: nothing measured).
+    row_efficiency: tuple[tuple[str, bool, int, float], ...] = ()
+    row_latency_us: tuple[tuple[str, bool, int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.vector_ops_int8:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
@@ -21,6 +21,9 @@ class Measurements:
     inductor: list[dict]  # model, train, kernel, kind, device_us, kernel_num_gb, numel...
     models: list[dict]  # a whole compiled call or step per model: loop_us, device_us
     same_source: list[dict]  # the simulator's kernels run on the GPU: max_abs_diff, bitwise
+    # reduction_probes.py: separate kernels that the reduction and cache figures come from
+    # (environment, aten, l2, inductor); {} in a file written before the probes existed
+    probes: dict = field(default_factory=dict)
 
     @property
     def gpu(self) -> str:
@@ -46,4 +49,5 @@ def load(chip: str | Path) -> Measurements:
     if missing:
         raise ValueError(f"{path} lacks {', '.join(missing)}: not a complete gpu_side.py run")
     return Measurements(path.stem, data["environment"], data["peaks"], data["eager"],
-                        data["inductor"], data.get("models", []), data.get("same_source", []))
+                        data["inductor"], data.get("models", []), data.get("same_source", []),
+                        data.get("probes", {}))

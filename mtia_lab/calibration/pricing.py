@@ -96,15 +96,23 @@ def _eager_call(op: str, shapes: list, dtype: torch.dtype):
 
 
 def _bound(profile: ChipProfile, price: cost.KernelCost) -> str:
-    """Which term of the roofline sets the price: launch, memory (dram or cache), compute."""
+    """Which term of the roofline sets the price: launch, latency (a row kernel's least time),
+    memory (dram or cache), compute."""
     low = price.low_precision
     gemm = price.gemm_flops / (profile.gemm_flops_bf16 if low else profile.gemm_flops_fp32)
     vector = price.vector_flops / (profile.vector_flops_bf16 if low else profile.vector_flops_fp32)
     moved = price.bytes_read + price.bytes_written
-    cached = bool(profile.cache_bytes) and moved <= profile.cache_bytes
-    memory = moved / (profile.cache_bandwidth if cached else profile.dram_bandwidth)
+    bandwidth = cost.memory_bandwidth(profile, moved)
+    cached = bandwidth > profile.dram_bandwidth
+    efficiency, latency = 1.0, 0.0
+    if price.row_op:
+        efficiency, latency = cost.row_figures(profile, price.row_op, low, price.row_length)
+    memory = moved / (bandwidth * efficiency)
     largest = max(gemm, vector, memory)
-    floor = price.duration_us(profile) - largest * 1e6
+    duration = price.duration_us(profile)
+    if latency and duration <= latency:
+        return "row latency"
+    floor = duration - largest * 1e6
     if largest * 1e6 < floor:
         return "launch"
     if largest == memory:
@@ -157,11 +165,10 @@ def inductor_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
 # Known ways a kernel leaves the roofline, each with what gives it away. A row off by more than
 # FAR_OFF gets the first that matches; one that matches none is "unexplained".
 KNOWN_MISSES = (
-    (lambda r: r.source == "eager" and r.name.startswith("softmax"),
-     "ATen's softmax over long rows passes over its input more than once"),
     (lambda r: ": triton_red_" in r.name,
-     "a looped reduction over a strided axis (Inductor's triton_red_): its loads do not "
-     "coalesce and it reaches a fraction of the bandwidth"),
+     "a looped reduction of many inputs into many accumulators (Inductor's triton_red_ of a "
+     "backward pass): the probes' strided looped reductions of one to three inputs reach the "
+     "copy bandwidth, this one reaches a third of it"),
     (lambda r: r.bound == "host",
      "host-bound: this op's host cost is not the one-element add's (a library call, several "
      "kernels), and loop times vary up to 2x between runs of the same script"),

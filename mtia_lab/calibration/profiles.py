@@ -40,16 +40,57 @@ SOURCES = {
     "sram_bandwidth": "assumption: 2.5x the measured DRAM bandwidth (not measured)",
     "dram_bytes": "vendor datasheet",
     "host_link_bandwidth": "vendor: PCIe Gen5 x16, one direction",
+    "cache_curve": "measured (reduction_probes.py): an elementwise add run back to back over "
+                   "working sets of 24 to 64 MiB, and the 16 MiB add of cache_bandwidth",
+    "row_efficiency": "measured (reduction_probes.py): ATen's sum, softmax and layer norm over "
+                      "2^25 elements in rows of 256 to 16384, bytes over time over the copy "
+                      "bandwidth",
+    "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
+                      "16384",
 }
 
 
+def row_figures(probes: dict, peaks: dict) -> dict:
+    """`row_efficiency` and `row_latency_us` from reduction_probes.py's ATen rows: per (op, low
+    precision, row length), the share of the copy bandwidth reached over 2^25 elements (the
+    reduction floor taken off: the cost model adds it back) and the time of a 16-row kernel."""
+    efficiency, latency = [], []
+    floor = peaks.get("reduction_floor_us", 0.0)
+    for row in probes.get("aten", []):
+        key = (row["op"], row["dtype"] != "float32", row["shape"][1])
+        if row["regime"] == "dram":
+            seconds = (row["kernel_us"] - floor) * 1e-6
+            efficiency.append((*key, row["bytes"] / seconds / peaks["copy_bandwidth"]))
+        elif row["regime"] == "latency":
+            latency.append((*key, row["kernel_us"]))
+    return {"row_efficiency": tuple(efficiency), "row_latency_us": tuple(latency)}
+
+
+def cache_curve(peaks: dict, probes: dict) -> tuple[tuple[int, float], ...]:
+    """(working set, bandwidth) of the back-to-back adds: the 16 MiB one of the peaks, then
+    reduction_probes.py's 24 to 64 MiB ones."""
+    points = [(row["working_set"], row["working_set"] / (row["kernel_us"] * 1e-6))
+              for row in probes.get("l2", [])]
+    if not points:
+        return ()
+    if peaks.get("l2_copy_bytes"):
+        points.insert(0, (peaks["l2_copy_bytes"], peaks["l2_bandwidth"]))
+    return tuple(sorted(points))
+
+
 @cache
-def gpu_profile(chip: str = "h100") -> ChipProfile:
-    """The profile of `chip` ("h100", "h200") from its stored measurements."""
+def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> ChipProfile:
+    """The profile of `chip` ("h100", "h200") from its stored measurements.
+
+    `row_figures_from` takes the row-kernel figures from the other chip's probes instead (a
+    check that they describe the kernels, not the one chip's calibration set)."""
     vendor = _VENDOR.get(chip)
     if vendor is None:
         raise ValueError(f"no GPU profile {chip!r}; choose from {', '.join(_VENDOR)}")
-    peaks = load(chip).peaks
+    measured = load(chip)
+    peaks = measured.peaks
+    source = load(row_figures_from) if row_figures_from else measured
+    rows = row_figures(source.probes, source.peaks)
     bandwidth = peaks["copy_bandwidth"]
     return ChipProfile(
         name=vendor["name"], process_nm=4, clock_ghz=vendor["clock_ghz"],
@@ -66,4 +107,5 @@ def gpu_profile(chip: str = "h100") -> ChipProfile:
         reduction_launch_us=peaks.get("reduction_floor_us", 0.0),
         gemm_launch_us=max(peaks.get("gemm_floor_us_bfloat16", 0.0),
                            peaks.get("gemm_floor_us_float32", 0.0)),
-        cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=peaks.get("l2_bandwidth", 0.0))
+        cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=peaks.get("l2_bandwidth", 0.0),
+        cache_curve=cache_curve(peaks, measured.probes), **rows)

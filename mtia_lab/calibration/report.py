@@ -7,6 +7,7 @@ import math
 
 from .measurements import available
 from .pricing import FAR_OFF, TARGET_RATIO, TARGET_SHARE, Calibration, Row, compare
+from .profiles import gpu_profile
 
 
 def _line(row: Row) -> str:
@@ -29,6 +30,12 @@ def summary(calibration: Calibration) -> list[str]:
                      f"{TARGET_RATIO}x (target {TARGET_SHARE:.0%}), "
                      f"{calibration.share_within(2.0, clock):.0%} within 2x, "
                      f"{len(calibration.far_off(clock))} beyond {FAR_OFF:.0f}x")
+    probes = calibration.measurements.probes
+    if probes and calibration.profile.row_efficiency:
+        lines.append(f"  row kernels (ATen sum, softmax, layer norm) priced from "
+                     f"{len(probes.get('aten', []))} separate probes "
+                     f"(reduction_probes.py, {probes['environment']['date']}); "
+                     f"{_borrowed(calibration)}")
     unpriced = [r for r in calibration.rows if r.predicted_us is None]
     lines.append(f"  not priced: {len(unpriced)} extern calls (named, not sized, by the profiler)")
     same = calibration.measurements.same_source
@@ -38,6 +45,15 @@ def summary(calibration: Calibration) -> list[str]:
         lines.append(f"  the simulator's Triton kernels on the GPU: {exact} of {len(same)} "
                      f"bit for bit, the rest within {worst:.1e}")
     return lines
+
+
+def _borrowed(calibration: Calibration) -> str:
+    """The share with the row figures of another chip's probes: a check against tuning."""
+    others = [chip for chip in available() if chip != calibration.chip]
+    if not others:
+        return "no other chip's probes to check them against"
+    borrowed = compare(calibration.chip, gpu_profile(calibration.chip, row_figures_from=others[0]))
+    return f"with {others[0]}'s probe figures, {borrowed.share_within():.0%} within {TARGET_RATIO}x"
 
 
 def table(calibration: Calibration, everything: bool = False) -> list[str]:
