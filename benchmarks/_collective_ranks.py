@@ -43,7 +43,7 @@ def measure(sizes: tuple[int, ...], rounds: int, calls: int) -> list[dict]:
     torch.set_num_threads(1)
     world = dist.get_world_size()
     gloo = dist.new_group(backend="gloo")
-    from mtia_lab.backend.runtime import RUNTIME
+    from mtia_lab.backend.runtime.device_state import RUNTIME
 
     rows = []
     for nbytes in sizes:

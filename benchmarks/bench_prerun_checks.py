@@ -2,7 +2,8 @@
 
 Two checks run in `MTIATensor.__torch_dispatch__` before an op (dispatch._BEFORE_RUN): every op
 pays one dict lookup; `clone`, `repeat`, `new_*` and `*_like` also compute their result's size to
-refuse an allocation the device cannot hold before the host makes it (backend/oom.py). Printed:
+refuse an allocation the device cannot hold before the host makes it
+(backend/runtime/oom.py). Printed:
 microseconds per call (best of several rounds) and the share of the op's own host time.
 
     python benchmarks/bench_prerun_checks.py [--calls 20000] [--rounds 7]
@@ -16,7 +17,8 @@ import torch
 from _timing import best_of
 
 import mtia_lab  # noqa: F401  (registers mtia_sim)
-from mtia_lab.backend import dispatch, oom
+from mtia_lab.backend.aten import dispatch
+from mtia_lab.backend.runtime import oom
 
 
 def per_call_us(fn, calls: int, rounds: int) -> float:

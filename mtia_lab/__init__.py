@@ -19,7 +19,7 @@ from .backend import (
     strict,
     unregister_kernel,
 )
-from .backend.profile import MTIA_V1, MTIA_V2, ChipProfile
+from .backend.runtime.profile import MTIA_V1, MTIA_V2, ChipProfile
 from .trace import Trace, load_trace
 
 __version__ = "0.1.0"

@@ -234,7 +234,7 @@ def is_fake(tensor: torch.Tensor) -> bool:
     return fake(tensor)
 
 
-# --- exceptions in backward (mtia_lab/backend/backward_errors.py) ---
+# --- exceptions in backward (mtia_lab/backend/aten/backward_errors.py) ---
 # The Python device guard of torch 2.13 (torch/csrc/acc/Module.cpp) calls into Python from
 # noexcept methods: a Python exception unwinding through the engine's stream guard aborts.
 
@@ -399,7 +399,7 @@ def fake_tensor_mode():
 
 def no_fake_mode():
     """A context without the active FakeTensorMode (torch.compile's, while it traces): a fresh
-    fake mode can run inside it (mtia_lab/backend/layouts.py)."""
+    fake mode can run inside it (mtia_lab/backend/aten/layouts.py)."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     return unset_fake_temporarily()

@@ -16,7 +16,7 @@ import torch.distributed._functional_collectives as fc
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
 import mtia_lab
-from mtia_lab.backend.streams import current_stream
+from mtia_lab.backend.runtime.streams import current_stream
 from mtia_lab.distributed import CollectiveMismatchError, PlacementMismatchError, examples
 from mtia_lab.distributed import local_map as checked_local_map
 

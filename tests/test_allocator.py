@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend.allocator import (
+from mtia_lab.backend.runtime.allocator import (
     LARGE_SEGMENT,
     MIN_BLOCK,
     SMALL_SEGMENT,
@@ -144,7 +144,7 @@ def test_out_of_memory_explains_and_keeps_tensors(clean_memory):
         assert torch.equal(keep.cpu(), torch.full((4 * MiB,), 3.0))
         del keep
     finally:
-        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.device_state.DEFAULT_CAPACITY)
 
 
 def test_empty_cache_returns_segments(clean_memory):

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import mtia_lab
-from mtia_lab.backend import amp
+from mtia_lab.backend.aten import amp
 
 BF16 = torch.bfloat16
 LOW, FP32, WIDEST, SAME = "low", "fp32", "widest", "same"
@@ -375,7 +375,7 @@ def test_autocast_inside_torch_compile_matches_eager(device):
 
 
 def test_active_rule_tells_a_trace_which_ops_autocast_produced(device):
-    from mtia_lab.backend import dispatch
+    from mtia_lab.backend.aten import dispatch
 
     seen = []
 

@@ -1,7 +1,7 @@
 """A Python exception during backward on the device reaches the caller as that exception.
 
 PyTorch 2.13's Python device guard aborts the process when a Python exception unwinds through
-it (mtia_lab/backend/backward_errors.py), so each case runs in a fresh process: a regression
+it (mtia_lab/backend/aten/backward_errors.py), so each case runs in a fresh process: a regression
 shows as a SIGABRT exit code, not as a dead test runner."""
 
 from __future__ import annotations

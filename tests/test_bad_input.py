@@ -6,7 +6,7 @@ import torch
 
 import mtia_lab
 from mtia_lab.backend import RUNTIME
-from mtia_lab.backend.profile import MTIA_V1, MTIA_V2
+from mtia_lab.backend.runtime.profile import MTIA_V1, MTIA_V2
 
 mt = torch.mtia_sim
 
@@ -112,7 +112,7 @@ def test_trace_table_refuses_bad_paging(kwargs, error, message):
 )
 def test_environment_settings_are_checked(monkeypatch, variable, value, message):
     """What Runtime() reads at import (a fresh process would show the same error)."""
-    from mtia_lab.backend.runtime import Runtime
+    from mtia_lab.backend.runtime.device_state import Runtime
 
     monkeypatch.setenv(variable, value)
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend.profile import MTIA_V2
+from mtia_lab.backend.runtime.profile import MTIA_V2
 from mtia_lab.calibration import compare, gpu_profile, load
 from mtia_lab.calibration.pricing import TARGET_RATIO, TARGET_SHARE
 
@@ -77,7 +77,7 @@ def test_row_figures_come_from_probes_apart_from_the_calibrated_kernels():
 
 
 def test_a_row_kernel_is_priced_from_its_probe_and_the_mtia_clock_is_unchanged():
-    from mtia_lab.backend import cost
+    from mtia_lab.backend.runtime import cost
 
     aten = torch.ops.aten
     x = torch.empty(2048, 16384, device="meta")  # a probed shape: softmax over 2^25 elements
@@ -142,7 +142,7 @@ def test_the_host_clock_makes_small_ops_wait_for_the_host():
         mtia_lab.configure(profile=profile)
         try:
             torch.mtia_sim.synchronize()
-            state = mtia_lab.backend.runtime.RUNTIME.device(0)
+            state = mtia_lab.backend.runtime.device_state.RUNTIME.device(0)
             start = state.now_us
             for _ in range(100):
                 x.add_(1)

@@ -77,7 +77,7 @@ def test_combo_kernel_max_num_args_edge():
 
 
 def test_default_on_chip_budget_is_the_pes_local_memory():
-    from mtia_lab.backend.profile import MTIA_V2
+    from mtia_lab.backend.runtime.profile import MTIA_V2
 
     assert config.on_chip_memory_budget is None
     assert config.on_chip_budget_bytes(MTIA_V2) == 384 * 1024 * 64

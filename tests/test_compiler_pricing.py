@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 
 import mtia_lab  # noqa: F401
-from mtia_lab.backend import cost
-from mtia_lab.backend.profile import GB, MTIA_V1, MTIA_V2, TB, GiB, MiB
+from mtia_lab.backend.runtime import cost
+from mtia_lab.backend.runtime.profile import GB, MTIA_V1, MTIA_V2, TB, GiB, MiB
 from mtia_lab.compiler import schedule, trace
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "chip-profile.md"

@@ -11,8 +11,8 @@ from fresh_python import run_python
 from models import GeluMLP as MLP
 
 import mtia_lab
-from mtia_lab.backend import dispatch
-from mtia_lab.backend.allocator import round_size
+from mtia_lab.backend.aten import dispatch
+from mtia_lab.backend.runtime.allocator import round_size
 from mtia_lab.compare import mtia_lab_backend
 from mtia_lab.compiler import COMPILED, config
 

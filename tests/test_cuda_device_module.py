@@ -164,8 +164,8 @@ def test_out_of_memory_observer_sees_every_oom():
         with pytest.raises(torch.OutOfMemoryError):
             torch.empty(1 << 40, device=DEVICE)
     finally:
-        mtia_lab.backend.memory_tools._OOM_OBSERVERS.clear()
-        mtia_lab.backend.memory_tools._unwatch_if_idle()
+        mtia_lab.backend.module.memory._OOM_OBSERVERS.clear()
+        mtia_lab.backend.module.memory._unwatch_if_idle()
     device, requested, allocated, free = seen[-1]
     assert (device, requested) == (0, 4 << 40) and free <= mt.mem_get_info()[0] + 1
     with pytest.raises(TypeError, match="callable"):

@@ -156,7 +156,7 @@ def test_capacity_is_checked_before_the_host_allocates():
         with pytest.raises(torch.OutOfMemoryError, match="aten::_to_copy"):
             torch.zeros(16 << 20, dtype=torch.uint8).to(DEVICE)
     finally:
-        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.device_state.DEFAULT_CAPACITY)
 
 
 def test_a_device_larger_than_the_host_reports_the_host_limit():
@@ -167,7 +167,7 @@ def test_a_device_larger_than_the_host_reports_the_host_limit():
         with pytest.raises(torch.OutOfMemoryError, match="host cannot back"):
             torch.empty(1 << 58, dtype=torch.uint8, device=DEVICE)
     finally:
-        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.device_state.DEFAULT_CAPACITY)
 
 
 # -- resize_, storages, DLPack, skip_data -----------------------------------------------------
@@ -257,7 +257,7 @@ def test_large_results_of_small_views_are_refused_before_the_host_computes():
             with pytest.raises(torch.OutOfMemoryError, match="8.00 MiB in total"):
                 make()
     finally:
-        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.DEFAULT_CAPACITY)
+        mtia_lab.configure(memory_capacity=mtia_lab.backend.runtime.device_state.DEFAULT_CAPACITY)
 
 
 @pytest.mark.parametrize("backend", ["mtia_lab", "eager"])

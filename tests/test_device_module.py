@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend.profile import MTIA_V2
+from mtia_lab.backend.runtime.profile import MTIA_V2
 
 
 def test_registration_is_idempotent_and_named():

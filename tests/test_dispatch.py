@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend.registry import KERNELS
+from mtia_lab.backend.aten.registry import KERNELS
 
 aten = torch.ops.aten
 

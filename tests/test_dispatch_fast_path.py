@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend import RUNTIME, cost, streams
-from mtia_lab.backend.dispatch import set_observer
-from mtia_lab.backend.tensor import _LIVE_STORAGES
+from mtia_lab.backend import RUNTIME
+from mtia_lab.backend.aten.dispatch import set_observer
+from mtia_lab.backend.aten.tensor import _LIVE_STORAGES
+from mtia_lab.backend.runtime import cost, streams
 
 aten = torch.ops.aten
 

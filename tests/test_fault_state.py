@@ -8,7 +8,7 @@ import gc
 import pytest
 import torch
 
-from mtia_lab.backend import dispatch, graphs, tensor
+from mtia_lab.backend.aten import dispatch, graph_capture, tensor
 
 
 def test_a_graph_deleted_mid_capture_gives_the_device_back(device, clean_memory):
@@ -18,7 +18,7 @@ def test_a_graph_deleted_mid_capture_gives_the_device_back(device, clean_memory)
     captured = torch.ones(4, device=device) * 2
     del g, captured
     gc.collect()
-    assert graphs._ACTIVE is None and dispatch._CAPTURE is None
+    assert graph_capture._ACTIVE is None and dispatch._CAPTURE is None
     assert tensor._ALLOCATION_ROUTE is None
     assert not torch.mtia_sim.is_current_stream_capturing()
     assert torch.ones(3, device=device).sum().item() == 3.0  # a host sync: refused in capture
@@ -36,7 +36,7 @@ def test_capture_begin_refuses_a_pool_of_the_wrong_kind(device, pool):
         g.capture_begin(pool=pool)
     with pytest.raises(TypeError, match="pool must be a pool id"):
         torch.mtia_sim.graph(g, pool=pool)
-    assert graphs._ACTIVE is None and not g._capturing
+    assert graph_capture._ACTIVE is None and not g._capturing
 
 
 WRONG_STREAMS = {

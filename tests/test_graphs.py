@@ -7,10 +7,11 @@ import torch
 import torch.nn.functional as F
 
 import mtia_lab
-from mtia_lab.backend import RUNTIME, dispatch
-from mtia_lab.backend.allocator import DEFAULT_POOL, SMALL_SEGMENT, CachingAllocator
-from mtia_lab.backend.graphs import GraphCaptureError
-from mtia_lab.backend.registry import KERNELS, resolve_overloads
+from mtia_lab.backend import RUNTIME
+from mtia_lab.backend.aten import dispatch
+from mtia_lab.backend.aten.graph_capture import GraphCaptureError
+from mtia_lab.backend.aten.registry import KERNELS, resolve_overloads
+from mtia_lab.backend.runtime.allocator import DEFAULT_POOL, SMALL_SEGMENT, CachingAllocator
 
 mtia = torch.mtia_sim
 DEV = "mtia_sim:0"

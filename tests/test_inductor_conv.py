@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from mtia_lab.backend import dispatch, layouts
+from mtia_lab.backend.aten import dispatch, layouts
 from mtia_lab.inductor._compat import run_and_get_code
 from mtia_lab.inductor.errors import DeviceLayoutError
 

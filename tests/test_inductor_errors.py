@@ -70,7 +70,7 @@ def test_out_of_memory_in_a_compiled_call_names_the_holders_and_the_next_call_wo
     expected = compiled(x.to(DEVICE)).cpu()  # compiled and run once with room to spare
     device_x = x.to(DEVICE)
     held = torch.mtia_sim.memory_allocated()
-    capacity = mtia_lab.backend.runtime.RUNTIME.capacity
+    capacity = mtia_lab.backend.runtime.device_state.RUNTIME.capacity
     torch.mtia_sim.empty_cache()
     try:
         mtia_lab.configure(memory_capacity=held + (1 << 20))  # less than the call's buffers

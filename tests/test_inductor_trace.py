@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import mtia_lab
-from mtia_lab.backend.runtime import RUNTIME
+from mtia_lab.backend.runtime.device_state import RUNTIME
 from mtia_lab.inductor import trace_events, triton_launch
 from mtia_lab.trace.io import load_trace, save_trace, to_chrome_trace
 from mtia_lab.viz import timeline_view, trace_explorer, trace_summary, trace_table

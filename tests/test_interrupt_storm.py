@@ -14,6 +14,7 @@ import mtia_lab.backend as backend
 from mtia_lab.backend import RUNTIME
 
 _BACKEND_DIR = os.path.dirname(backend.__file__)
+_ALLOCATOR_DIR = os.path.join(_BACKEND_DIR, "runtime", "allocator")
 
 
 # The allocator's entry points take and give back its lock and flags; as in
@@ -32,7 +33,7 @@ class _InterruptAt:
         code = frame.f_code
         if not code.co_filename.startswith(_BACKEND_DIR):
             return None
-        if code.co_filename.endswith("allocator.py") and code.co_name in _ENTRY_POINTS:
+        if code.co_filename.startswith(_ALLOCATOR_DIR) and code.co_name in _ENTRY_POINTS:
             return None
         return self._line
 

@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from torch.testing._internal import common_methods_invocations as cmi
 
 import mtia_lab
-from mtia_lab.backend import cost
-from mtia_lab.backend.profile import MTIA_V2
-from mtia_lab.backend.registry import KERNELS
+from mtia_lab.backend.aten.registry import KERNELS
+from mtia_lab.backend.runtime import cost
+from mtia_lab.backend.runtime.profile import MTIA_V2
 from mtia_lab.testing.opinfo import check_op, has_variant, supported_ops
 
 DEVICE = "mtia_sim"

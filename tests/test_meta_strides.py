@@ -2,7 +2,7 @@
 
 TorchInductor plans its buffers from fake tensors and asserts the strides of every extern
 kernel's result; so each device op must return the sizes and strides FakeTensorMode reports for
-a `mtia_sim` tensor (mtia_lab/backend/layouts.py names where that departs from CPU eager). The
+a `mtia_sim` tensor (mtia_lab/backend/aten/layouts.py names where that departs from CPU eager). The
 oracle (mtia_lab/testing/meta_strides.py) runs OpInfo samples on the device, in four input
 layouts, forward and backward, and compares every aten call's results with its fake kernel's.
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mtia_lab.backend import dispatch, layouts
+from mtia_lab.backend.aten import dispatch, layouts
 from mtia_lab.testing.meta_strides import (
     LAYOUTS,
     CallRecorder,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend.registry import KERNELS
+from mtia_lab.backend.aten.registry import KERNELS
 from mtia_lab.testing.opinfo import check_op, supported_ops
 
 # Ops the issue names as native families: every aten op they reach must have a device kernel.

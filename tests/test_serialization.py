@@ -16,7 +16,7 @@ import torch
 from fresh_python import run_python
 
 import mtia_lab
-from mtia_lab.backend.allocator import round_size
+from mtia_lab.backend.runtime.allocator import round_size
 
 D0, D1 = torch.device("mtia_sim", 0), torch.device("mtia_sim", 1)
 

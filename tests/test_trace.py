@@ -14,8 +14,9 @@ from models import MLP
 
 import mtia_lab
 from mtia_lab import _compat
-from mtia_lab.backend import KERNELS, dispatch, storage_of
-from mtia_lab.backend.registry import resolve_overloads
+from mtia_lab.backend import KERNELS, storage_of
+from mtia_lab.backend.aten import dispatch
+from mtia_lab.backend.aten.registry import resolve_overloads
 from mtia_lab.trace import OpEvent, Trace, TraceFormatError
 from mtia_lab.trace.io import load_trace, save_trace, to_chrome_trace, trace_to_json
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import mtia_lab
-from mtia_lab.backend.tensor import _rebuild_on_device
+from mtia_lab.backend.aten.tensor import _rebuild_on_device
 from mtia_lab.trace import TraceFormatError
 from mtia_lab.trace.io import load_trace, save_chrome_trace, save_trace, trace_to_json
 

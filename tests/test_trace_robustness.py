@@ -10,7 +10,7 @@ import torch
 from torch.overrides import _get_current_function_mode
 
 import mtia_lab
-from mtia_lab.backend import dispatch
+from mtia_lab.backend.aten import dispatch
 from mtia_lab.trace import recorder
 
 DEVICE = "mtia_sim"

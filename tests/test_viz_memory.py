@@ -10,7 +10,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from mtia_lab.backend.allocator import round_size
+from mtia_lab.backend.runtime.allocator import round_size
 from mtia_lab.inspect import MemorySnapshot
 from mtia_lab.viz import DotError, GraphvizNotFound, dot_to_svg, graphviz_render, memory_view
 from mtia_lab.viz.memory import ALLOCATED_FILL, FREE_FILL

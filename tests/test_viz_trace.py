@@ -17,7 +17,7 @@ from rich.console import Console
 
 import mtia_lab
 from mtia_lab.backend import KERNELS
-from mtia_lab.backend.registry import resolve_overloads
+from mtia_lab.backend.aten.registry import resolve_overloads
 from mtia_lab.trace import DispatchPath, OpEvent, TensorRecord, Trace
 from mtia_lab.trace.io import load_trace, save_trace
 from mtia_lab.viz import (

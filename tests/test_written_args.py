@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils import _pytree as pytree
 
-from mtia_lab.backend.schema import facts
+from mtia_lab.backend.aten.schema import facts
 
 DEVICE = "mtia_sim"
 

@@ -1,4 +1,10 @@
-"""The simulated MTIA device: runtime (memory, streams), operator registrations, device module.
+"""The simulated MTIA device, in three layers split as PyTorch's reference backend
+(torch_openreg) splits its own; each imports only the layers below it:
+
+- runtime/  what a driver owns: device state, caching allocator, streams, cost model, OOM;
+- aten/     how ops on device tensors are served: the tensor subclass, the PrivateUse1
+            registration, dispatch, kernels, CPU fallback, layouts, autocast, graph capture;
+- module/   the Python device module `torch.mtia_sim` and `torch.accelerator` answered by it.
 
 `register()` is all it takes; `import mtia_lab` calls it.
 """
@@ -9,12 +15,26 @@ import sys
 import types
 
 from .. import _compat
-from . import amp, device_module, dispatch, kernels, registration, serialization
-from .dispatch import StrictModeError, set_strict, strict
-from .fallback import fallback_counts, reset_fallback_counts
-from .registry import KERNELS, register_kernel, unregister_kernel
-from .runtime import RUNTIME, configure
-from .tensor import MTIATensor, storage_of
+from .aten import (  # the parts register() below installs
+    amp,
+    backward_errors,
+    dispatch,
+    dlpack,
+    kernels,
+    pinned_memory,
+    rebind,
+    registration,
+    resize,
+    serialization,
+    storage_methods,
+    storages,
+)
+from .aten.dispatch import StrictModeError, set_strict, strict
+from .aten.fallback import fallback_counts, reset_fallback_counts
+from .aten.registry import KERNELS, register_kernel, unregister_kernel
+from .aten.tensor import MTIATensor, storage_of
+from .module import accelerator, device_module
+from .runtime.device_state import RUNTIME, configure
 
 __all__ = [
     "KERNELS", "MTIATensor", "RUNTIME", "StrictModeError", "configure", "fallback_counts",
@@ -37,17 +57,6 @@ def _as_module() -> types.ModuleType:
 
 def register() -> None:
     """Register the mtia_sim device with PyTorch (idempotent)."""
-    from . import (  # the parts that make the device behave as CUDA does (issue 9)
-        accelerator,
-        backward_errors,
-        dlpack,
-        pinned_memory,
-        rebind,
-        resize,
-        storage_methods,
-        storages,
-    )
-
     if not KERNELS:
         kernels.register_native_families()
     resize.register()  # resize_ / resize_as_ keep memory_format (not the fallback)

@@ -8,7 +8,7 @@ in `data/` (with the GPU, driver, torch and Triton versions). Here, without a GP
 - `profiles.py` turns their measured peaks into `ChipProfile`s beside the MTIA ones (H100_SXM,
   H200), each figure with its source;
 - `pricing.py` prices every measured kernel with the simulator's own cost model
-  (backend/cost.py) on that profile and sets prediction against measurement (`compare`);
+  (backend/runtime/cost.py) on that profile and sets prediction against measurement (`compare`);
 - `report.py` prints the comparison (`python -m mtia_lab.calibration`).
 
 The pictures are in mtia_lab/viz/calibration.py; the data model here knows nothing of them.

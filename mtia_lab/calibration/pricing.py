@@ -1,7 +1,7 @@
 """Every measured kernel priced by the simulator's cost model, prediction beside measurement.
 
 Two clocks, priced apart as on a real GPU:
-- the **device** time of one kernel: `roofline_us` of backend/cost.py on the GPU profile
+- the **device** time of one kernel: `roofline_us` of backend/runtime/cost.py on the GPU profile
   (launch floor + the larger of bytes over bandwidth and flops over peak). Eager ops get their
   bytes and flops from `cost.estimate` on meta tensors of the measured shapes (what the device
   charges for the same call); Inductor's Triton kernels from Inductor's own estimates
@@ -21,8 +21,8 @@ from math import prod
 
 import torch
 
-from ..backend import cost
-from ..backend.profile import ChipProfile
+from ..backend.runtime import cost
+from ..backend.runtime.profile import ChipProfile
 from .measurements import Measurements, load
 from .profiles import gpu_profile
 

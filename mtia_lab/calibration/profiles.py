@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ..backend.profile import GB, TB, ChipProfile, GiB, MiB
+from ..backend.runtime.profile import GB, TB, ChipProfile, GiB, MiB
 from .measurements import load
 
 # Vendor figures, per chip (non-tensor-core FP32 rate; BF16 on the vector path is twice it)

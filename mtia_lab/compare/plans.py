@@ -29,7 +29,7 @@ import torch
 import torch.fx
 
 from .._compat import size_hint
-from ..backend.runtime import RUNTIME
+from ..backend.runtime.device_state import RUNTIME
 from ..compiler import config, plans_for
 from ..compiler.aot import COMPILED, CompiledGraph
 from ..compiler.ir import FusedSchedulerNode

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from ..backend.cost import KernelCost
+from ..backend.runtime.cost import KernelCost
 from ..progress import progress
 from ..records.plan import FusionPlan, KernelGroup
 from .ir import GraphIR

@@ -21,8 +21,8 @@ import torch
 import torch.fx
 
 from .._compat import DEVICE_NAME
-from ..backend import tensor as device_tensor
-from ..backend.runtime import RUNTIME
+from ..backend.aten import tensor as device_tensor
+from ..backend.runtime.device_state import RUNTIME
 
 _CPU = torch.device("cpu")
 _to_copy = torch.ops.aten._to_copy.default

@@ -1,4 +1,4 @@
-"""Price a kernel of the plan with the backend's roofline model (mtia_lab/backend/cost.py).
+"""Price a kernel of the plan with the backend's roofline model (mtia_lab/backend/runtime/cost.py).
 
 A fused kernel reads its inputs from DRAM (LPDDR5) once and writes there only the buffers
 someone outside it needs. Everything in between -- the intermediates -- stays on chip: each is
@@ -12,7 +12,7 @@ device's eager trace.
 
 from __future__ import annotations
 
-from ..backend.cost import KernelCost
+from ..backend.runtime.cost import KernelCost
 from .ir import FusedSchedulerNode, GraphIR
 
 

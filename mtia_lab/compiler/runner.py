@@ -2,7 +2,7 @@
 
 Compiled code works on the inner CPU tensors that AOTAutograd unwrapped, so nothing it does
 reaches `__torch_dispatch__`: the runner itself queues each kernel's simulated duration on
-the device's current stream (backend/streams.py `charge`) and tells the listeners
+the device's current stream (backend/runtime/streams.py `charge`) and tells the listeners
 (`add_listener`) about it -- one event per fused kernel, which is what the trace shows.
 
 A graph with symbolic sizes (dynamic shapes) was planned at the sizes it was compiled for; at
@@ -27,11 +27,11 @@ from collections.abc import Callable
 import torch
 
 from .._compat import size_symbol
-from ..backend import oom
-from ..backend import tensor as device_tensor
-from ..backend.cost import KernelCost
-from ..backend.runtime import RUNTIME
-from ..backend.streams import charge
+from ..backend.aten import tensor as device_tensor
+from ..backend.runtime import oom
+from ..backend.runtime.cost import KernelCost
+from ..backend.runtime.device_state import RUNTIME
+from ..backend.runtime.streams import charge
 from .codegen import Kernel, Program
 from .ir import FusedSchedulerNode, build_ir, sizes_at
 from .pricing import combo_cost, kernel_cost

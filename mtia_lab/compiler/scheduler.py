@@ -20,7 +20,7 @@ import contextlib
 import gc
 import heapq
 
-from ..backend.runtime import RUNTIME
+from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, pricing, rules
 from .ir import FusedSchedulerNode, GraphIR, Kind

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .launch import run_command
+from .spawn import run_command
 
 
 def main(argv: list[str] | None = None) -> int:

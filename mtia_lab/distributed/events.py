@@ -20,7 +20,7 @@ from time import perf_counter_ns
 
 import torch
 
-from ..backend import tensor as _tensor
+from ..backend.aten import tensor as _tensor
 from ..trace.compiled import _user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
 
@@ -76,6 +76,6 @@ def emit(name: str, call_id: str, inputs, outputs, device: int, stream, arrival_
 
 
 def _current_bytes(device: int) -> int:
-    from ..backend.runtime import RUNTIME
+    from ..backend.runtime.device_state import RUNTIME
 
     return RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from ..backend.registry import register_kernel
-from .process_group import device_context
+from ..backend.aten.registry import register_kernel
+from .collective_steps import device_context
 
 NAMESPACES = ("_c10d_functional::", "_c10d_functional_autograd::")
 KIND = "collective"

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..backend.profile import ChipProfile
+from ..backend.runtime.profile import ChipProfile
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,16 +14,14 @@ import torch.distributed as dist
 
 from .. import _compat
 from .._compat import DEVICE_NAME
-from .process_group import BACKEND_NAME
+from . import functional
+from .process_group import BACKEND_NAME, MTIAProcessGroup
 
 _registered = False
 
 
 def _create(options, backend_options=None):
-    from . import functional
-    from .process_group import MTIAProcessGroup
-
-    functional.register()
+    functional.register()  # the functional collectives' kernels, once a group exists
     return MTIAProcessGroup(options.store, options.group_rank, options.group_size,
                             options.timeout, list(options.global_ranks_in_group or []))
 

@@ -68,7 +68,7 @@ def install_hooks() -> None:
     _compat.faster_nested_calls()
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
-    from ..backend.tensor import MTIATensor
+    from ..backend.aten.tensor import MTIATensor
 
     _compat.accept_device_tangents(MTIATensor)
     _compat.add_kernel_estimates()

@@ -29,7 +29,7 @@ import traceback
 
 import torch
 
-from ..backend.tensor import MTIATensor
+from ..backend.aten.tensor import MTIATensor
 from ..records.keep import keep_ops
 from . import _compat, errors, modes
 

@@ -70,7 +70,7 @@ def kernel_failed(kernel: str, nodes: str, cause: BaseException) -> InductorDevi
 
 class DeviceLayoutError(InductorDeviceError):
     """A device kernel's result is not laid out as the op's fake (meta) kernel said: the
-    device's bug (mtia_lab/backend/layouts.py), found by Inductor's run-time check."""
+    device's bug (mtia_lab/backend/aten/layouts.py), found by Inductor's run-time check."""
 
 
 def layout_mismatch(op_name: str, cause: AssertionError) -> DeviceLayoutError:
@@ -87,8 +87,9 @@ def layout_mismatch(op_name: str, cause: AssertionError) -> DeviceLayoutError:
         "the op's fake (meta) kernel promised, which TorchInductor planned the compiled code "
         "with. This is a bug of the mtia_sim device, not of your model: each device kernel "
         "must lay its results out as PyTorch's fake kernel says for the device "
-        "(mtia_lab/backend/layouts.py; mtia_lab.testing.meta_strides checks it). Please report "
-        f"it with the op's name. Workaround: torch._inductor.config.layout_optimization = False "
+        "(mtia_lab/backend/aten/layouts.py; mtia_lab.testing.meta_strides checks it). Please "
+        "report it with the op's name. Workaround: "
+        "torch._inductor.config.layout_optimization = False "
         f"(for convolutions), or compile with backend='mtia_lab'. Inductor's check said: {said}")
 
 

@@ -39,9 +39,10 @@ from collections.abc import Callable
 
 import torch
 
-from ..backend.fallback import fallback_counts
-from ..backend.graphs import GraphCaptureError, MTIAGraph, graph
-from ..backend.tensor import MTIATensor
+from ..backend.aten.fallback import fallback_counts
+from ..backend.aten.graph_capture import GraphCaptureError
+from ..backend.aten.mtia_graph import MTIAGraph, graph
+from ..backend.aten.tensor import MTIATensor
 from . import _compat
 
 _WARNED: set[str] = set()

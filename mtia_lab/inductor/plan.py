@@ -13,7 +13,7 @@ playground, plan_compare) reads Inductor's real plan too. How Inductor's facts f
                 slug) and `reason` (its WhyNoFuse text and the numbers compared)
     combos      the groups each combo-kernel launch packs (config.combo_kernels)
     cost        KernelCost from Inductor's own estimates of each scheduler node (bytes read and
-                written, estimate_flops), priced by our roofline (backend/cost.py)
+                written, estimate_flops), priced by our roofline (backend/runtime/cost.py)
     sizes       what each kernel runs over, as Inductor's sympy sizes printed ("32*s0")
     symbols     under dynamic shapes, each size symbol: the input size it stands for and its
                 value when traced, the sizes Inductor's estimates (bytes, times) are made at
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..backend.cost import KernelCost
-from ..backend.runtime import RUNTIME
+from ..backend.runtime.cost import KernelCost
+from ..backend.runtime.device_state import RUNTIME
 from ..fx_source import user_frame
 from ..records.input_names import user_name
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals

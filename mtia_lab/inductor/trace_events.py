@@ -35,7 +35,7 @@ def kernel_source(event) -> str:
 
 
 def on_launch(launch: TritonLaunch, cost, span) -> None:
-    from ..backend.runtime import RUNTIME
+    from ..backend.runtime.device_state import RUNTIME
     from .recorder_access import recorder
 
     rec = recorder()

@@ -5,11 +5,11 @@ tensors (MTIATensors). The hook (installed once on the CachingAutotuner class, i
 devices):
   1. hands Triton's interpreter the inner host tensors -- the device memory itself, so writes
      land where the device tensors see them;
-  2. prices the launch with the roofline (backend/cost.py): bytes from Inductor's own estimate
-     of the kernel (`kernel_num_gb`, written bytes = the arguments it mutates), flops from its
-     `estimate_flops` when it has one, else one vector op per element written (the eager rule);
-     a kernel of symbolic sizes (dynamic shapes) has no estimate (it would hold at one size
-     only): its bytes are those of the tensor arguments of this launch;
+  2. prices the launch with the roofline (backend/runtime/cost.py): bytes from Inductor's own
+     estimate of the kernel (`kernel_num_gb`, written bytes = the arguments it mutates), flops
+     from its `estimate_flops` when it has one, else one vector op per element written (the
+     eager rule); a kernel of symbolic sizes (dynamic shapes) has no estimate (it would hold at
+     one size only): its bytes are those of the tensor arguments of this launch;
   3. charges it to the current stream of the device (streams.charge), as an eager op would be;
   4. tells LISTENERS (the trace: trace_events.py) with a `TritonLaunch` record.
 While a device graph captures, step 3 is a recorded graph node instead (`_captured`).
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..backend import graphs
-from ..backend.cost import REDUCTION_PREFIXES, KernelCost
-from ..backend.runtime import RUNTIME
-from ..backend.streams import charge
-from ..backend.tensor import MTIATensor
+from ..backend.aten import graph_capture
+from ..backend.aten.tensor import MTIATensor
+from ..backend.runtime.cost import REDUCTION_PREFIXES, KernelCost
+from ..backend.runtime.device_state import RUNTIME
+from ..backend.runtime.streams import charge
 from . import _compat, errors
 
 _LOW = (torch.bfloat16, torch.float16)
@@ -157,7 +157,7 @@ def _captured(autotuner, state, cost, ins, outs, args, kwargs) -> bool:
     """While a device graph captures (torch.mtia_sim.graph, or mode="reduce-overhead"), the
     launch is recorded for replays (which redo Inductor's own launcher on the same host memory)
     instead of charged now: the graph's clock moves at replay, as for eager ops."""
-    return graphs.record_launch(
+    return graph_capture.record_launch(
         state.index, _info(autotuner).name, tuple(t._inner for t in ins),
         tuple(t._inner for t in outs), cost.duration_us(state.profile), _ORIGINAL_RUN[0], args,
         kwargs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from ..backend.allocator import format_bytes
+from ..backend.runtime.allocator import format_bytes
 from ..viz.display import View
 from .activations import ActivationTimeline
 from .checkpointing import CheckpointTrade

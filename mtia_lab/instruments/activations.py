@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ..backend import dispatch
+from ..backend.aten import dispatch
 from ..compiler import runner
 from . import _compat
 
@@ -110,7 +110,7 @@ class _Saved:
 
 def _host(t: torch.Tensor) -> torch.Tensor:
     """The tensor whose storage holds the bytes: a device tensor's inner host tensor."""
-    return getattr(t, "_inner", t)  # MTIATensor (backend/tensor.py) keeps its bytes there
+    return getattr(t, "_inner", t)  # MTIATensor (backend/aten/tensor.py) keeps its bytes there
 
 
 def storage_key(t: torch.Tensor) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from ..backend.cost import KernelCost
+from ..backend.runtime.cost import KernelCost
 
 
 @dataclass(frozen=True)

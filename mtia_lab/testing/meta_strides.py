@@ -41,7 +41,8 @@ from torch.utils import _pytree as pytree
 
 from .. import DEVICE
 from .._compat import fake_tensor_mode
-from ..backend import MTIATensor, dispatch, storage_of
+from ..backend import MTIATensor, storage_of
+from ..backend.aten import dispatch
 from .compare import plain
 from .opinfo import MAX_SAMPLES, device_sample, samples_of
 

@@ -27,8 +27,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import DEVICE
-from ..backend import MTIATensor, dispatch, fallback_counts, layouts
-from ..backend.schema import facts
+from ..backend import MTIATensor, fallback_counts
+from ..backend.aten import dispatch, layouts
+from ..backend.aten.schema import facts
 from .compare import check_aliasing, compare, to_cpu, to_device, tolerance_for
 
 CLASSES = ("native", "fallback", "cpu-fails", "wrong", "error")
@@ -215,7 +216,7 @@ def run_sample(fn: Callable, sample, recorder: _KindRecorder, *, random: bool,
 
 def in_device_conventions(op_name: str, sample, expected):
     """The CPU's answer put in the device's conventions where the device departs from the CPU
-    on purpose, to give what PyTorch's fake kernel promises for it (backend/layouts.py: e.g.
+    on purpose, to give what PyTorch's fake kernel promises for it (backend/aten/layouts.py: e.g.
     BatchNorm's eval statistics per channel, as on CUDA, where the CPU's are empty)."""
     overload = SIZE_CONVENTIONS.get(op_name)
     if overload is None:

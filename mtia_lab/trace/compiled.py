@@ -126,7 +126,7 @@ def on_kernel(kernel, cost, span) -> None:
                         f"torch.compile(backend='mtia_lab') {graph}.{kernel.name}")
     inputs = _records_of(graph, ir, kernel.inputs, device_name)
     outputs = _records_of(graph, ir, kernel.outputs, device_name)
-    from ..backend.runtime import RUNTIME
+    from ..backend.runtime.device_state import RUNTIME
 
     current = RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current
     phase = "backward" if graph.startswith("backward") else "forward"

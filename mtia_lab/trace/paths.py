@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from .. import _compat
-from ..backend.fallback import reason_for
-from ..backend.registry import kernel_for
-from ..backend.schema import facts
+from ..backend.aten.fallback import reason_for
+from ..backend.aten.registry import kernel_for
+from ..backend.aten.schema import facts
 from .events import DispatchPath
 
 

@@ -36,12 +36,12 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .. import _compat
-from ..backend import dispatch
-from ..backend.amp import active_rule
-from ..backend.fallback import reason_for
-from ..backend.runtime import RUNTIME
-from ..backend.schema import facts
-from ..backend.tensor import MTIATensor
+from ..backend.aten import dispatch
+from ..backend.aten.amp import active_rule
+from ..backend.aten.fallback import reason_for
+from ..backend.aten.schema import facts
+from ..backend.aten.tensor import MTIATensor
+from ..backend.runtime.device_state import RUNTIME
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
 from .paths import call_name, explain
 

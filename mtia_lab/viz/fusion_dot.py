@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ..backend.allocator import format_bytes
+from ..backend.runtime.allocator import format_bytes
 from ..records.guardrails import GUARDRAILS
 from ..records.plan import symbols_text
 from . import palette

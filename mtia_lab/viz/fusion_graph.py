@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend.allocator import format_bytes
+from ..backend.runtime.allocator import format_bytes
 from ..records.plan import symbols_text
 from . import palette
 from .display import View

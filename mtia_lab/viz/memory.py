@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..backend.allocator import format_bytes
+from ..backend.runtime.allocator import format_bytes
 from ..inspect.memory import BlockInfo, MemorySnapshot, SegmentInfo
 from . import palette
 from .display import View

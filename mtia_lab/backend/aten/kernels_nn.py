@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from . import cost
+from ..runtime import cost
 
 aten = torch.ops.aten
 

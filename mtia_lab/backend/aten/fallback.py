@@ -16,8 +16,8 @@ from collections import Counter
 
 import torch
 
-from .._compat import math_bit_keys_enabled
-from .runtime import DeviceState
+from ..._compat import math_bit_keys_enabled
+from ..runtime.device_state import DeviceState
 from .schema import OpSchemaFacts
 from .tensor import _LIVE_STORAGES
 

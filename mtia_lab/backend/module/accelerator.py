@@ -26,10 +26,10 @@ import torch
 import torch.accelerator
 import torch.accelerator.memory
 
-from .. import _compat
-from .._compat import DEVICE_NAME
+from ... import _compat
+from ..._compat import DEVICE_NAME
+from ..runtime.streams import DEVICE_TYPE, Event, Stream, find_stream
 from . import device_module as mtia
-from .streams import DEVICE_TYPE, Event, Stream, find_stream
 
 _ORIGINALS: dict[str, object] = {}
 

@@ -19,10 +19,10 @@ import weakref
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME, copy_math_bits, is_fake
-from .allocator import Block
-from .runtime import RUNTIME
+from ... import _compat
+from ..._compat import DEVICE_NAME, copy_math_bits, is_fake
+from ..runtime.allocator import Block
+from ..runtime.device_state import RUNTIME
 
 # CPU storage data pointer -> weak reference to the DeviceStorage that owns it (tensors own
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
@@ -33,12 +33,12 @@ _BACKWARD_HOOKS = torch._C.TensorBase._backward_hooks
 _DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
 _PACKAGE_DIRS = (
     torch.__file__.rsplit("/", 1)[0],
-    __file__.rsplit("/", 3)[0] + "/mtia_lab",
+    __file__.rsplit("/", 4)[0] + "/mtia_lab",  # mtia_lab/backend/aten/tensor.py
     "<frozen",
     "contextlib",
     "/functools",
 )
-# While a graph captures (graphs.py), every device allocation goes through this route:
+# While a graph captures (graph_capture.py), every device allocation goes through this route:
 # route(device_index, nbytes, host_ptr, op, source) -> Block from the graph's private pool.
 _ALLOCATION_ROUTE = None
 
@@ -304,11 +304,8 @@ class MTIATensor(torch.Tensor):
         memo[id(self)] = new
         return new
 
-    def __reduce_ex__(self, protocol):
-        # torch.save writes the device storage once for all its views; see serialization.py.
-        from .serialization import reduce_device_tensor  # that module imports this one
-
-        return reduce_device_tensor(self)
+    # __reduce_ex__ (torch.save / pickle) is installed by serialization.register(): saving
+    # needs the rebuild functions and storage tags that module defines on top of this one.
 
 
 def _rebuild_on_device(host: torch.Tensor, device_index: int, requires_grad: bool) -> torch.Tensor:

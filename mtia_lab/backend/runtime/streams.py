@@ -14,8 +14,8 @@ import threading
 
 import torch
 
-from .._compat import DEVICE_NAME
-from .runtime import RUNTIME
+from ..._compat import DEVICE_NAME
+from .device_state import RUNTIME
 
 _stream_ids = itertools.count(1)
 _event_ids = itertools.count(1)

@@ -1,4 +1,5 @@
-"""What a captured graph is made of: one `GraphNode` per recorded kernel (graphs.py records them).
+"""What a captured graph is made of: one `GraphNode` per recorded kernel (graph_capture.py
+records them).
 
 A node is a prepared call on the device's memory (inner CPU tensors), chosen so that a replay
 needs no dispatch and no allocation:

@@ -31,7 +31,7 @@ import re
 
 import torch
 
-from .. import _compat
+from ... import _compat
 
 _KEPT: dict[int, BaseException] = {}  # id -> the exception a backward node raised
 _IDS = itertools.count(1)

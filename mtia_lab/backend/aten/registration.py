@@ -14,11 +14,12 @@ import math
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
-from . import cost, dispatch, fallback, oom
-from .runtime import RUNTIME
-from .streams import charge, current_stream
+from ... import _compat
+from ..._compat import DEVICE_NAME
+from ..runtime import cost, oom
+from ..runtime.device_state import RUNTIME
+from ..runtime.streams import charge, current_stream
+from . import dispatch, fallback
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -91,9 +92,7 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
     _refuse_foreign_tensors(name, args, kwargs)
     if RUNTIME.strict:
-        from .dispatch import StrictModeError, _strict_message
-
-        raise StrictModeError(_strict_message(name))
+        raise dispatch.StrictModeError(dispatch._strict_message(name))
     fallback._COUNTS[name] += 1
     index = _index(kwargs.get("device"))
     host_kwargs = dict(kwargs, device=torch.device("cpu"))

@@ -10,7 +10,7 @@
 - `attach_out_of_memory_observer(fn)`: `fn(device, requested, device_allocated, device_free)` on
   every OOM, before the OutOfMemoryError propagates.
 - `MemPool` / `use_mem_pool`: a private pool of the caching allocator that allocations in the
-  block come from (the pools graph captures use, allocator.py).
+  block come from (the pools graph captures use, runtime/allocator/).
 - `memory_stats_as_nested_dict`.
 
 History and observers watch the allocator by wrapping the `malloc`, `free` and `empty_cache` of
@@ -31,9 +31,9 @@ from collections import deque
 
 import torch
 
-from . import tensor as device_tensor
-from .runtime import RUNTIME
-from .streams import _device_index, current_stream
+from ..aten import tensor as device_tensor
+from ..runtime.device_state import RUNTIME
+from ..runtime.streams import _device_index, current_stream
 
 _HISTORY: dict = {"enabled": None, "context": None, "stacks": "python", "max_entries": 0}
 _TRACES: dict[int, deque] = {}  # device index -> trace entries (dicts, as CUDA's TraceEntry)

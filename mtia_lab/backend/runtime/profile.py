@@ -1,8 +1,8 @@
 """Chip profiles: the published figures of the chip the simulated device imitates.
 
 Every number here is a public figure or a named assumption, not a measurement; docs/chip-profile.md
-is the one table of figures with the source of each. The cost model (mtia_lab/backend/cost.py)
-and `get_device_properties` read them from here and nowhere else.
+is the one table of figures with the source of each. The cost model
+(mtia_lab/backend/runtime/cost.py) and `get_device_properties` read them from here and nowhere else.
 Users can describe their own chip with `ChipProfile(...)` and `mtia_lab.configure(profile=...)`.
 """
 

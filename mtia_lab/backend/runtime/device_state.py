@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .allocator import CachingAllocator
-from .profile import DEFAULT_PROFILE, ChipProfile, GiB
+from .profile import DEFAULT_PROFILE, PROFILES, ChipProfile, GiB
 
 DEFAULT_DEVICE_COUNT = 2
 # The most devices a process can have: device tensors are made with one torch.device per index,
@@ -121,8 +121,6 @@ def _check_bool(name: str, value) -> None:
 
 def _profile(profile) -> ChipProfile:
     """A ChipProfile, or the name of a known one ("mtia_v1", "mtia_v2")."""
-    from .profile import PROFILES
-
     if isinstance(profile, ChipProfile):
         return profile
     if isinstance(profile, str) and profile in PROFILES:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME
 
 _MARK = "_mtia_sim_pinned"  # on a host storage: this memory is pinned
 _LIBRARIES: list[torch.library.Library] = []

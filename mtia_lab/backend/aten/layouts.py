@@ -29,7 +29,7 @@ from collections.abc import Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from .._compat import DEVICE_NAME, fake_tensor_mode, no_fake_mode, storage_identity
+from ..._compat import DEVICE_NAME, fake_tensor_mode, no_fake_mode, storage_identity
 
 aten = torch.ops.aten
 Rule = Callable[[torch._ops.OpOverload, tuple, dict, object], object]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.utils.dlpack
 
-from .._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME
 from .tensor import MTIATensor
 
 MESSAGE = (

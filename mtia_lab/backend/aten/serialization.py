@@ -31,10 +31,10 @@ import weakref
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
+from ... import _compat
+from ..._compat import DEVICE_NAME
+from ..runtime.device_state import RUNTIME
 from .registry import register_kernel
-from .runtime import RUNTIME
 from .tensor import DeviceStorage, MTIATensor, _rebuild_on_device
 
 PRIORITY = 9  # before PyTorch's CPU tagger (10) and its generic privateuse1 deserializer (23)
@@ -151,12 +151,20 @@ def _set_storage(func, args, kwargs, device):
     return func(args[0], host, *args[2:], **kwargs)
 
 
+def _reduce_ex(tensor: MTIATensor, protocol: int):
+    """`MTIATensor.__reduce_ex__`: pickle a device tensor as `reduce_device_tensor` says."""
+    return reduce_device_tensor(tensor)
+
+
 def register() -> None:
     """Plug the tagger, the deserializer and the set_ kernel into PyTorch. Idempotent."""
     global _registered
     if _registered:
         return
     torch.serialization.register_package(PRIORITY, _tag, _restore)
+    # torch.save writes the device storage once for all its views (tensor.py defines no
+    # __reduce_ex__ of its own, so that it does not import this module).
+    MTIATensor.__reduce_ex__ = _reduce_ex
     # Files written before this module pickled `.cpu()` copies and named this rebuild.
     torch.serialization.add_safe_globals([_rebuild_on_device])
     aten = torch.ops.aten

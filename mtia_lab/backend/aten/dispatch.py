@@ -17,13 +17,14 @@ import contextlib
 
 import torch
 
-from .._compat import DEVICE_NAME
-from .._compat import compile_session as _session
-from . import cost, fallback, host_indices, layouts, oom
+from ..._compat import DEVICE_NAME
+from ..._compat import compile_session as _session
+from ..runtime import cost, oom
+from ..runtime.device_state import RUNTIME, DeviceState
+from ..runtime.streams import charge
+from . import fallback, host_indices, layouts
 from .registry import KERNELS, Kernel, run_on_device
-from .runtime import RUNTIME, DeviceState
 from .schema import facts
-from .streams import charge
 from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
@@ -49,12 +50,13 @@ def set_observer(observer) -> object:
     return previous
 
 
-# The graph being captured (graphs.py), told about every op; None when no capture is underway.
+# The graph being captured (graph_capture.py), told about every op; None when no capture is
+# underway.
 _CAPTURE = None
 
 
 def set_capture(capture) -> object:
-    """Install the capture that records every op (graphs.py); returns the previous one."""
+    """Install the capture that records every op (graph_capture.py); returns the previous one."""
     global _CAPTURE
     previous, _CAPTURE = _CAPTURE, capture
     return previous

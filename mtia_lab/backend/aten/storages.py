@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
+from ... import _compat
+from ..._compat import DEVICE_NAME
 
 
 def _refuse(what: str) -> RuntimeError:

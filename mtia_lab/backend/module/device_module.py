@@ -1,8 +1,8 @@
 """`torch.mtia_sim`: the device module, shaped like `torch.mtia` and `torch.cuda`.
 
 Code written for `torch.mtia` or `torch.cuda` should read the same with `torch.mtia_sim`.
-Everything here is a thin layer over the runtime state (runtime.py), the allocator
-(allocator.py) and the streams (streams.py).
+Everything here is a thin layer over the runtime state (device_state.py), the allocator
+(allocator/) and the streams (streams.py).
 """
 
 from __future__ import annotations
@@ -12,27 +12,17 @@ from dataclasses import dataclass
 
 import torch
 
-from .._compat import DEVICE_NAME
-from . import memory_tools as memory  # torch.mtia_sim.memory
-from . import streams
-from .allocator import format_bytes
-from .graphed import make_graphed_callables
-from .graphs import (
+from ..._compat import DEVICE_NAME
+from ..aten.graph_capture import (
     GraphCaptureError,
-    MTIAGraph,
-    graph,
-    graph_pool_handle,
     is_current_stream_capturing,
     refuse_if_capturing,
 )
-from .memory_tools import (
-    MemPool,
-    attach_out_of_memory_observer,
-    memory_stats_as_nested_dict,
-    use_mem_pool,
-)
-from .runtime import RUNTIME
-from .streams import (
+from ..aten.mtia_graph import MTIAGraph, graph, graph_pool_handle
+from ..runtime import streams
+from ..runtime.allocator import format_bytes
+from ..runtime.device_state import RUNTIME
+from ..runtime.streams import (
     Event,
     Stream,
     StreamContext,
@@ -41,7 +31,15 @@ from .streams import (
     set_stream,
     stream,
 )
-from .streams import _device_index as _stream_device_index
+from ..runtime.streams import _device_index as _stream_device_index
+from . import memory  # torch.mtia_sim.memory
+from .graphed_callables import make_graphed_callables
+from .memory import (
+    MemPool,
+    attach_out_of_memory_observer,
+    memory_stats_as_nested_dict,
+    use_mem_pool,
+)
 
 __all__ = [
     "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "synchronize",

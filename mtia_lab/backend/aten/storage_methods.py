@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
-from .runtime import RUNTIME
+from ... import _compat
+from ..._compat import DEVICE_NAME
+from ..runtime.device_state import RUNTIME
 from .tensor import DeviceStorage
 
 

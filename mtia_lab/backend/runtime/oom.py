@@ -24,7 +24,7 @@ import re
 import torch
 
 from .allocator import round_size
-from .runtime import RUNTIME
+from .device_state import RUNTIME
 
 _HOST_FAILURE = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
 # Below this, checking first is not worth its cost on every clone: host memory that small is

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME
 
 _aten = torch.ops.aten
 INDEX_OPS = frozenset(

@@ -32,8 +32,8 @@ import threading
 
 import torch
 
-from .. import _compat
-from .._compat import DEVICE_NAME
+from ... import _compat
+from ..._compat import DEVICE_NAME
 from .registry import register_kernel, run_on_device
 
 aten = torch.ops.aten

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .graphs import MTIAGraph, graph, graph_pool_handle
+from ..aten.mtia_graph import MTIAGraph, graph, graph_pool_handle
 
 
 def _needs_grad(fn, args) -> bool:
