@@ -1,11 +1,15 @@
 """Print the scheduler-fidelity tables: our plans against Inductor's device plans, for the
 TUNING suite (tests/fidelity_graphs.py and fidelity_tuning_hf.py: the graphs the rules were
-changed against) and the HELD-OUT suite (tests/fidelity_heldout.py: transformers' modules, not
-tuned on), each graph audited launch by launch against Inductor's generated wrapper.
+changed against), the HELD-OUT suite (tests/fidelity_heldout.py: transformers' modules, looked
+at once the first rules were in) and the HELD-OUT-2 suite (tests/fidelity_heldout2.py: families
+in neither, written before any tuning against it, never tuned on: its figure is the honest one),
+each graph audited launch by launch against Inductor's generated wrapper.
 
-    PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary]
+    PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
+SUITE: tuning, heldout, heldout2 (default: all three, one after the other).
+--graph G: only graph G (of the suites named).
 """
 
 import sys
@@ -17,16 +21,30 @@ sys.path.insert(0, str(root / "tests"))
 
 from fidelity_graphs import GRAPHS, INDUCTOR_CONFIG, TUNING  # noqa: E402
 from fidelity_heldout import heldout_graphs  # noqa: E402
+from fidelity_heldout2 import heldout2_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
 from mtia_lab.compare.fidelity import fidelity_rows, fidelity_table  # noqa: E402
 
+SUITES = {
+    "tuning": ("TUNING", lambda: {**GRAPHS, **TUNING, **tuning_hf_graphs()}),
+    "heldout": ("HELD-OUT", heldout_graphs),
+    "heldout2": ("HELD-OUT-2", heldout2_graphs),
+}
+
 if __name__ == "__main__":
-    summary = "--summary" in sys.argv
-    suites = (("TUNING", {**GRAPHS, **TUNING, **tuning_hf_graphs()}),
-              ("HELD-OUT", heldout_graphs()))
-    for title, suite in suites:
+    args = sys.argv[1:]
+    summary = "--summary" in args
+    graph = args[args.index("--graph") + 1] if "--graph" in args else None
+    named = [a for a in args if a in SUITES] or list(SUITES)
+    for key in named:
+        title, build = SUITES[key]
+        suite = build()
+        if graph is not None:
+            suite = {graph: suite[graph]} if graph in suite else {}
+            if not suite:
+                continue
         table = fidelity_table(fidelity_rows(suite, INDUCTOR_CONFIG), title)
         print(f"== {title} ==")
         print(table.split("\n\n")[0] if summary else table)

@@ -1,9 +1,11 @@
-"""Our scheduler against Inductor's real plan for the device, on two suites of graphs.
+"""Our scheduler against Inductor's real plan for the device, on three suites of graphs.
 
 TUNING (tests/fidelity_graphs.py, fidelity_tuning_hf.py): the project's seven families,
 nineteen from real model code and four built from `transformers` modules, the graphs the rules
-were changed against. HELD-OUT (tests/fidelity_heldout.py): blocks
-built from `transformers` module code, never tuned on. Each graph is compiled by our backend
+were changed against. HELD-OUT (tests/fidelity_heldout.py): blocks built from `transformers`
+module code, looked at once the first rules were in. HELD-OUT-2 (tests/fidelity_heldout2.py):
+eleven blocks of families in neither, written before any rule was changed against them and
+never tuned on: its figure is the honest one. Each graph is compiled by our backend
 (the plan that ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches
 are attributed to our aten nodes from Inductor's own records (compare/launches.py) and
 audited against the launches of Inductor's generated wrapper (`Comparison.check`).
@@ -13,6 +15,7 @@ audited against the launches of Inductor's generated wrapper (`Comparison.check`
 import pytest
 from fidelity_graphs import GRAPHS, INDUCTOR_CONFIG, TUNING
 from fidelity_heldout import heldout_graphs
+from fidelity_heldout2 import heldout2_graphs
 from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
@@ -29,7 +32,12 @@ def heldout():
     return fidelity_rows(heldout_graphs())
 
 
-@pytest.mark.parametrize("suite", ["tuning", "heldout"])
+@pytest.fixture(scope="module")
+def heldout2():
+    return fidelity_rows(heldout2_graphs())
+
+
+@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2"])
 def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once(suite, request):
     for row in request.getfixturevalue(suite):
         for comparison in (row.default, row.inductor_like):
@@ -54,8 +62,8 @@ def test_a_convolution_is_held_by_inductors_extern_launch_not_by_its_input_copie
     assert own and all(d.rules == ("extern_in_triton",) for d in own), [str(d) for d in own]
 
 
-def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout):
-    for row in tuning + heldout:
+def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, heldout2):
+    for row in tuning + heldout + heldout2:
         for comparison in (row.default, row.inductor_like):
             for difference in comparison.differences:
                 assert difference.rules, (row.name, str(difference))
@@ -66,10 +74,11 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout):
     assert totals["unexplained"] <= 0.05 * totals["launches"], fidelity_table(tuning)
 
 
-def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout):
-    """Floors at the measured fidelity (tuning 90%, held-out 85% when this was written):
-    a regression guard, not the goal (95% on held-out graphs)."""
-    for rows, floor in ((tuning, 0.88), (heldout, 0.83)):
+def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2):
+    """Floors just under the measured fidelity (tuning 206/222 = 93%, held-out 108/122 = 89%,
+    held-out-2 129/147 = 88% when this was written): a regression guard, not the goal (95% on
+    graphs not tuned on)."""
+    for rows, floor in ((tuning, 0.92), (heldout, 0.88), (heldout2, 0.87)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)

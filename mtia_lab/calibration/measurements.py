@@ -24,6 +24,9 @@ class Measurements:
     # reduction_probes.py: separate kernels that the reduction and cache figures come from
     # (environment, aten, l2, inductor); {} in a file written before the probes existed
     probes: dict = field(default_factory=dict)
+    # launch_sequence.py: per model (eval call, training step), three steps of launches with the
+    # address ranges each reads and writes; [] in a file written before it existed
+    sequences: list[dict] = field(default_factory=list)
 
     @property
     def gpu(self) -> str:
@@ -50,4 +53,4 @@ def load(chip: str | Path) -> Measurements:
         raise ValueError(f"{path} lacks {', '.join(missing)}: not a complete gpu_side.py run")
     return Measurements(path.stem, data["environment"], data["peaks"], data["eager"],
                         data["inductor"], data.get("models", []), data.get("same_source", []),
-                        data.get("probes", {}))
+                        data.get("probes", {}), data.get("sequences", []))

@@ -6,6 +6,9 @@ Two clocks, priced apart as on a real GPU:
   bytes and flops from `cost.estimate` on meta tensors of the measured shapes (what the device
   charges for the same call); Inductor's Triton kernels from Inductor's own estimates
   (`kernel_num_gb`, and numel for flops), as the simulator's launch hook prices them.
+  A Triton kernel of a recorded launch sequence moves its bytes at the rate the L2 gives them
+  after what ran before it (sequence.py: each byte's reuse distance, priced on the cache probes);
+  one without moves them at the rate of its own working set, as if it ran back to back.
 - the **loop** time per op of back-to-back eager calls: the host issues each op in
   `host_op_us` and the device runs it in its device time, so a loop takes the larger of the
   two per op (streams.py `charge`).
@@ -25,6 +28,7 @@ from ..backend.runtime import cost
 from ..backend.runtime.profile import ChipProfile
 from .measurements import Measurements, load
 from .profiles import gpu_profile
+from .sequence import kernel_bandwidths
 
 aten = torch.ops.aten
 TARGET_RATIO = 1.5  # "within 1.5x of the measured time"
@@ -102,7 +106,7 @@ def _bound(profile: ChipProfile, price: cost.KernelCost) -> str:
     gemm = price.gemm_flops / (profile.gemm_flops_bf16 if low else profile.gemm_flops_fp32)
     vector = price.vector_flops / (profile.vector_flops_bf16 if low else profile.vector_flops_fp32)
     moved = price.bytes_read + price.bytes_written
-    bandwidth = cost.memory_bandwidth(profile, moved)
+    bandwidth = price.bandwidth or cost.memory_bandwidth(profile, moved)
     cached = bandwidth > profile.dram_bandwidth
     efficiency, latency = 1.0, 0.0
     if price.row_op:
@@ -141,7 +145,17 @@ def eager_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
 
 # --- Inductor's kernels: priced from Inductor's own estimates --------------------------------
 
-def inductor_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
+def sequence_rates(measured: Measurements, profile: ChipProfile) -> dict:
+    """(model, train) -> kernel name -> the L2's rate for each of its launches in one step."""
+    return {(s["model"], s["train"]): kernel_bandwidths(profile, s["steps"])
+            for s in measured.sequences}
+
+
+def inductor_rows(measured: Measurements, profile: ChipProfile,
+                  sequences: bool = True) -> list[Row]:
+    """Inductor's Triton kernels priced; `sequences=False`: each from its own working set, as
+    if it ran back to back (the model before the launch sequences were recorded)."""
+    rates = sequence_rates(measured, profile) if sequences else {}
     rows = []
     for kernel in measured.inductor:
         name = (f"{kernel['model']} {'train' if kernel.get('train') else 'eval'}: "
@@ -157,8 +171,12 @@ def inductor_rows(measured: Measurements, profile: ChipProfile) -> list[Row]:
         price = cost.KernelCost(0.0, float(kernel.get("kernel_flop") or elements), total, 0, 0,
                                 kernel.get("dtype") in ("bfloat16", "float16"),
                                 reduction=kernel["kernel"].startswith(cost.REDUCTION_PREFIXES))
-        rows.append(Row("inductor", name, "device", kernel["device_us"],
-                        price.duration_us(profile), _bound(profile, price)))
+        launches = rates.get((kernel["model"], kernel.get("train", False)), {})
+        prices = [replace(price, bandwidth=rate) for rate in launches.get(kernel["kernel"], ())]
+        prices = prices or [price]  # not in the recorded sequence: its own working set
+        predicted = sum(p.duration_us(profile) for p in prices) / len(prices)
+        rows.append(Row("inductor", name, "device", kernel["device_us"], predicted,
+                        _bound(profile, prices[0])))
     return rows
 
 
@@ -186,9 +204,11 @@ def _named(row: Row) -> Row:
     return row
 
 
-def compare(chip: str = "h100", profile: ChipProfile | None = None) -> Calibration:
-    """Every kernel `chip`'s GPU measured, priced on `profile` (default: its own profile)."""
+def compare(chip: str = "h100", profile: ChipProfile | None = None,
+            sequences: bool = True) -> Calibration:
+    """Every kernel `chip`'s GPU measured, priced on `profile` (default: its own profile);
+    `sequences=False` prices Inductor's kernels without their launch sequences."""
     measured = load(chip)
     profile = profile or gpu_profile(chip)
-    rows = eager_rows(measured, profile) + inductor_rows(measured, profile)
+    rows = eager_rows(measured, profile) + inductor_rows(measured, profile, sequences)
     return Calibration(chip, measured, profile, [_named(r) for r in rows])

@@ -47,6 +47,12 @@ SOURCES = {
                       "bandwidth",
     "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
                       "16384",
+    # not profile fields: what the calibration prices Inductor's kernels with besides them
+    "launch_sequences": "recorded (launch_sequence.py): the address ranges each kernel of one "
+                        "eval call or training step reads and writes, in launch order; each "
+                        "byte's reuse distance is priced on cache_curve (no new figure)",
+    "reuse_probe": "measured (launch_sequence.py), held out: an 8+8 MiB multiply with 0 to 96 "
+                   "MiB of other traffic between two of its launches; sets no figure",
 }
 
 

@@ -36,6 +36,10 @@ def summary(calibration: Calibration) -> list[str]:
                      f"{len(probes.get('aten', []))} separate probes "
                      f"(reduction_probes.py, {probes['environment']['date']}); "
                      f"{_borrowed(calibration)}")
+    if calibration.measurements.sequences:
+        lines.append(f"  Inductor's kernels priced over {len(calibration.measurements.sequences)} "
+                     f"recorded launch sequences (the L2 by reuse distance, launch_sequence.py); "
+                     f"{_without_sequences(calibration)}")
     unpriced = [r for r in calibration.rows if r.predicted_us is None]
     lines.append(f"  not priced: {len(unpriced)} extern calls (named, not sized, by the profiler)")
     same = calibration.measurements.same_source
@@ -45,6 +49,12 @@ def summary(calibration: Calibration) -> list[str]:
         lines.append(f"  the simulator's Triton kernels on the GPU: {exact} of {len(same)} "
                      f"bit for bit, the rest within {worst:.1e}")
     return lines
+
+
+def _without_sequences(calibration: Calibration) -> str:
+    """The share with every kernel priced from its own working set, as if run back to back."""
+    alone = compare(calibration.chip, calibration.profile, sequences=False)
+    return f"each kernel alone: {alone.share_within():.0%} within {TARGET_RATIO}x"
 
 
 def _borrowed(calibration: Calibration) -> str:

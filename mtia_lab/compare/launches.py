@@ -103,7 +103,11 @@ def roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
         for source in sources:
             walk(source.from_node, _ours(source.name, ours) or best)
 
-    walk(node.meta.get("from_node") or [], _ours(node.name, ours))
+    sources = node.meta.get("from_node") or []
+    # A node a pattern made remembers no source: its name is ours only as it is, not through
+    # an overload alias ("clone_default_1" of SDPA's math is not our "clone_1").
+    walk(sources, _ours(node.name, ours) if sources else
+         (node.name if node.name in ours else None))
     return found
 
 

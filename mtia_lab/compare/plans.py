@@ -154,9 +154,16 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
         if group in mine:
             continue
         wanted = set(group)
-        holders = list({home[n].index: home[n] for n in group}.values())
+        holders = shown = list({home[n].index: home[n] for n in group}.values())
         rules: list[str] = []
         reasons: list[str] = []
+        inlined = [h for h in holders if _inlined_into_readers(ours, placed, h, wanted)]
+        if inlined and len(holders) - len(inlined) == 1:  # the rest is one kernel of ours
+            rules.append("computed_once")
+            reasons.append("Inductor computes " + ", ".join(n for h in inlined for n in h.nodes)
+                           + " inside the loop of each reader (never stored); we store a value "
+                           "with several readers once, in a kernel of its own")
+            holders = [h for h in holders if h not in inlined]
         pattern = [m for m in merged if m & wanted]
         split_by_pattern = len(holders) > 1 and pattern and _joined_by(pattern, holders)
         for i, a in enumerate(holders):  # split: which decision kept our kernels apart
@@ -183,10 +190,22 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
             rules.append("computed_once")
             reasons.append(f"Inductor computes {', '.join(sorted(wanted & recomputed))} in more "
                            "than one kernel (inlined into each)")
-        out.append(Difference(group, tuple(h.nodes for h in holders),
+        out.append(Difference(group, tuple(h.nodes for h in shown),
                               tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons)),
                               launch.index, launch.name))
     return out
+
+
+def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted: set) -> bool:
+    """Is `holder` a kernel of ours that Inductor never stores: each of its nodes computed
+    inline in a launch (`how` "computed", none written), one of them read by several nodes?
+    Inductor's lowering inlines such a value into every reader (should_realize_on_reuse says
+    no); our computed_once departure gives it a kernel of its own."""
+    if not set(holder.nodes) <= wanted or any(placed.how.get(n) != "computed"
+                                              for n in holder.nodes):
+        return False
+    users = ours.ir.node_users() if ours.ir is not None else {}
+    return any(len(users.get(n, ()) - set(holder.nodes)) > 1 for n in holder.nodes)
 
 
 def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:

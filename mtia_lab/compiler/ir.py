@@ -85,6 +85,10 @@ SCATTER = {
 ALLOC = {"empty", "empty_like", "empty_permuted", "empty_strided", "new_empty",
          "new_empty_strided"}
 VIEW_EXTRA = {"detach", "alias", "lift_fresh", "_unsafe_view"}
+# Factories shaped like a tensor: they take its sizes, dtype and device, never its data
+# (Inductor lowers `full_like(x, v)` to a constant loop over x's size, reading no buffer).
+LIKE_FACTORIES = {"full_like", "zeros_like", "ones_like", "rand_like", "randn_like",
+                  "randint_like"}
 
 
 @dataclass
@@ -121,6 +125,7 @@ class SchedulerNode:
     channels_last: bool = False  # writes a convolution's input (laid out channels-last)
     inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
+    large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
@@ -337,6 +342,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
             kind = Kind.VIEW
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
+        if _op_name(fx_node) in LIKE_FACTORIES:
+            args = []  # reads only the metadata of its tensor argument
         if fx_node.target is operator.getitem:
             parent = fx_node.args[0]
             if parent.name in owner and isinstance(val, torch.Tensor):  # output i of a kernel
@@ -421,6 +428,11 @@ def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
         if buf is not None and buf.producer in by_name and len(buf.shape) == 4:
             by_name[buf.producer].channels_last = True
+
+
+def _op_name(fx_node: torch.fx.Node) -> str:
+    op = getattr(fx_node.target, "overloadpacket", None)
+    return op.__name__ if op is not None else ""
 
 
 def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:

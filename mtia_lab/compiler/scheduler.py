@@ -22,7 +22,7 @@ import heapq
 
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, pricing, rules
+from . import config, opcount, pricing, rules
 from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -124,6 +124,9 @@ class Scheduler:
         threshold = config.unroll_reductions_threshold
         for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
             node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+        large = opcount.large_bodies(ir)  # ...and stores values whose loop body is large
+        for node in ir.nodes:
+            node.large_body = large.get(node.name, 0)
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])

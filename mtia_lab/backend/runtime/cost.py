@@ -52,13 +52,14 @@ class KernelCost:
     reduction: bool = False  # a reduction kernel: its own launch floor (profile)
     row_op: str = ""  # a library row kernel ("sum", "softmax", "layer_norm"; see row_kernel)
     row_length: int = 0  # ... and the length of the rows it reduces
+    bandwidth: float = 0.0  # the rate its bytes move at, where known (0: from its working set)
 
     def duration_us(self, profile: ChipProfile) -> float:
         return roofline_us(
             profile, self.gemm_flops, self.vector_flops,
             self.bytes_read + self.bytes_written + self.spill_bytes, self.host_link_bytes,
             self.low_precision, self.sram_bytes, self.int8, self.reduction, self.row_op,
-            self.row_length,
+            self.row_length, self.bandwidth,
         )
 
     def __add__(self, other: KernelCost) -> KernelCost:
@@ -91,6 +92,7 @@ def roofline_us(
     reduction: bool = False,
     row_op: str = "",
     row_length: int = 0,
+    bandwidth: float = 0.0,
 ) -> float:
     """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes).
 
@@ -103,9 +105,10 @@ def roofline_us(
         gemm_peak, vector_peak = profile.gemm_flops_bf16, profile.vector_flops_bf16
     else:
         gemm_peak, vector_peak = profile.gemm_flops_fp32, profile.vector_flops_fp32
-    bandwidth = profile.dram_bandwidth
-    if profile.cache_bytes or profile.cache_curve:  # the GPU profiles: a cache term
-        bandwidth = memory_bandwidth(profile, bytes_moved)
+    if not bandwidth:
+        bandwidth = profile.dram_bandwidth
+        if profile.cache_bytes or profile.cache_curve:  # the GPU profiles: a cache term
+            bandwidth = memory_bandwidth(profile, bytes_moved)
     latency = 0.0
     if row_op and profile.row_efficiency:
         efficiency, latency = row_figures(profile, row_op, low_precision, row_length)

@@ -1,0 +1,120 @@
+"""How big a pointwise op's loop body is once Inductor has inlined its producers into it.
+
+Inductor lowers each pointwise op to a loop body (`inner_fn`) and inlines the bodies of the
+pointwise ops it reads, until something makes it store a value (realize it). One of those
+reasons is size: `has_large_inner_fn` counts the body's operations (`inner_fn_opcount`,
+after common-subexpression elimination: loads, constants, index expressions and ops) and
+realizes a value whose body exceeds `realize_opcount_threshold` (30) when it loads from more
+than one place, or when it has several readers (torch/_inductor/graph.py, `run_node`, and
+ir.py `StorageBox.has_exceeded_max_reads` / `should_realize_on_reuse`).
+
+`large_bodies(ir)` imitates that count on our IR, in graph order as Inductor lowers: each
+node's body is a set of expression keys (equal keys are one operation, as Inductor's CSE
+makes them), and a producer's keys are part of it unless the producer was realized. The
+costs of a few lowerings (a cat's masked loads, an iota) were read off Inductor's own counts
+on the fidelity suites; the count is an estimate, within an op or two of Inductor's.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from .ir import GraphIR, Kind, SchedulerNode, node_kind
+
+REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
+REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
+REALIZE_READS_ON_REUSE = 4  # realize_reads_threshold: a reused value loading more is stored
+CAT_OPS_PER_PIECE = 5  # index_expr, bound, compare, masked load, where (pointwise_cat)
+FACTORIES = {
+    "full": lambda args: args[1], "scalar_tensor": lambda args: args[0],
+    "zeros": lambda args: 0, "ones": lambda args: 1, "full_like": lambda args: args[1],
+    "zeros_like": lambda args: 0, "ones_like": lambda args: 1,
+}
+GATHERS = {"gather", "index", "embedding", "index_select"}
+IDENTITY = {"clone", "copy", "alias", "lift_fresh_copy", "expand", "contiguous"}
+
+
+def large_bodies(ir: GraphIR) -> dict[str, int]:
+    """{node: estimated ops} for each pointwise node Inductor realizes for its body's size."""
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    users = ir.node_users()
+    bodies: dict[str, frozenset] = {}  # node -> the expression keys of its (inlined) body
+    top: dict[str, object] = {}  # node -> the key of its own value
+    interned: dict[tuple, int] = {}  # expression -> a small key (hashing stays cheap)
+    realized: set[str] = set()
+    large: dict[str, int] = {}
+    for node in ir.nodes:
+        if node_kind(node) is not Kind.POINTWISE or node.scatter:
+            realized.add(node.name)
+            continue
+        keys, value = _body(node, fx[node.name], ir, bodies, top, realized, interned)
+        bodies[node.name], top[node.name] = keys, value
+        ops = len(keys)
+        loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
+        reused = len(users.get(node.name, ())) > 1
+        output = any(ir.buffers[b].is_output for b in node.writes)
+        if ops > REALIZE_OPCOUNT and (loads > 1 or reused):
+            large[node.name] = ops
+        if output or node.name in large or ops > REALIZE_ALWAYS or (
+                reused and loads > REALIZE_READS_ON_REUSE):
+            realized.add(node.name)
+    return large
+
+
+def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict,
+          top: dict, realized: set, interned: dict) -> tuple[frozenset, object]:
+    """(the keys of node's body, the key of its value)."""
+    op = node.target.split(".")[1] if node.target.startswith("aten.") else node.target
+    if op in FACTORIES:  # a constant fill: one operation, shared by every equal fill
+        fill = FACTORIES[op](fx_node.args)
+        return frozenset({("const", fill)}), ("const", fill)
+    if op == "arange":  # an iota (over its own index: two aranges are two iotas)
+        value = ("iota", node.name)
+        return frozenset({value}), value
+    scalars = not node.indexed  # a cat's dim or a gather's dim is no constant of the body
+    keys: set = set()
+    args: list = []
+    for arg in _flat_args(fx_node):
+        if isinstance(arg, torch.fx.Node):
+            buf = ir.base_of.get(arg.name)
+            producer = ir.buffers[buf].producer if buf in ir.buffers else None
+            if producer is not None and producer not in realized and producer in bodies:
+                keys |= bodies[producer]
+                args.append(top[producer])
+            elif buf in ir.buffers:
+                key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
+                keys.add(key)
+                args.append(key)
+        elif scalars and isinstance(arg, numbers.Number) and not isinstance(arg, bool):
+            keys.add(("const", arg))
+            args.append(("const", arg))
+    if op in IDENTITY or (op == "_to_copy" and not _casts(fx_node)):
+        return frozenset(keys), args[0] if args else (op, node.name)
+    value = interned.setdefault((op, tuple(args)), len(interned))  # equal expressions: one key
+    if op == "cat" and len(set(args)) == 1:
+        return frozenset(keys), value  # cat([x, x]): Inductor reads x at two offsets, no ops
+    if op in GATHERS:  # its input's body computed at the index it loads: no op of its own
+        return frozenset(keys), value
+    keys.add(value)
+    if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
+        keys |= {("const", 0)} | {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
+    if node.unrolled:  # one load and one combine per term of the reduction
+        keys |= {(value, i) for i in range(2 * node.rnumel)}
+    return frozenset(keys), value
+
+
+def _flat_args(fx_node: torch.fx.Node) -> list:
+    flat: list = []
+    for arg in fx_node.args:
+        flat.extend(arg if isinstance(arg, (list, tuple)) else [arg])
+    return flat
+
+
+def _casts(fx_node: torch.fx.Node) -> bool:
+    """Does a _to_copy change the dtype (a device copy of the same dtype is the identity)?"""
+    src = fx_node.args[0].meta.get("val") if fx_node.args else None
+    out = fx_node.meta.get("val")
+    return not (isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor)
+                and src.dtype == out.dtype)
