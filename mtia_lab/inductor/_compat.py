@@ -625,41 +625,7 @@ def _symbolic_sizes(kernel) -> bool:
         getattr(n, "free_symbols", None) for n in numels.values())
 
 
-# --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/decisions.py) ----------
-def scheduled_kernels(gm: torch.fx.GraphModule, args: list, settings: dict
-                      ) -> list[tuple[str, str, set[str]]]:
-    """Run Inductor's lowering and Scheduler on `gm` (host tensors `args` made fake) under the
-    Inductor config `settings`, without compiling: (name, node type, FX origins) of each kernel
-    it would launch (no-ops and tuple elements left out). For the plan comparison."""
-    import torch._inductor.config as config
-    from torch._inductor import ir
-    from torch._inductor.debug import DebugContext
-    from torch._inductor.graph import GraphLowering
-    from torch._inductor.scheduler import NopKernelSchedulerNode, Scheduler
-    from torch._inductor.virtualized import V
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    fake_mode = FakeTensorMode()
-    fake = [fake_mode.from_tensor(a) for a in args]
-    out = []
-    with V.set_fake_mode(fake_mode), config.patch(compile_threads=1, **settings):
-        graph = GraphLowering(gm, example_inputs=fake)
-        with V.set_graph_handler(graph):
-            graph.run(*fake)
-            with DebugContext(), V.set_debug_handler(DebugContext()):
-                scheduler = Scheduler(graph.operations)
-            for node in scheduler.nodes:
-                if isinstance(node, NopKernelSchedulerNode) or isinstance(
-                    getattr(node, "node", None), ir.MultiOutput
-                ):
-                    continue  # no launch: a tuple element or a no-op
-                origins: set[str] = set()
-                for sub in node.get_nodes():
-                    origins |= {o.name for o in getattr(sub.node, "origins", ()) or ()}
-                out.append((node.get_name(), type(node).__name__, origins))
-    return out
-
-
+# --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/fusion_observer.py) ---
 def scheduler_module():
     """Inductor's scheduler module (the fusion decisions are its methods), imported now."""
     import torch._inductor.scheduler as module

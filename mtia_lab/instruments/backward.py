@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._compat import dynamo_backend
-from ..compiler.decisions import FusionPlan
+from ..records.plan import FusionPlan
 from . import _compat
 
 ENGINES = ("mtia_lab", "inductor")
