@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from functools import cache
 
+from ..backend.runtime.cost import loop_gathers
 from ..backend.runtime.profile import GB, TB, ChipProfile, GiB, MiB
-from .measurements import load
+from .measurements import available, load
 
 # Vendor figures, per chip (non-tensor-core FP32 rate; BF16 on the vector path is twice it)
 _VENDOR = {
@@ -49,6 +50,10 @@ SOURCES = {
                       "bandwidth",
     "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
                       "16384",
+    "gather_rate": "measured (loop_probes.py, H100; the H200 borrows it: the same SMs and clock, "
+                   "the gathers are issued by the SMs): a layer norm backward's looped column "
+                   "sum in bf16 at (4, 768, 1536), its time less the reduction floor and its "
+                   "bytes at the run's elementwise rate, over the elements it gathers",
     # not profile fields: what the calibration prices Inductor's kernels with besides them
     "launch_sequences": "recorded (launch_sequence.py): the address ranges each kernel of one "
                         "eval call or training step reads and writes, in launch order; each "
@@ -107,6 +112,34 @@ def cache_bandwidth(peaks: dict) -> float:
     return net_rate(peaks["l2_copy_bytes"], kernel_us, _pointwise_floor(peaks))
 
 
+def gather_rate(probes: dict, peaks: dict) -> float:
+    """Elements per second that a strided looped reduction gathers along its reduction axis
+    (cost.loop_gathers), from loop_probes.py's kernels that gather: the time left once the
+    reduction floor and the streaming bytes (at the same run's elementwise rate) are taken off
+    (mean of the run and its repeat); 0 where no probe gathers."""
+    rates = []
+    bandwidth = probes.get("loops_peaks", {}).get("copy_bandwidth")
+    for row in probes.get("loops", []):
+        gathers = loop_gathers(row.get("source", ""))
+        if not gathers or not bandwidth:
+            continue
+        kernel_us = (row["device_us"] + row.get("repeat_us", row["device_us"])) / 2
+        left = (kernel_us - peaks.get("reduction_floor_us", 0.0)) * 1e-6
+        left -= row["kernel_num_gb"] * 1e9 / bandwidth
+        rates.append(gathers / left)
+    return sum(rates) / len(rates) if rates else 0.0
+
+
+def loop_probes(chip: str):
+    """The measurements whose loop_probes.py rows `chip` is priced with: its own, else those of
+    the first other chip that has them (the H200's run of the probes came back on an H100)."""
+    for name in [chip, *(c for c in available() if c != chip)]:
+        measured = load(name)
+        if measured.probes.get("loops"):
+            return measured
+    return None
+
+
 @cache
 def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> ChipProfile:
     """The profile of `chip` ("h100", "h200") from its stored measurements.
@@ -120,6 +153,8 @@ def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> Chip
     peaks = measured.peaks
     source = load(row_figures_from) if row_figures_from else measured
     rows = row_figures(source.probes, source.peaks)
+    loops = loop_probes(chip)
+    gathers = gather_rate(loops.probes, loops.peaks) if loops else 0.0
     bandwidth = peaks["copy_bandwidth"]
     return ChipProfile(
         name=vendor["name"], process_nm=4, clock_ghz=vendor["clock_ghz"],
@@ -137,4 +172,4 @@ def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> Chip
         gemm_launch_us=max(peaks.get("gemm_floor_us_bfloat16", 0.0),
                            peaks.get("gemm_floor_us_float32", 0.0)),
         cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=cache_bandwidth(peaks),
-        cache_curve=cache_curve(peaks, measured.probes), **rows)
+        cache_curve=cache_curve(peaks, measured.probes), gather_rate=gathers, **rows)
