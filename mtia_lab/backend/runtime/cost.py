@@ -10,9 +10,11 @@ A kernel is limited either by arithmetic or by memory traffic, whichever is slow
 whole working set fits a hardware cache moves it at the cache's bandwidth, less so as the
 working set nears the cache's size; a library row kernel (ATen's sum, softmax, layer norm
 along the last axis) moves its bytes at the share of the bandwidth such kernels reach at its
-row length, and takes no less than a kernel of a few such rows. All figures the GPU profiles
+row length, and takes no less than a kernel of a few such rows; an Inductor looped reduction
+that gathers operands across its tile (`loop_gathers`) pays for each gathered element at the
+profile's `gather_rate`. All figures the GPU profiles
 measure, the row kernels' on separate probes (mtia_lab/calibration/); on the MTIA profiles the
-three floors are one assumed figure, and there is no such cache and no row-kernel figure.
+three floors are one assumed figure, and there is no such cache, row-kernel or gather figure.
 
 GEMM-like ops (mm, addmm, bmm, baddbmm) run on the chip's GEMM engine; everything else on its
 vector units. The peak follows the data type: INT8, FP16/BF16, or FP32 (the FP32 GEMM rate is
