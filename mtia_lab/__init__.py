@@ -37,9 +37,9 @@ register()
 # torch.compile(model, backend="mtia_lab"): Dynamo finds the backend through the
 # `torch_dynamo_backends` entry point (pyproject.toml), so importing mtia_lab need not import
 # torch._dynamo (about a second); if Dynamo is loaded already, registering costs nothing.
-from .compiler import register as _register_compiler  # noqa: E402  (needs the device first)
+from .compare.engine import register as _register_backend  # noqa: E402  (needs the device first)
 
-_register_compiler(only_if_dynamo_loaded=True)
+_register_backend(only_if_dynamo_loaded=True)  # the engine switch (compare/engine.py)
 
 from .trace import compiled as _compiled_trace  # noqa: E402
 

@@ -128,8 +128,8 @@ def autograd_sequence_nr(node) -> int:
 compile_session = torch.compiler
 
 
-# --- torch.compile (used by mtia_lab/compiler; Inductor's own scheduler is reached only from
-# mtia_lab/compiler/inductor_compare.py, which exists to read those internals) ---
+# --- torch.compile (used by mtia_lab/compiler and mtia_lab/compare; Inductor's own scheduler
+# is reached only through mtia_lab/inductor/_compat.py) ---
 
 
 def register_dynamo_backend(name: str, compiler_fn) -> None:

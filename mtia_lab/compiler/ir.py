@@ -29,6 +29,7 @@ import torch.fx
 
 from .._compat import size_hint, symbolic_size_at
 from ..fx_source import user_frame
+from .plan_detail import plan_detail
 
 aten = torch.ops.aten
 
@@ -156,6 +157,11 @@ class GraphIR:
 
     def nbytes(self, buffers) -> int:
         return sum(self.buffers[b].nbytes for b in buffers)
+
+    def plan_detail(self) -> dict:
+        """Dataflow inside kernels, shapes, users' names: what `FusionPlan.to_dict()` carries
+        as "detail" for views (plan_detail.py)."""
+        return plan_detail(self)
 
     def node_users(self) -> dict[str, set[str]]:
         """Scheduler node -> the scheduler nodes that read what it writes (graph inputs, which

@@ -562,7 +562,6 @@ def on_chip_memory_budget(p: Pair) -> Verdict | None:
     return None
 
 
-GUARDRAILS = [*CHOICES, score_fusion_memory_threshold, long_distance, on_chip_memory_budget]
 RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, reduction_fusion,
          vertical_pointwise, horizontal]
 

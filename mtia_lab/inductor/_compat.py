@@ -577,7 +577,7 @@ def _symbolic_sizes(kernel) -> bool:
         getattr(n, "free_symbols", None) for n in numels.values())
 
 
-# --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/decisions.py) ----------
+# --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/fusion_observer.py) ---
 def scheduler_module():
     import torch._inductor.scheduler as module
 

@@ -2,7 +2,8 @@
 
 Inductor names a kernel when its Triton scheduling defines it (`define_kernel(src_code,
 node_schedule, kernel)`); the hook writes down which scheduler nodes it runs, for the plan
-(plan.py) and for the launch records (launch.py reads `kernel_info` at a kernel's first launch).
+(plan.py) and for the launch records (triton_launch.py reads `kernel_info` at a kernel's first
+launch).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import functools
 
 from . import _compat
-from .decisions import current
-from .launch import KernelInfo
+from .fusion_observer import current
+from .triton_launch import KernelInfo
 
 _INFOS: list[KernelInfo] = []  # newest last
 

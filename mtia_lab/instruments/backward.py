@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..compiler.decisions import FusionPlan
+from ..records.plan import FusionPlan
 from . import _compat
 
 ENGINES = ("mtia_lab", "inductor")

@@ -63,7 +63,7 @@ def _owner(kernel):
     hit = _owners.get(id(kernel))
     if hit is not None and hit[1] is kernel:
         return hit[0]
-    from ..compiler.backend import COMPILED
+    from ..compiler.aot import COMPILED
 
     for compiled in reversed(COMPILED):
         for k in compiled.program.kernels:

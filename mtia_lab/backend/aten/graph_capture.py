@@ -71,7 +71,7 @@ def refuse_if_capturing(what: str, why: str, fix: str) -> None:
 def record_launch(device_index: int, op: str, inputs: tuple, outputs: tuple, duration_us: float,
                   call: Callable[..., object], args: tuple, kwargs: dict) -> bool:
     """A kernel launched without the dispatcher (an Inductor-generated Triton kernel:
-    inductor/launch.py), which has just run `call(*args, **kwargs)` on the device memory
+    inductor/triton_launch.py), which has just run `call(*args, **kwargs)` on the device memory
     (`inputs`/`outputs`: inner tensors): while a graph captures, record it so that replays
     redo it, and return True (the clock then moves at replay). False when nothing captures."""
     capture = _ACTIVE

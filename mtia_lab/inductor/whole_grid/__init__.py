@@ -26,7 +26,7 @@ scan with its own combine function -- Inductor's welford, argmax with ties -- as
 the axis, log2(n) calls of the combine function instead of one per element: the order a GPU
 uses). A kernel that branches in Python on a value that differs between programs (a combo
 kernel's `if pid < ...`) or uses an operation without a grid form here (histogram, tensor
-descriptors, atomic_cas) raises `NotVectorizable`; launch.py then restores what it wrote and
+descriptors, atomic_cas) raises `NotVectorizable`; triton_launch.py then restores what it wrote and
 runs it program by program, as Triton does (`STATS` counts both, with each reason).
 
 Tied to Triton's interpreter (triton/runtime/interpreter.py) of the pinned Triton 3.9.0.
