@@ -11,7 +11,7 @@
    scaling means time(10k)/time(1k) close to 10.
 2. Models (MLP, transformer block, conv net), forward and backward graphs from
    torch.compile(backend="mtia_lab") on the device: kernel count and bytes moved by our plan
-   and by Inductor's plan for the device (inductor_compare), both priced by our cost model.
+   and by Inductor's plan for the device (mtia_lab.compare), both priced by our cost model.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _timing import best_of
 
 import mtia_lab  # noqa: E402,F401
+from mtia_lab.compare import compare_compiled  # noqa: E402
+from mtia_lab.compare.scheduler_timing import common_graph, keep_as_fallbacks  # noqa: E402
 from mtia_lab.compiler import COMPILED, build_ir, schedule, trace  # noqa: E402
-from mtia_lab.compiler import inductor_compare as ic  # noqa: E402
 
 
 def generated(blocks: int, shared_weights: bool = False):
@@ -69,11 +70,11 @@ def time_inductor(gm) -> tuple[float, float, int]:
     from torch._inductor.virtualized import V
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    common, args = ic.common_graph(gm)
+    common, args = common_graph(gm)
     fake_mode = FakeTensorMode()
     fake = [fake_mode.from_tensor(a) for a in args]
     with V.set_fake_mode(fake_mode), inductor_config.patch(compile_threads=1), \
-            ic._keep_as_fallbacks():
+            keep_as_fallbacks():
         graph = GraphLowering(common, example_inputs=fake)
         with V.set_graph_handler(graph):
             start = time.perf_counter()
@@ -151,7 +152,7 @@ def bench_plans() -> None:
         start = len(COMPILED)
         torch.compile(model, backend="mtia_lab")(x).sum().backward()
         for compiled in COMPILED[start:]:
-            c = ic.compare_compiled(compiled)  # Inductor's plan for the device
+            c = compare_compiled(compiled)  # Inductor's plan for the device
             o, i, priced = c.ours, c.inductor, c.priced
             label = f"{name} {compiled.name.split('_')[0]}"
             print(f"{label:<28}{o.before.kernels:>9}{o.kernel_count:>7}{i.kernel_count:>10}"

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from . import trace  # a callable package: `with mtia_lab.trace() as t:`
+from ._version import __version__  # noqa: F401  (the package's version, as `mtia_lab.__version__`)
 from .backend import (
     MTIATensor,
     StrictModeError,
@@ -22,7 +23,6 @@ from .backend import (
 from .backend.runtime.profile import MTIA_V1, MTIA_V2, ChipProfile
 from .trace import Trace, load_trace
 
-__version__ = "0.1.0"
 DEVICE = "mtia_sim"
 
 __all__ = [
@@ -37,9 +37,9 @@ register()
 # torch.compile(model, backend="mtia_lab"): Dynamo finds the backend through the
 # `torch_dynamo_backends` entry point (pyproject.toml), so importing mtia_lab need not import
 # torch._dynamo (about a second); if Dynamo is loaded already, registering costs nothing.
-from .compiler import register as _register_compiler  # noqa: E402  (needs the device first)
+from .compare.engine import register as _register_backend  # noqa: E402  (needs the device first)
 
-_register_compiler(only_if_dynamo_loaded=True)
+_register_backend(only_if_dynamo_loaded=True)  # the engine switch (compare/engine.py)
 
 from .compiler import trace_listener as _compiled_trace  # noqa: E402
 

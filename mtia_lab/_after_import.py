@@ -1,6 +1,6 @@
 """Run a function once a module has been imported, without importing it ourselves.
 
-mtia_lab must teach Dynamo a rule (skip the device internals, see compiler/backend.py) but
+mtia_lab must teach Dynamo a rule (skip the device internals, see compare/engine.py) but
 `import mtia_lab` must not import torch._dynamo (about a second). So a finder waits at the front
 of `sys.meta_path` for the first import of that one module, lets the usual finders find it, and
 runs the callback when its code has run; then it steps aside. Until then it costs each later

@@ -25,7 +25,7 @@ from fidelity_heldout2 import heldout2_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
-from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table  # noqa: E402
+from mtia_lab.compare.fidelity import fidelity_rows, fidelity_table  # noqa: E402
 
 SUITES = {
     "tuning": ("TUNING", lambda: {**GRAPHS, **TUNING, **tuning_hf_graphs()}),

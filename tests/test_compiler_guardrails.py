@@ -133,7 +133,7 @@ def test_plan_records_the_settings_it_ran_under():
 def test_flipped_decisions_and_plain_data_for_the_playground():
     import json
 
-    from mtia_lab.compiler.decisions import flipped
+    from mtia_lab.records.plan import flipped
 
     ir = trace(chain6, x48())
     loose = schedule(ir)

@@ -4,8 +4,8 @@ import torch
 import torch.nn.functional as F
 
 import mtia_lab  # noqa: F401
+from mtia_lab.compare import compare
 from mtia_lab.compiler import config
-from mtia_lab.compiler.inductor_compare import compare
 
 
 def block(x, w, b):

@@ -13,7 +13,8 @@ from models import GeluMLP as MLP
 import mtia_lab
 from mtia_lab.backend.aten import dispatch
 from mtia_lab.backend.runtime.allocator import round_size
-from mtia_lab.compiler import COMPILED, config, mtia_lab_backend
+from mtia_lab.compare import mtia_lab_backend
+from mtia_lab.compiler import COMPILED, config
 
 DEV = "mtia_sim"
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import mtia_lab  # noqa: F401
-from mtia_lab.compiler.inductor_compare import AlignmentError, compare
+from mtia_lab.compare import AlignmentError, compare
 
 
 def _compared(fn, *shapes):

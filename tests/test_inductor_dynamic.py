@@ -17,8 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mtia_lab
-from mtia_lab.compiler import inductor_plan
-from mtia_lab.inductor import PLANS, launch
+from mtia_lab.inductor import PLANS, inductor_plan, triton_launch
 from mtia_lab.viz.fusion_graph import fusion_graph
 
 DEVICE = "mtia_sim"
@@ -176,7 +175,7 @@ def test_transformer_block_training_with_dynamic_batch_and_sequence_compiles_onc
 
 def test_one_kernel_launches_on_each_call_s_grid_and_is_priced_at_its_size(monkeypatch):
     priced = []
-    monkeypatch.setattr(launch, "LISTENERS", [*launch.LISTENERS,
+    monkeypatch.setattr(triton_launch, "LISTENERS", [*triton_launch.LISTENERS,
                                               lambda _, cost, __: priced.append(cost)])
     compiled = torch.compile(lambda x: (x * 2).relu() + 1, dynamic=True)
     events = []

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import mtia_lab
-from mtia_lab.inductor import InductorDeviceError, _compat, launch, modes
+from mtia_lab.inductor import InductorDeviceError, _compat, modes, triton_launch
 
 DEVICE = "mtia_sim"
 
@@ -48,12 +48,12 @@ def test_reduce_overhead_captures_a_device_graph_then_replays_it():
     assert "launch" in kinds, "the Triton kernels are in the graph"
     assert any("addmm" in node.op for node in graphed.graph.nodes), "and the extern matmuls"
     launched = []  # a replay launches no kernel one by one: the graph runs them
-    launch.LISTENERS.append(lambda *args: launched.append(args))
+    triton_launch.LISTENERS.append(lambda *args: launched.append(args))
     try:
         with torch.no_grad():
             run(inputs[0].to(DEVICE))
     finally:
-        launch.LISTENERS.pop()
+        triton_launch.LISTENERS.pop()
     assert graphed.replays == 3 and not launched
 
 

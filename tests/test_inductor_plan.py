@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mtia_lab.compiler import FusionPlan, FusionSplitError, inductor_plan
-from mtia_lab.inductor import assert_single_kernel
+from mtia_lab.compiler import FusionPlan, FusionSplitError
+from mtia_lab.inductor import assert_single_kernel, inductor_plan
 
 torch.manual_seed(0)
 ARGS = [torch.randn(8, 32) for _ in range(4)]

@@ -8,7 +8,7 @@ from torch import nn
 
 import mtia_lab
 from mtia_lab.backend.runtime.device_state import RUNTIME
-from mtia_lab.inductor import launch, trace_events
+from mtia_lab.inductor import trace_events, triton_launch
 from mtia_lab.trace.io import load_trace, save_trace, to_chrome_trace
 from mtia_lab.viz import timeline_view, trace_explorer, trace_summary, trace_table
 from mtia_lab.viz.trace_graph import dataflow
@@ -25,13 +25,14 @@ def traced_step():
     run = torch.compile(lambda x: model(x).relu().sum())
     run(x).backward()  # compile forward and backward outside the trace
     costs = []
-    listener = launch.LISTENERS.append(lambda lnch, cost, span: costs.append((lnch, cost, span)))
+    listener = triton_launch.LISTENERS.append(
+        lambda lnch, cost, span: costs.append((lnch, cost, span)))
     stream = torch.mtia_sim.Stream()
     try:
         with mtia_lab.trace("inductor step") as t, torch.mtia_sim.stream(stream):
             run(x).backward()
     finally:
-        launch.LISTENERS.pop()
+        triton_launch.LISTENERS.pop()
     assert listener is None
     return t, costs, stream
 

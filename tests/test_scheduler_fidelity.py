@@ -7,7 +7,7 @@ module code, looked at once the first rules were in. HELD-OUT-2 (tests/fidelity_
 eleven blocks of families in neither, written before any rule was changed against them and
 never tuned on: its figure is the honest one. Each graph is compiled by our backend
 (the plan that ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches
-are attributed to our aten nodes from Inductor's own records (compiler/launches.py) and
+are attributed to our aten nodes from Inductor's own records (compare/launches.py) and
 audited against the launches of Inductor's generated wrapper (`Comparison.check`).
 `scripts/fidelity_report.py` prints the same comparison as tables.
 """
@@ -19,7 +19,7 @@ from fidelity_heldout2 import heldout2_graphs
 from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
-from mtia_lab.compiler.fidelity import fidelity_rows, fidelity_table, suite_totals
+from mtia_lab.compare.fidelity import fidelity_rows, fidelity_table, suite_totals
 
 
 @pytest.fixture(scope="module")

@@ -497,7 +497,7 @@ def test_format_document_lists_the_fields_the_writer_uses():
 
 
 def test_a_compiled_function_compiles_at_most_once_more_for_traces():
-    from mtia_lab.compiler.backend import mtia_lab_backend
+    from mtia_lab.compiler.aot import mtia_lab_backend
 
     compiles = []
 

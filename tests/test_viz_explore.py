@@ -17,8 +17,8 @@ import torch
 from torch import nn
 
 import mtia_lab
-from mtia_lab.compiler.backend import COMPILED
-from mtia_lab.compiler.plan_detail import user_name
+from mtia_lab.compiler.aot import COMPILED
+from mtia_lab.records.input_names import user_name
 from mtia_lab.viz import DiagramExplorer, fusion_graph, timeline_view, trace_graph
 from mtia_lab.viz.display import WIDE_PX, WINDOW_PX, svg_figure_html, svg_width_px
 from mtia_lab.viz.fusion_dot import KIND_MEANING, op_of

@@ -198,7 +198,7 @@ def test_bad_input_says_what_to_pass(ir):
 
 @pytest.fixture(scope="module")
 def comparison(mlp_args):
-    from mtia_lab.compiler.inductor_compare import compare
+    from mtia_lab.compare import compare
 
     return compare(mlp, *[a.to("mtia_sim") for a in mlp_args])[0]
 

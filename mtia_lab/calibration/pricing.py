@@ -112,6 +112,8 @@ def _bound(profile: ChipProfile, price: cost.KernelCost) -> str:
     if price.row_op:
         efficiency, latency = cost.row_figures(profile, price.row_op, low, price.row_length)
     memory = moved / (bandwidth * efficiency)
+    if price.gathers and profile.gather_rate:
+        memory += price.gathers / profile.gather_rate
     largest = max(gemm, vector, memory)
     duration = price.duration_us(profile)
     if latency and duration <= latency:
@@ -170,7 +172,8 @@ def inductor_rows(measured: Measurements, profile: ChipProfile,
         total = int(kernel["kernel_num_gb"] * 1e9)
         price = cost.KernelCost(0.0, float(kernel.get("kernel_flop") or elements), total, 0, 0,
                                 kernel.get("dtype") in ("bfloat16", "float16"),
-                                reduction=kernel["kernel"].startswith(cost.REDUCTION_PREFIXES))
+                                reduction=kernel["kernel"].startswith(cost.REDUCTION_PREFIXES),
+                                gathers=cost.loop_gathers(kernel.get("source") or ""))
         launches = rates.get((kernel["model"], kernel.get("train", False)), {})
         prices = [replace(price, bandwidth=rate) for rate in launches.get(kernel["kernel"], ())]
         prices = prices or [price]  # not in the recorded sequence: its own working set

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from functools import cache
 
+from ..backend.runtime.cost import loop_gathers
 from ..backend.runtime.profile import GB, TB, ChipProfile, GiB, MiB
-from .measurements import load
+from .measurements import available, load
 
 # Vendor figures, per chip (non-tensor-core FP32 rate; BF16 on the vector path is twice it)
 _VENDOR = {
@@ -35,18 +36,24 @@ SOURCES = {
     "gemm_launch_us": "measured: the profiler's duration of a 16x16 matmul (bf16, fp32: the "
                       "larger)",
     "cache_bytes": "L2 size as PyTorch reports it",
-    "cache_bandwidth": "measured: an elementwise add over 8 MiB in and 8 MiB out, L2-resident",
+    "cache_bandwidth": "measured: an elementwise add over 8 MiB in and 8 MiB out, L2-resident; "
+                       "bytes over its time less the pointwise launch floor",
     "sram_bytes": "L2 size as PyTorch reports it (the MTIA model's on-chip intermediates)",
     "sram_bandwidth": "assumption: 2.5x the measured DRAM bandwidth (not measured)",
     "dram_bytes": "vendor datasheet",
     "host_link_bandwidth": "vendor: PCIe Gen5 x16, one direction",
     "cache_curve": "measured (reduction_probes.py): an elementwise add run back to back over "
-                   "working sets of 24 to 64 MiB, and the 16 MiB add of cache_bandwidth",
+                   "working sets of 24 to 64 MiB, and the 16 MiB add of cache_bandwidth; each "
+                   "bytes over its time less the pointwise launch floor",
     "row_efficiency": "measured (reduction_probes.py): ATen's sum, softmax and layer norm over "
                       "2^25 elements in rows of 256 to 16384, bytes over time over the copy "
                       "bandwidth",
     "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
                       "16384",
+    "gather_rate": "measured (loop_probes.py, H100; the H200 borrows it: the same SMs and clock, "
+                   "the gathers are issued by the SMs): a layer norm backward's looped column "
+                   "sum in bf16 at (4, 768, 1536), its time less the reduction floor and its "
+                   "bytes at the run's elementwise rate, over the elements it gathers",
     # not profile fields: what the calibration prices Inductor's kernels with besides them
     "launch_sequences": "recorded (launch_sequence.py): the address ranges each kernel of one "
                         "eval call or training step reads and writes, in launch order; each "
@@ -72,16 +79,65 @@ def row_figures(probes: dict, peaks: dict) -> dict:
     return {"row_efficiency": tuple(efficiency), "row_latency_us": tuple(latency)}
 
 
+def net_rate(nbytes: float, kernel_us: float, floor_us: float) -> float:
+    """Bytes over a kernel's time less its launch floor: the rate the cost model's memory term
+    stands for (`roofline_us` adds the floor back; bytes over the whole time would count it
+    twice)."""
+    return nbytes / ((kernel_us - floor_us) * 1e-6)
+
+
 def cache_curve(peaks: dict, probes: dict) -> tuple[tuple[int, float], ...]:
     """(working set, bandwidth) of the back-to-back adds: the 16 MiB one of the peaks, then
-    reduction_probes.py's 24 to 64 MiB ones."""
-    points = [(row["working_set"], row["working_set"] / (row["kernel_us"] * 1e-6))
+    reduction_probes.py's 24 to 64 MiB ones; each net of the pointwise launch floor."""
+    floor = _pointwise_floor(peaks)
+    points = [(row["working_set"], net_rate(row["working_set"], row["kernel_us"], floor))
               for row in probes.get("l2", [])]
     if not points:
         return ()
     if peaks.get("l2_copy_bytes"):
-        points.insert(0, (peaks["l2_copy_bytes"], peaks["l2_bandwidth"]))
+        points.insert(0, (peaks["l2_copy_bytes"], cache_bandwidth(peaks)))
     return tuple(sorted(points))
+
+
+def _pointwise_floor(peaks: dict) -> float:
+    return peaks.get("kernel_floor_us", peaks["device_floor_us"])
+
+
+def cache_bandwidth(peaks: dict) -> float:
+    """The L2-resident add's rate (gpu_side.py stored bytes over its whole time), net of the
+    pointwise launch floor."""
+    if not peaks.get("l2_copy_bytes"):
+        return peaks.get("l2_bandwidth", 0.0)
+    kernel_us = peaks["l2_copy_bytes"] / peaks["l2_bandwidth"] * 1e6
+    return net_rate(peaks["l2_copy_bytes"], kernel_us, _pointwise_floor(peaks))
+
+
+def gather_rate(probes: dict, peaks: dict) -> float:
+    """Elements per second that a strided looped reduction gathers along its reduction axis
+    (cost.loop_gathers), from loop_probes.py's kernels that gather: the time left once the
+    reduction floor and the streaming bytes (at the same run's elementwise rate) are taken off
+    (mean of the run and its repeat); 0 where no probe gathers."""
+    rates = []
+    bandwidth = probes.get("loops_peaks", {}).get("copy_bandwidth")
+    for row in probes.get("loops", []):
+        gathers = loop_gathers(row.get("source", ""))
+        if not gathers or not bandwidth:
+            continue
+        kernel_us = (row["device_us"] + row.get("repeat_us", row["device_us"])) / 2
+        left = (kernel_us - peaks.get("reduction_floor_us", 0.0)) * 1e-6
+        left -= row["kernel_num_gb"] * 1e9 / bandwidth
+        rates.append(gathers / left)
+    return sum(rates) / len(rates) if rates else 0.0
+
+
+def loop_probes(chip: str):
+    """The measurements whose loop_probes.py rows `chip` is priced with: its own, else those of
+    the first other chip that has them (the H200's run of the probes came back on an H100)."""
+    for name in [chip, *(c for c in available() if c != chip)]:
+        measured = load(name)
+        if measured.probes.get("loops"):
+            return measured
+    return None
 
 
 @cache
@@ -97,6 +153,8 @@ def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> Chip
     peaks = measured.peaks
     source = load(row_figures_from) if row_figures_from else measured
     rows = row_figures(source.probes, source.peaks)
+    loops = loop_probes(chip)
+    gathers = gather_rate(loops.probes, loops.peaks) if loops else 0.0
     bandwidth = peaks["copy_bandwidth"]
     return ChipProfile(
         name=vendor["name"], process_nm=4, clock_ghz=vendor["clock_ghz"],
@@ -107,11 +165,11 @@ def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> Chip
         sram_bytes=vendor["l2_mib"] * MiB, sram_bandwidth=2.5 * bandwidth,  # unused by GPU code
         local_memory_per_pe=228 * 1024, dram_bytes=vendor["dram_gib"] * GiB,
         dram_bandwidth=bandwidth, host_link="PCIe Gen5 x16", host_link_bandwidth=64 * GB,
-        kernel_launch_us=peaks.get("kernel_floor_us", peaks["device_floor_us"]), major=9, minor=0,
+        kernel_launch_us=_pointwise_floor(peaks), major=9, minor=0,
         interconnect="NVLink 4 (vendor)", link_bandwidth=450 * GB, link_latency_us=5.0,
         gemm_flops_fp32=peaks["matmul_float32_flops"], host_op_us=peaks["host_op_us"],
         reduction_launch_us=peaks.get("reduction_floor_us", 0.0),
         gemm_launch_us=max(peaks.get("gemm_floor_us_bfloat16", 0.0),
                            peaks.get("gemm_floor_us_float32", 0.0)),
-        cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=peaks.get("l2_bandwidth", 0.0),
-        cache_curve=cache_curve(peaks, measured.probes), **rows)
+        cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=cache_bandwidth(peaks),
+        cache_curve=cache_curve(peaks, measured.probes), gather_rate=gathers, **rows)

@@ -1,30 +1,38 @@
-"""The fusion scheduler: `torch.compile(model, backend="mtia_lab")` for the simulated device.
+"""The teaching fusion scheduler: `torch.compile(model, backend="mtia_lab")` for the device.
 
 Reading order, as the data flows:
     ir.py         aten FX graph -> SchedulerNodes and Buffers (kinds, bytes, iteration spaces)
     rules.py      named fusion rules and guardrails, each returning a Verdict
     scheduler.py  Inductor's greedy loop: candidates by bytes saved, fuse, no cycles
-    decisions.py  the records: FusionDecision, KernelGroup, FusionPlan
     codegen.py    one readable Python function per kernel, compiled with exec
     runner.py     runs the kernels, charges the simulated clock, tells listeners
-    backend.py    Dynamo + AOTAutograd glue, decompositions and the keep-list
+    aot.py        Dynamo + AOTAutograd glue: decompositions (all but the keep-list), the
+                  compiled graphs
     config.py     the guardrails' settings, with `config.patch(...)`
-    inductor_compare.py   TorchInductor's real plan for the device beside ours, each
-                          difference with the rule that explains it
-    launches.py   which of Inductor's launches holds which of our nodes, read from
-                  Inductor's own records and audited against its wrapper's launches
-    fidelity.py   that comparison over a suite of graphs, as one table
+    plan_detail.py    what a plan's pictures need beyond the plan (dataflow inside kernels)
+
+Its records (FusionPlan, FusionDecision, KernelGroup), the keep-list and the guardrail registry
+are in mtia_lab/records, shared with the Inductor engine (mtia_lab/inductor), which this package
+never imports. The "mtia_lab" backend's engine switch and the comparison with Inductor's plans
+stand above both, in mtia_lab/compare.
 """
 
 from __future__ import annotations
 
 import torch
 
+from ..records.keep import KEEP
+from ..records.plan import (
+    FusionDecision,
+    FusionPlan,
+    FusionSplitError,
+    KernelGroup,
+    explain_split,
+)
 from . import config
-from .backend import COMPILED, KEEP, CompiledGraph, compile_graph, mtia_lab_backend, register
+from .aot import COMPILED, CompiledGraph, compile_graph, decompositions, mtia_lab_backend
 from .codegen import Kernel, Program, generate
 from .config import ConfigError
-from .decisions import FusionDecision, FusionPlan, FusionSplitError, KernelGroup, explain_split
 from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, build_ir
 from .runner import LISTENERS, Runner, add_listener, remove_listener
 from .scheduler import Scheduler, schedule, score_fusion_memory
@@ -33,28 +41,29 @@ __all__ = [
     "COMPILED", "KEEP", "CompiledGraph", "ConfigError", "FusedSchedulerNode", "FusionDecision",
     "FusionPlan", "FusionSplitError", "GraphIR", "Kernel", "KernelGroup", "Kind", "LISTENERS",
     "Program", "Runner", "Scheduler", "SchedulerNode", "add_listener", "assert_single_kernel",
-    "build_ir", "compile_graph", "config", "generate", "inductor_plan", "mtia_lab_backend",
-    "plans_for",
-    "register", "remove_listener", "schedule", "score_fusion_memory", "trace",
+    "build_ir", "compile_graph", "config", "generate", "mtia_lab_backend", "plans_for",
+    "remove_listener", "schedule", "score_fusion_memory", "trace",
 ]
 
+# Names this package had before the two compilers became siblings, and where they are now
+# (the teaching scheduler no longer imports the Inductor engine).
+_MOVED = {
+    "inductor_plan": "mtia_lab.inductor.inductor_plan",
+    "register": "mtia_lab.compare.register",
+}
 
-def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = None,
-                  dynamic: bool | None = False):
-    """Real TorchInductor's FusionPlan of `fn` on mtia_sim (mtia_lab/inductor/plan.py): the same
-    record as ours, from Inductor's own scheduler; `config` patches Inductor's config;
-    `dynamic=True` compiles for symbolic sizes, which the plan reports as such."""
-    from ..inductor import inductor_plan as plan
 
-    return plan(fn, *example_inputs, keep=keep, config=config, dynamic=dynamic)
+def __getattr__(name: str):
+    if name in _MOVED:
+        raise AttributeError(f"mtia_lab.compiler.{name} moved to {_MOVED[name]}: import it "
+                             "from there")
+    raise AttributeError(f"module 'mtia_lab.compiler' has no attribute {name!r}")
 
 
 def trace(fn, *args) -> GraphIR:
     """The scheduler IR of `fn(*args)` without compiling: aten graph by make_fx on CPU tensors,
     with the backend's decompositions. Schedule it (again, under any config) with `schedule`."""
     from torch.fx.experimental.proxy_tensor import make_fx
-
-    from .backend import decompositions
 
     return build_ir(make_fx(fn, decomposition_table=decompositions())(*args))
 

@@ -24,7 +24,7 @@ import torch.fx
 
 from ..backend.runtime.cost import KernelCost
 from ..progress import progress
-from .decisions import FusionPlan, KernelGroup
+from ..records.plan import FusionPlan, KernelGroup
 from .ir import GraphIR
 
 

@@ -4,7 +4,9 @@ Read a setting as an attribute (`config.max_fusion_size`), change it for a block
 with `config.patch(...)`, or for good with `config.set(...)`. Every value is checked: a wrong
 name, type or range raises a ConfigError that names the setting, the value and what is valid.
 
-Defaults are Inductor's (torch 2.13), plus one guardrail of our own: the on-chip memory budget.
+Each setting is a guardrail of the registry (mtia_lab/records/guardrails.py: name, Inductor
+config key, ours or Inductor's, default, valid values). Defaults are Inductor's (torch
+2.13), plus two of our own: matmul templates and the on-chip memory budget.
 Our scheduler nodes are aten ops; Inductor's are the buffers it realized after inlining
 single-use pointwise ops while lowering. The scheduler models that inlining (rule
 `inlined_while_lowering`), and `max_fusion_size` counts nodes as Inductor does: an inlined op is
@@ -22,70 +24,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
-from dataclasses import dataclass
 
+from ..records.guardrails import GUARDRAILS, ConfigError
 
-class ConfigError(ValueError):
-    """A guardrail was given a name, type or value it does not accept."""
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    default: object
-    kind: type  # bool or int
-    minimum: int | None = None
-    allow_none: bool = False
-    doc: str = ""
-
-    def valid_range(self) -> str:
-        if self.kind is bool:
-            return "True or False"
-        text = f"an int >= {self.minimum}" if self.minimum is not None else "an int"
-        return text + (" or None" if self.allow_none else "")
-
-    def check(self, value: object) -> object:
-        if value is None and self.allow_none:
-            return None
-        ok_type = isinstance(value, bool) if self.kind is bool else (
-            isinstance(value, int) and not isinstance(value, bool)
-        )
-        if not ok_type or (self.minimum is not None and value < self.minimum):
-            raise ConfigError(
-                f"mtia_lab.compiler.config.{self.name} = {value!r} is invalid: "
-                f"expected {self.valid_range()}. {self.doc}"
-            )
-        return value
-
-
-SETTINGS = {s.name: s for s in [
-    Setting("max_fusion_size", 64, int, 1, doc="Most scheduler nodes one fused kernel may hold."),
-    Setting("max_fusion_unique_io_buffers", None, int, 1, allow_none=True,
-            doc="Most distinct buffers a fused kernel may read or write (None: no limit)."),
-    Setting("score_fusion_memory_threshold", 10, int, 0,
-            doc="Fewest bytes two kernels must share for a fusion to be worth it."),
-    Setting("max_fusion_buffer_group_pairwise_attempts", 64, int, 1,
-            doc="How far apart (in graph order) two users of a buffer may be to be paired."),
-    Setting("combo_kernels", False, bool,
-            doc="Pack independent small kernels into one launch (Inductor: off by default)."),
-    Setting("combo_kernel_max_num_args", 250, int, 1,
-            doc="Most arguments one combo kernel may take (each member's reads and writes, "
-                "summed)."),
-    Setting("combo_kernel_max_num_nodes", 8, int, 1,
-            doc="Most kernels one combo kernel may pack."),
-    Setting("unroll_reductions_threshold", 8, int, 1,
-            doc="Reductions over fewer elements than this run as pointwise code."),
-    Setting("loop_ordering_after_fusion", True, bool,
-            doc="One last round in which a pointwise kernel may take a reduction's loop order "
-                "(Inductor's default in open source)."),
-    Setting("matmul_templates", True, bool,
-            doc="Ours: a matmul is a template that takes its pointwise epilogue (an MTIA-style "
-                "GEMM kernel). False: an ATen call nothing fuses with, as Inductor without "
-                "max-autotune."),
-    Setting("on_chip_memory_budget", None, int, 0, allow_none=True,
-            doc="Bytes of intermediates one kernel may keep on chip (None: the chip profile's "
-                "local_memory_per_pe * num_pes)."),
-]}
+# The teaching scheduler's settings: the guardrails of the registry it models, in its order.
+SETTINGS = {name: g for name, g in GUARDRAILS.items() if g.scheduler}
 
 
 class _Config(types.ModuleType):

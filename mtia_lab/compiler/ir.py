@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .._compat import size_hint, symbolic_size_at
+from .._compat import OpOverload, op_schema, size_hint, symbolic_size_at
 from ..source import node_source
+from .plan_detail import plan_detail
 
 aten = torch.ops.aten
 
@@ -157,6 +158,11 @@ class GraphIR:
     def nbytes(self, buffers) -> int:
         return sum(self.buffers[b].nbytes for b in buffers)
 
+    def plan_detail(self) -> dict:
+        """Dataflow inside kernels, shapes, users' names: what `FusionPlan.to_dict()` carries
+        as "detail" for views (plan_detail.py)."""
+        return plan_detail(self)
+
     def node_users(self) -> dict[str, set[str]]:
         """Scheduler node -> the scheduler nodes that read what it writes (graph inputs, which
         no node produces, are left out)."""
@@ -246,12 +252,12 @@ def classify(target) -> Kind:
     """What kind of kernel an aten op is: the first question every fusion rule asks."""
     if target is operator.getitem:
         return Kind.VIEW
-    if not isinstance(target, torch._ops.OpOverload):
+    if not isinstance(target, OpOverload):
         return Kind.EXTERN
     if target in TEMPLATES:
         return Kind.TEMPLATE
     name = target.overloadpacket.__name__
-    returns = target._schema.returns
+    returns = op_schema(target).returns
     if name in VIEW_EXTRA or (returns and returns[0].alias_info is not None
                               and not returns[0].alias_info.is_write):
         return Kind.VIEW

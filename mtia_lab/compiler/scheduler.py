@@ -21,8 +21,8 @@ import gc
 import heapq
 
 from ..backend.runtime.device_state import RUNTIME
+from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, opcount, pricing, rules
-from .decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 

@@ -28,7 +28,7 @@ from ..source import user_source
 from ..trace.events import COMPILED as KIND
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
 from ..trace.recorder import RECORDER, host_issue
-from .backend import COMPILED
+from .aot import COMPILED
 from .runner import LISTENERS, remove_listener
 
 _state = {"program": None, "call_id": 0, "end_ns": 0}

@@ -21,6 +21,7 @@ from time import perf_counter_ns
 
 import torch
 
+from .. import _compat
 from ..backend.aten import tensor as _tensor
 from ..source import user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
@@ -56,7 +57,7 @@ def emit(name: str, call_id: str, inputs, outputs, device: int, stream, arrival_
         return
     now = perf_counter_ns()
     number = RECORDER.new_call()
-    node = torch._C._current_autograd_node()
+    node = _compat.current_autograd_node()
     common = {
         "phase": "forward" if node is None else "backward", "dispatch": _PATH, "device": device,
         "stream": stream, "module": RECORDER.module, "call": call_id, "call_id": number,

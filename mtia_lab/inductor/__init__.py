@@ -12,10 +12,12 @@ Reading order, as a graph flows:
     device.py     the device interface, op overrides, TritonScheduling + Python wrapper
     _compat.py    every private Inductor / Triton API used, the interpreter switch and the
                   driver stand-in
-    decisions.py  Inductor's scheduler, observed: every pair it asked about and its reason
+    fusion_observer.py  Inductor's scheduler, observed: every pair it asked about and its
+                  reason
     kernels.py    the Triton kernels it defined (name, source, aten nodes)
     plan.py       those facts as the project's FusionPlan record
-    launch.py     each kernel launch: host memory, roofline price, stream clock, listeners
+    triton_launch.py  each kernel launch: host memory, roofline price, stream clock,
+                  listeners
     whole_grid/   how a launch runs: the whole grid as one NumPy program (builder.py,
                   reduce.py), recorded once and replayed (tape.py) as one generated
                   function of NumPy calls (codegen.py)
@@ -23,8 +25,10 @@ Reading order, as a graph flows:
     modes.py      mode="reduce-overhead" (device graphs) and "max-autotune" (what is skipped)
     errors.py     one clear error for what cannot compile on the device
 
-Shares with the teaching scheduler (mtia_lab/compiler) only its records (FusionPlan, KernelGroup,
-FusionDecision) and the KEEP list; nothing here is loaded by `import mtia_lab`.
+Shares with the teaching scheduler (mtia_lab/compiler), which it never imports, only the
+records of mtia_lab/records (FusionPlan, KernelGroup, FusionDecision, the KEEP list, the guardrail
+registry); nothing here is loaded by `import mtia_lab`. `backend="mtia_lab"` reaches it through
+the engine switch (mtia_lab/compare/engine.py).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import os
 
 import torch
 
+from ..records.guardrails import GUARDRAILS, inductor_values
+from ..records.plan import FusionSplitError, explain_split
 from .errors import InductorDeviceError
 
 __all__ = ["GUARDRAILS", "InductorDeviceError", "PLANS", "assert_single_kernel", "compile_graph",
@@ -49,7 +55,16 @@ def install_hooks() -> None:
     CUDA build with a GPU, whose Triton must not be switched to the interpreter."""
     if _INSTALLED:
         return
-    from . import _compat, decisions, device, errors, kernels, launch, trace_events
+    from . import (
+        _compat,
+        device,
+        errors,
+        fusion_observer,
+        kernels,
+        libdevice,
+        trace_events,
+        triton_launch,
+    )
     from .entry import install_entry
 
     errors.check_triton()
@@ -60,6 +75,7 @@ def install_hooks() -> None:
             raise errors.triton_imported_too_early()
     _compat.activate_host_driver()
     _compat.faster_nested_calls()
+    libdevice.install(_compat.interpreted_helpers())  # before trust_triton_for patches it
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
     from ..backend.aten.tensor import MTIATensor
@@ -67,11 +83,11 @@ def install_hooks() -> None:
     _compat.accept_device_tangents(MTIATensor)
     _compat.add_kernel_estimates()
     install_entry()
-    decisions.install()
+    fusion_observer.install()
     kernels.install()
-    launch.install()
+    triton_launch.install()
     trace_events.install()
-    decisions.LISTENERS.append(_keep_plan)
+    fusion_observer.LISTENERS.append(_keep_plan)
     _INSTALLED.append(True)
 
 
@@ -92,20 +108,15 @@ def install_entry_when_imported() -> None:
 
     if _compat.cpu_only_build() and "TRITON_INTERPRET" not in os.environ:
         _compat.interpreter_env()
-    call_after_import("torch._inductor.compile_fx", install_entry)
-
-
-GUARDRAILS = ("max_fusion_size", "max_fusion_unique_io_buffers", "score_fusion_memory_threshold",
-              "max_fusion_buffer_group_pairwise_attempts", "combo_kernels",
-              "combo_kernel_max_num_args")
+    call_after_import(_compat.COMPILE_FX_MODULE, install_entry)
 
 
 def guardrail_settings() -> dict:
-    """Inductor's own values of the guardrails the playground offers (torch._inductor.config)."""
+    """Inductor's own values of the guardrails its scheduler reads (its config module),
+    by guardrail name (the registry: mtia_lab/records/guardrails.py)."""
     from . import _compat
 
-    config = _compat.inductor_config()
-    return {name: getattr(config, name) for name in GUARDRAILS}
+    return inductor_values(_compat.inductor_config())
 
 
 def keep_list(enabled: bool = True):
@@ -168,8 +179,6 @@ def inductor_plan(fn, *example_inputs, keep: bool = True, config: dict | None = 
 
 def assert_single_kernel(fn, *example_inputs, config: dict | None = None, **kwargs):
     """As mtia_lab.compiler.assert_single_kernel, with Inductor's plan; returns fn's result."""
-    from ..compiler.decisions import FusionSplitError, explain_split
-
     result, plans = inductor_plans(fn, *example_inputs, config=config, **kwargs)
     count = sum(p.kernel_count for p in plans)
     if count != 1:

@@ -131,11 +131,12 @@ def _wrapper_codegen() -> type:
     class PythonWrapperMtiaSim(base):
         """Inductor's Python wrapper, as for MTIA; buffers come from torch.empty_strided on the
         device (the simulated caching allocator), Triton kernels launch through the hook of
-        mtia_lab/inductor/launch.py, extern kernels are ATen calls on device tensors."""
+        mtia_lab/inductor/triton_launch.py, extern kernels are ATen calls on device tensors."""
 
         def write_header(self) -> None:
             super().write_header()
-            self.imports.splice("import mtia_lab.inductor.device\nimport mtia_lab.inductor.launch")
+            self.imports.splice("import mtia_lab.inductor.device\n"
+                                "import mtia_lab.inductor.triton_launch")
             self.header.splice(
                 "reinterpret_tensor = mtia_lab.inductor.device.reinterpret_tensor  # keeps the "
                 "device tensor (mtia_lab)\n"

@@ -13,7 +13,7 @@ shapes the sizes and strides are Dynamo's SymInts (same shape env), so Inductor 
 graph of symbolic sizes, as for a GPU; SymInt inputs pass through. At run time the
 compiled code receives the real device tensors: buffers it allocates are device tensors,
 extern kernels (mm, convolution, the keep-list) are eager ATen calls on the device, and each
-Triton launch is unwrapped to host memory by launch.py.
+Triton launch is unwrapped to host memory by triton_launch.py.
 
 The entry is Inductor's own `compile_fx`, wrapped once (the default backend "inductor" looks
 it up at each compile); graphs without device tensors pass through untouched. The wrapper is
@@ -30,18 +30,11 @@ import traceback
 import torch
 
 from ..backend.aten.tensor import MTIATensor
+from ..records.keep import keep_ops
 from . import _compat, errors, modes
 
 aten = torch.ops.aten
 _STATE = {"keep_list": True}
-
-
-def keep_ops() -> set:
-    """The overloads of the compiler's KEEP list (mtia_lab/compiler/backend.py): ops MTIA runs
-    as one ATen kernel, never decomposed."""
-    from ..compiler.backend import KEEP
-
-    return {getattr(packet, name) for packet in KEEP for name in packet.overloads()}
 
 
 @contextlib.contextmanager

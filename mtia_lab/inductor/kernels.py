@@ -2,16 +2,18 @@
 
 Inductor names a kernel when its Triton scheduling defines it (`define_kernel(src_code,
 node_schedule, kernel)`); the hook writes down which scheduler nodes it runs, for the plan
-(plan.py) and for the launch records (launch.py reads `kernel_info` at a kernel's first launch).
+(plan.py) and for the launch records (triton_launch.py reads `kernel_info` at a kernel's first
+launch).
 """
 
 from __future__ import annotations
 
 import functools
 
+from .. import _compat as core_compat
 from . import _compat
-from .decisions import current
-from .launch import KernelInfo
+from .fusion_observer import current
+from .triton_launch import KernelInfo
 
 _INFOS: list[KernelInfo] = []  # newest last
 
@@ -39,7 +41,7 @@ def describe(fx_node) -> str:
     target = fx_node.target
     name = getattr(target, "__name__", str(target))
     if hasattr(target, "overloadpacket"):
-        name = f"aten.{target.overloadpacket.__name__}.{target._overloadname}"
+        name = f"aten.{target.overloadpacket.__name__}.{core_compat.overload_name(target)}"
     return f"{fx_node.name}: {name}"
 
 

@@ -1,6 +1,6 @@
 """Inductor's plan for a graph, as the project's `FusionPlan` record.
 
-The same record our scheduler writes (mtia_lab/compiler/decisions.py), so every view and check
+The same record our scheduler writes (mtia_lab/records/plan.py), so every view and check
 that reads a FusionPlan (fusion_graph, the decisions table, assert_single_kernel, the guardrail
 playground, plan_compare) reads Inductor's real plan too. How Inductor's facts fill it:
 
@@ -8,7 +8,7 @@ playground, plan_compare) reads Inductor's real plan too. How Inductor's facts f
                 ATen call); `nodes` are the FX nodes of the graph Inductor lowered (its post-grad
                 graph), each attributed to the one kernel that computes it by the node's
                 identity in the kernel's `origins`; kind "pointwise" / "reduction" / "extern"
-    decisions   one FusionDecision per pair Inductor asked about (decisions.py): fused, or
+    decisions   one FusionDecision per pair Inductor asked about (fusion_observer.py): fused, or
                 refused with `rule` (the guardrail's config name, or Inductor's reason as a
                 slug) and `reason` (its WhyNoFuse text and the numbers compared)
     combos      the groups each combo-kernel launch packs (config.combo_kernels)
@@ -20,8 +20,8 @@ playground, plan_compare) reads Inductor's real plan too. How Inductor's facts f
     ir          an `InductorGraph`: the FX graph, the kernels' names and Triton sources
 
 Departures, on purpose: Inductor has no "round" for combo decisions (-1 here, as in ours), and
-its per-node byte estimates can differ from what a launch moves at run time (launch.py prices
-launches from the kernel's own estimate).
+its per-node byte estimates can differ from what a launch moves at run time (triton_launch.py
+prices launches from the kernel's own estimate).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import torch
 
 from ..backend.runtime.cost import KernelCost
 from ..backend.runtime.device_state import RUNTIME
-from ..compiler.decisions import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from ..compiler.plan_detail import user_name
+from ..records.input_names import user_name
+from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from ..source import node_source
 from . import _compat
-from .decisions import Collector, rule_of
+from .fusion_observer import Collector, rule_of
 from .kernels import _jit_source, _order, describe, fx_origins
 
 _GEMM = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_mm")
@@ -53,7 +53,7 @@ class InductorGraph:
     kernels_of: dict[str, tuple[int, ...]] = field(default_factory=dict)  # FX node -> groups
     # Each launch's computed FX nodes (the `origins` of its buffers: inlined nodes included)
     # and the FX nodes whose value it writes (its buffers' `origin_node`): which launch holds
-    # which node, read from Inductor's records (compiler/inductor_compare.py aligns by these).
+    # which node, read from Inductor's records (compare/launches.py aligns by these).
     origins: dict[int, tuple[str, ...]] = field(default_factory=dict)
     values: dict[int, tuple[str, ...]] = field(default_factory=dict)
     wrapper: str = ""  # the generated wrapper's code, when the compile captured it

@@ -9,7 +9,7 @@ public `emit()`, so the summary, explorer and timeline draw them with no change:
               and block sizes Inductor launched it with, and its aten nodes)
     dispatch  steps = the aten nodes with their targets; chosen = how it ran
     inputs / outputs   the device tensors it read and wrote (real addresses)
-    sim_start_us / sim_end_us / stream   the span launch.py charged to the device clock
+    sim_start_us / sim_end_us / stream   the span triton_launch.py charged to the device clock
 The kernel's Triton source is not in the event (events stay small); `kernel_source(event)`
 returns it from the launch records kept here.
 """
@@ -22,7 +22,7 @@ from ..source import user_source
 from ..trace.events import COMPILED as KIND
 from ..trace.events import DispatchPath, OpEvent
 from ..trace.recorder import RECORDER, host_issue
-from .launch import LISTENERS, TritonLaunch
+from .triton_launch import LISTENERS, TritonLaunch
 
 SOURCES: dict[str, str] = {}  # event op name -> Triton source of the kernel
 _state = {"graph": None, "call_id": 0, "end_ns": 0, "last": None}

@@ -267,7 +267,7 @@ class DispatchHooks:
     def _open(self, call: list) -> None:
         """Name a call, say where it was called, and in which phase, at its first device op."""
         what = call[0]
-        if isinstance(what, torch._ops.OpOverload):  # no torch function led to the op
+        if isinstance(what, _compat.OpOverload):  # no torch function led to the op
             name = facts(what).name
         else:
             name = self.call_names.get(what) or self.call_names.setdefault(what, call_name(what))

@@ -7,6 +7,7 @@ import time
 
 import torch
 
+from .._version import __version__
 from ..backend.runtime.device_state import RUNTIME
 from .events import Trace
 from .recorder import RECORDER
@@ -63,8 +64,6 @@ def trace(label: str = "") -> Tracer:
 
 
 def _metadata(label: str) -> dict:
-    from .. import __version__
-
     return {
         "label": label,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -25,10 +25,10 @@ from __future__ import annotations
 import textwrap
 
 from ..backend.runtime.allocator import format_bytes
-from ..compiler.decisions import symbols_text
+from ..records.guardrails import GUARDRAILS
+from ..records.plan import symbols_text
 from . import palette
 from .fusion_graph import (
-    GUARDRAILS,
     KIND_BORDER,
     KIND_FILL,
     MODULE_BOX,

@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.runtime.allocator import format_bytes
-from ..compiler.config import SETTINGS
-from ..compiler.decisions import symbols_text
+from ..records.plan import symbols_text
 from . import palette
 from .display import View
 from .graphviz_render import dot_to_svg
@@ -41,8 +40,6 @@ KIND_BORDER = {
 REFUSED = palette.REFUSED.hex
 MODULE_BOX = "module "  # DOT name of a collapsed module's box: "module model.block"
 RULE_REFUSED = palette.RULE_REFUSED.hex
-# A decision whose `rule` names a config setting was made by a guardrail, not a fusion rule.
-GUARDRAILS = frozenset(SETTINGS)
 
 
 def plan_data(plan) -> dict:

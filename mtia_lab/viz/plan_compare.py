@@ -1,8 +1,8 @@
 """Our fusion plan beside TorchInductor's real plan for the device, every difference named.
 
-Reads a `Comparison` (compiler/inductor_compare.py). Inductor's launches, every one in the
+Reads a `Comparison` (compare/plans.py). Inductor's launches, every one in the
 wrapper's order, are shown as the groups of OUR aten nodes they hold (placed from Inductor's
-own records, compiler/launches.py), so the two lists line up; a launch that holds none of our
+own records, compare/launches.py), so the two lists line up; a launch that holds none of our
 nodes (a layout copy of a convolution's input) says which of ours it computes a part of. A
 kernel whose node group is the same in both plans is marked `=`. Below them, launch by launch,
 every Inductor launch that is not one of our kernels, with the rule of ours that explains it
@@ -40,9 +40,8 @@ class PlanCompare(View):
     def __init__(self, comparison, *, max_kernels: int = MAX_KERNELS, width: int = 100) -> None:
         if not hasattr(comparison, "ours") or not hasattr(comparison, "differences"):
             raise TypeError(
-                f"expected an inductor_compare.Comparison, got {type(comparison).__name__}; get "
-                "one from mtia_lab.compiler.inductor_compare.compare(fn, *args) or "
-                "compare_compiled()")
+                f"expected a mtia_lab.compare.Comparison, got {type(comparison).__name__}; get "
+                "one from mtia_lab.compare.compare(fn, *args) or compare_compiled()")
         self.name = comparison.name
         ours, theirs, priced = comparison.ours, comparison.inductor, comparison.priced
         self.ours = [(g.kind, tuple(g.nodes), g.bytes_moved, g.duration_us) for g in ours.groups]
@@ -168,5 +167,5 @@ class PlanCompare(View):
 
 
 def plan_compare(comparison, **kwargs) -> PlanCompare:
-    """The side-by-side view of an inductor_compare.Comparison."""
+    """The side-by-side view of a mtia_lab.compare.Comparison."""
     return PlanCompare(comparison, **kwargs)

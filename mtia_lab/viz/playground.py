@@ -31,10 +31,11 @@ import ipywidgets as widgets
 
 from ..compiler import config
 from ..compiler.config import ConfigError
-from ..compiler.decisions import FusionPlan, flipped
 from ..compiler.ir import GraphIR
 from ..compiler.scheduler import schedule
 from ..progress import progress
+from ..records.guardrails import GUARDRAILS
+from ..records.plan import FusionPlan, flipped
 from .display import View, svg_img_html, text_html, widget_bundle
 from .fusion_graph import FusionGraph, fmt_us
 from .graphviz_render import DotError, GraphvizNotFound
@@ -51,10 +52,11 @@ CONTROLS = {
     "matmul_templates": "bool",
     "on_chip_memory_budget": "optional",
 }
-# Inductor's own guardrails (torch._inductor.config), for engine="inductor".
-INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()  # ours-only settings out
-                     if name not in ("on_chip_memory_budget", "matmul_templates",
-                                     "combo_kernel_max_num_nodes")}
+# Inductor's own guardrails (its config module), for engine="inductor": ours-only ones out,
+# and those Inductor declares but never reads (records/guardrails.py).
+INDUCTOR_CONTROLS = {name: kind for name, kind in CONTROLS.items()
+                     if GUARDRAILS[name].inductor_key is not None
+                     and GUARDRAILS[name].inductor_reads}
 ENGINES = ("ours", "inductor")
 MAX_GROUPS_LISTED = 30
 MAX_FLIPS_LISTED = 20

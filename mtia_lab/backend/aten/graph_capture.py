@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, op_schema
 from ..runtime.allocator import Block, PoolId
 from ..runtime.device_state import RUNTIME, DeviceState
 from ..runtime.streams import Stream
@@ -71,7 +71,7 @@ def refuse_if_capturing(what: str, why: str, fix: str) -> None:
 def record_launch(device_index: int, op: str, inputs: tuple, outputs: tuple, duration_us: float,
                   call: Callable[..., object], args: tuple, kwargs: dict) -> bool:
     """A kernel launched without the dispatcher (an Inductor-generated Triton kernel:
-    inductor/launch.py), which has just run `call(*args, **kwargs)` on the device memory
+    inductor/triton_launch.py), which has just run `call(*args, **kwargs)` on the device memory
     (`inputs`/`outputs`: inner tensors): while a graph captures, record it so that replays
     redo it, and return True (the clock then moves at replay). False when nothing captures."""
     capture = _ACTIVE
@@ -150,7 +150,7 @@ class _Capture:
     def refuse_fallback(self, func) -> None:
         """Called by the dispatcher before the CPU fallback runs `func`."""
         name = facts(func).name
-        returns = [str(r.type) for r in func._schema.returns]
+        returns = [str(r.type) for r in op_schema(func).returns]
         if func in _HOST_SYNC_OPS:
             self._refuse_host_sync(func, name)
         if not any("Tensor" in r for r in returns):

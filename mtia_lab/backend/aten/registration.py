@@ -15,7 +15,7 @@ import math
 import torch
 
 from ... import _compat
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, overload_name
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME
 from ..runtime.streams import Charge, charge, current_stream
@@ -89,7 +89,7 @@ def _copy_from(src, dst, non_blocking=False):
 def _boxed_fallback(keyset, op, *args, **kwargs):
     """An op reached PrivateUse1 with no kernel: a factory we did not write. Compute it on the
     host with the same arguments, then move the result to the requested device."""
-    name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
+    name = op.name() + (f".{overload_name(op)}" if overload_name(op) != "default" else "")
     _refuse_foreign_tensors(name, args, kwargs)
     if RUNTIME.strict:
         raise dispatch.StrictModeError(dispatch._strict_message(name))

@@ -10,9 +10,11 @@ A kernel is limited either by arithmetic or by memory traffic, whichever is slow
 whole working set fits a hardware cache moves it at the cache's bandwidth, less so as the
 working set nears the cache's size; a library row kernel (ATen's sum, softmax, layer norm
 along the last axis) moves its bytes at the share of the bandwidth such kernels reach at its
-row length, and takes no less than a kernel of a few such rows. All figures the GPU profiles
+row length, and takes no less than a kernel of a few such rows; an Inductor looped reduction
+that gathers operands across its tile (`loop_gathers`) pays for each gathered element at the
+profile's `gather_rate`. All figures the GPU profiles
 measure, the row kernels' on separate probes (mtia_lab/calibration/); on the MTIA profiles the
-three floors are one assumed figure, and there is no such cache and no row-kernel figure.
+three floors are one assumed figure, and there is no such cache, row-kernel or gather figure.
 
 GEMM-like ops (mm, addmm, bmm, baddbmm) run on the chip's GEMM engine; everything else on its
 vector units. The peak follows the data type: INT8, FP16/BF16, or FP32 (the FP32 GEMM rate is
@@ -27,6 +29,7 @@ times are comparable.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import torch
@@ -53,13 +56,14 @@ class KernelCost:
     row_op: str = ""  # a library row kernel ("sum", "softmax", "layer_norm"; see row_kernel)
     row_length: int = 0  # ... and the length of the rows it reduces
     bandwidth: float = 0.0  # the rate its bytes move at, where known (0: from its working set)
+    gathers: int = 0  # elements gathered across a strided reduction's tile (loop_gathers)
 
     def duration_us(self, profile: ChipProfile) -> float:
         return roofline_us(
             profile, self.gemm_flops, self.vector_flops,
             self.bytes_read + self.bytes_written + self.spill_bytes, self.host_link_bytes,
             self.low_precision, self.sram_bytes, self.int8, self.reduction, self.row_op,
-            self.row_length, self.bandwidth,
+            self.row_length, self.bandwidth, self.gathers,
         )
 
     def __add__(self, other: KernelCost) -> KernelCost:
@@ -77,6 +81,7 @@ class KernelCost:
             # one row kernel's figures do not describe a fused group of kernels
             self.row_op if self.row_op == other.row_op else "",
             max(self.row_length, other.row_length),
+            gathers=self.gathers + other.gathers,
         )
 
 
@@ -93,12 +98,15 @@ def roofline_us(
     row_op: str = "",
     row_length: int = 0,
     bandwidth: float = 0.0,
+    gathers: int = 0,
 ) -> float:
     """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes).
 
     A library row kernel (`row_op` over rows of `row_length`) on a profile that measured such
     kernels moves its bytes at its measured share of the bandwidth, and takes no less than a
-    kernel of a few such rows took (`row_figures`)."""
+    kernel of a few such rows took (`row_figures`). `gathers` elements gathered across a
+    strided reduction's tile (`loop_gathers`) take their own time on a profile that measured
+    `gather_rate`, after the streaming bytes (one loop issues both)."""
     if int8:
         gemm_peak, vector_peak = profile.gemm_ops_int8, profile.vector_ops_int8
     elif low_precision:
@@ -114,6 +122,8 @@ def roofline_us(
         efficiency, latency = row_figures(profile, row_op, low_precision, row_length)
         bandwidth *= efficiency
     memory = bytes_moved / bandwidth + sram_bytes / profile.sram_bandwidth
+    if gathers and profile.gather_rate:
+        memory += gathers / profile.gather_rate
     seconds = max(gemm_flops / gemm_peak, vector_flops / vector_peak, memory)
     seconds += host_link_bytes / profile.host_link_bandwidth
     floor = 0.0  # the class's own floor where the profile has one (0: kernel_launch_us)
@@ -180,6 +190,33 @@ _REDUCTION_NAMES = frozenset({
 _REDUCTION: dict = {}
 # Inductor names its reduction kernels triton_per_* (persistent) and triton_red_* (looped)
 REDUCTION_PREFIXES = ("triton_per_", "triton_red_")
+_STRIDED_R = re.compile(r"\d+\*r0_\d+")  # the reduction index times a stride
+_ALONG_R = re.compile(r"(?<![\w*])r0_\d+")  # the reduction index itself: laid along it
+
+
+def loop_gathers(source: str) -> int:
+    """Elements an Inductor looped reduction (triton_red_) gathers across its tile: where its
+    loop streams operands strided along the reduction axis (a column sum: the tile is laid
+    along x) and also loads operands laid along the reduction axis (`r0_2 + 128*x1`: a layer
+    norm backward's per-row mean and rstd), each of the latter is one element per tile entry,
+    gathered, not streamed: xnumel * r0_numel per such load. 0 for any other kernel, or where
+    the sizes are not constants of the source (dynamic shapes)."""
+    numel = dict(re.findall(r"^    (xnumel|r0_numel) = (\d+)$", source, re.M))
+    loop = re.search(r"^    for r0_offset in .*?:\n((?:        .*\n)+)", source, re.M)
+    if loop is None or len(numel) < 2:
+        return 0
+    strided = along = 0
+    for line in loop.group(1).splitlines():
+        if "tl.load(" not in line:
+            continue
+        index = line.split("tl.load(", 1)[1]
+        if _STRIDED_R.search(index):
+            strided += 1
+        elif _ALONG_R.search(index):
+            along += 1
+    if not strided:
+        return 0
+    return along * int(numel["xnumel"]) * int(numel["r0_numel"])
 
 
 def is_reduction(func) -> bool:

@@ -70,6 +70,11 @@ class ChipProfile:
     # profiles: nothing measured).
     row_efficiency: tuple[tuple[str, bool, int, float], ...] = ()
     row_latency_us: tuple[tuple[str, bool, int, float], ...] = ()
+    # Inductor's looped reductions over a strided axis that also load, in the same loop, an
+    # operand laid along the reduction axis (a layer norm backward's per-row mean and rstd):
+    # those elements are gathered one by one across the tile, at `gather_rate` elements per
+    # second, on top of the streaming bytes (loop_probes.py). 0: not modelled (MTIA profiles).
+    gather_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.vector_ops_int8:

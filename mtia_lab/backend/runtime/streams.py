@@ -15,17 +15,17 @@ from typing import NamedTuple
 
 import torch
 
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, PRIVATEUSE1_DEVICE_TYPE, NativeEvent, NativeStream
 from .device_state import RUNTIME
 
 _stream_ids = itertools.count(1)
 _event_ids = itertools.count(1)
 _local = threading.local()
 # What torch.Stream / torch.Event report as `device_type`: the DeviceType enum's value.
-DEVICE_TYPE = int(torch._C._autograd.DeviceType.PrivateUse1)
+DEVICE_TYPE = PRIVATEUSE1_DEVICE_TYPE
 
 
-class Stream(torch._C.Stream):
+class Stream(NativeStream):
     """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream).
 
     A `torch.Stream` too, as torch.cuda.Stream is: its device index and id are PyTorch's own
@@ -96,7 +96,7 @@ class Stream(torch._C.Stream):
         return f"{super().__repr__()} (simulated clock at {self.clock_us:.3f} us)"
 
 
-class Event(torch._C.Event):
+class Event(NativeEvent):
     """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated.
     A `torch.Event` too; its device and id are kept here (PyTorch's are set by C++ only)."""
 

@@ -26,7 +26,7 @@ scan with its own combine function -- Inductor's welford, argmax with ties -- as
 the axis, log2(n) calls of the combine function instead of one per element: the order a GPU
 uses). A kernel that branches in Python on a value that differs between programs (a combo
 kernel's `if pid < ...`) or uses an operation without a grid form here (histogram, tensor
-descriptors, atomic_cas) raises `NotVectorizable`; launch.py then restores what it wrote and
+descriptors, atomic_cas) raises `NotVectorizable`; triton_launch.py then restores what it wrote and
 runs it program by program, as Triton does (`STATS` counts both, with each reason).
 
 Tied to Triton's interpreter (triton/runtime/interpreter.py) of the pinned Triton 3.9.0.
@@ -42,13 +42,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as tri
-from triton.runtime.jit import _normalize_ty
 
+from .. import _compat
 from .builder import GridBuilder, NotVectorizable
 from .codegen import Memory
 from .reduce import _patch_lang
 from .tape import Recorder, RecordingBuilder, Tape, TapeMiss, optimize, replay
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 __all__ = ["CHUNK_ELEMENTS", "ENABLED", "STATS", "GridBuilder", "GridStats", "NotVectorizable",
            "TapeMiss", "launch", "run", "run_per_program"]
@@ -108,7 +109,8 @@ def _elements_per_program(constexprs: dict) -> int:
 def _signature(fn) -> tuple[inspect.Signature, frozenset]:
     """A kernel function's signature and its constexpr parameters (read once per kernel)."""
     annotations = inspect.get_annotations(fn)
-    constexprs = frozenset(n for n, t in annotations.items() if _normalize_ty(t) == "constexpr")
+    constexprs = frozenset(n for n, t in annotations.items()
+                           if _compat.triton_type_name(t) == "constexpr")
     return inspect.signature(fn), constexprs
 
 
@@ -116,9 +118,8 @@ def _signature(fn) -> tuple[inspect.Signature, frozenset]:
 def _pointer_type(dtype) -> tl.dtype:
     """Triton's pointer type for a tensor of `dtype` (`*fp32`...), as its launcher names it."""
     import torch
-    from triton.runtime.jit import mangle_type
 
-    return tl.str_to_ty(mangle_type(torch.empty(0, dtype=dtype)), None)
+    return tl.str_to_ty(_compat.triton_arg_type(torch.empty(0, dtype=dtype)), None)
 
 
 def _convert(value):

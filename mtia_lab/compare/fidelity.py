@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from . import config
-from .inductor_compare import COMPILED, AlignmentError, Comparison, compare_plans, device_plan
-from .scheduler import schedule
+from ..compiler import config, plans_for
+from ..compiler.aot import COMPILED
+from ..compiler.scheduler import schedule
+from .plans import AlignmentError, Comparison, compare_plans, device_plan
 
 
 @dataclass
@@ -39,8 +40,6 @@ class FidelityRow:
 
 
 def fidelity_rows(suite: dict, inductor_config: dict | None = None) -> list[FidelityRow]:
-    from . import plans_for
-
     rows = []
     for name, (fn, make) in suite.items():
         torch.manual_seed(0)

@@ -16,123 +16,38 @@ A difference is *explained* when each of those rules is a departure we make on p
 (rules.DEPARTURES, shown as "(ours)"); otherwise it is shown as unexplained: a place where our
 scheduler claims to follow Inductor and does not.
 
-The CPU-scheduler helpers below (`common_graph`, `inductor_groups`) are kept only for the
-scheduling-time benchmark (benchmarks/bench_scheduler.py): they time Inductor's Scheduler
-constructor; they are not the comparison.
+Inductor runs under the values of our guardrails that it has too (records/guardrails.py:
+`as_inductor_config`). The scheduling-time benchmark's helper (`common_graph`) is in
+scheduler_timing.py: it is not the comparison.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
 import torch.fx
 
+from .. import _compat
 from .._compat import size_hint
 from ..backend.runtime.device_state import RUNTIME
-from . import config
-from .backend import COMPILED, KEEP, CompiledGraph
-from .decisions import FusionPlan
-from .ir import FusedSchedulerNode
+from ..compiler import config, plans_for
+from ..compiler.aot import COMPILED, CompiledGraph
+from ..compiler.ir import FusedSchedulerNode
+from ..compiler.pricing import kernel_cost
+from ..compiler.rules import DEPARTURES
+from ..inductor import _compat as inductor_compat
+from ..inductor import inductor_plan
+from ..records.guardrails import as_inductor_config
+from ..records.plan import FusionPlan
 from .launches import Attribution, Launch, attribute, roots
-from .pricing import kernel_cost
-from .rules import DEPARTURES
-
-_GUARDRAILS = ("max_fusion_size", "max_fusion_unique_io_buffers", "combo_kernels",
-               "combo_kernel_max_num_args", "combo_kernel_max_num_nodes",
-               "score_fusion_memory_threshold", "max_fusion_buffer_group_pairwise_attempts",
-               "unroll_reductions_threshold")
-
-
-def _keep_ops() -> set:
-    return {getattr(p, o) for p in KEEP for o in p.overloads()}
-
-
-def _example_args(gm: torch.fx.GraphModule) -> list:
-    args = []
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            val = node.meta.get("val")
-            if not isinstance(val, torch.Tensor):
-                raise ValueError(f"placeholder {node.name} has no tensor meta['val']")
-            args.append(torch.empty_strided(val.shape, val.stride(), dtype=val.dtype).zero_())
-    return args
-
-
-def common_graph(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list]:
-    """Re-trace `gm` with Inductor's decompositions minus KEEP: the graph both schedule."""
-    from torch._inductor.decomposition import select_decomp_table
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    keep = _keep_ops()
-    table = {op: fn for op, fn in select_decomp_table().items() if op not in keep}
-    args = _example_args(gm)
-
-    def flat(*flat_args):  # placeholders in order, whatever pytree structure gm was traced with
-        return torch.fx.Interpreter(gm).run(*flat_args, enable_io_processing=False)
-
-    return make_fx(flat, decomposition_table=table, tracing_mode="fake")(*args), args
-
-
-@contextlib.contextmanager
-def _keep_as_fallbacks():
-    """Lower the KEEP ops as ATen fallbacks for the duration (Inductor would decompose them)."""
-    from torch._inductor import lowering
-
-    added = []
-    for op in _keep_ops():
-        if op not in lowering.lowerings:
-            lowering.make_fallback(op, warn=False, override_decomp=True)
-            added.append(op)
-    try:
-        yield
-    finally:
-        for op in added:
-            lowering.lowerings.pop(op, None)
-            lowering.fallbacks.discard(op)
-
-
-def inductor_groups(gm: torch.fx.GraphModule, args: list) -> list[tuple[str, str, set[str]]]:
-    """Run Inductor's lowering and Scheduler; (name, node type, FX origins) per kernel."""
-    import torch._inductor.config as inductor_config
-    from torch._inductor import ir as inductor_ir
-    from torch._inductor.debug import DebugContext
-    from torch._inductor.graph import GraphLowering
-    from torch._inductor.scheduler import NopKernelSchedulerNode, Scheduler
-    from torch._inductor.virtualized import V
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    fake_mode = FakeTensorMode()
-    fake = [fake_mode.from_tensor(a) for a in args]
-    settings = {name: getattr(config, name) for name in _GUARDRAILS}
-    out = []
-    with V.set_fake_mode(fake_mode), inductor_config.patch(compile_threads=1, **settings), \
-            _keep_as_fallbacks():
-        graph = GraphLowering(gm, example_inputs=fake)
-        with V.set_graph_handler(graph):
-            graph.run(*fake)
-            with DebugContext(), V.set_debug_handler(DebugContext()):
-                scheduler = Scheduler(graph.operations)
-            for node in scheduler.nodes:
-                if isinstance(node, NopKernelSchedulerNode) or isinstance(
-                    getattr(node, "node", None), inductor_ir.MultiOutput
-                ):
-                    continue  # no launch: a tuple element or a no-op
-                origins: set[str] = set()
-                for sub in node.get_nodes():
-                    origins |= {o.name for o in getattr(sub.node, "origins", ()) or ()}
-                out.append((node.get_name(), type(node).__name__, origins))
-    return out
 
 
 def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of our graph that runs on mtia_sim: the backend ran it on host tensors
     (factories.host_devices wrote `device=cpu` into it); give those back to the device."""
-    from torch.fx._lazy_graph_module import _force_skip_lazy_graph_module
-
     device = torch.device("mtia_sim", 0)
-    with _force_skip_lazy_graph_module():  # Dynamo traces a plain GraphModule's forward
+    with _compat.plain_graph_modules():  # Dynamo traces a plain GraphModule's forward
         copy = torch.fx.GraphModule(gm, copy_graph(gm.graph))
     for node in copy.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device) and \
@@ -169,13 +84,11 @@ def _inputs(gm: torch.fx.GraphModule) -> list[torch.Tensor]:
 def device_plan(gm: torch.fx.GraphModule, inductor_config: dict | None = None) -> FusionPlan:
     """Inductor's real plan (mtia_lab.inductor.inductor_plan) for our aten graph on mtia_sim,
     under the Inductor config values of our guardrails (and `inductor_config`, if given)."""
-    from ..inductor import _compat, inductor_plan
-
-    settings = {name: getattr(config, name) for name in _GUARDRAILS}
+    settings = as_inductor_config(config.snapshot())
     settings.update(inductor_config or {})
     graph = _device_graph(gm)
     plans: list[FusionPlan] = []
-    _, codes = _compat.run_and_get_code(
+    _, codes = inductor_compat.run_and_get_code(
         lambda: plans.append(inductor_plan(graph.forward, *_inputs(gm), config=settings)))
     plan = plans[0]
     if codes and getattr(plan.ir, "wrapper", None) == "":
@@ -447,8 +360,6 @@ def compare_compiled(compiled: CompiledGraph | None = None,
 
 def compare(fn, *args, inductor_config: dict | None = None) -> list[Comparison]:
     """Compile `fn(*args)` with the mtia_lab backend and compare each graph it compiled."""
-    from . import plans_for
-
     start = len(COMPILED)
     plans_for(fn, *args)
     return [compare_compiled(c, inductor_config) for c in COMPILED[start:]]

@@ -26,7 +26,7 @@ import torch
 
 from ..backend.aten import graph_capture
 from ..backend.aten.tensor import MTIATensor
-from ..backend.runtime.cost import REDUCTION_PREFIXES, KernelCost
+from ..backend.runtime.cost import REDUCTION_PREFIXES, KernelCost, loop_gathers
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import charge
 from . import _compat, errors
@@ -70,8 +70,9 @@ def launch_cost(autotuner, args) -> KernelCost:
                    if n in mutated and isinstance(a, torch.Tensor))
     low = any(isinstance(a, torch.Tensor) and a.dtype in _LOW for a in args)
     reduction = _compat.kernel_name_of(autotuner).startswith(REDUCTION_PREFIXES)
+    gathers = loop_gathers(_compat.kernel_source(autotuner)) if reduction else 0
     return KernelCost(0.0, float(flops or elements), max(total - written, 0), written, 0, low,
-                      reduction=reduction)
+                      reduction=reduction, gathers=gathers)
 
 
 def _split(autotuner, args) -> tuple[tuple, tuple]:

@@ -1,8 +1,9 @@
-"""The scheduler's records: one FusionDecision per candidate pair, one FusionPlan per graph.
+"""The fusion plan records: one FusionDecision per candidate pair, one FusionPlan per graph.
 
-These are plain frozen data. The scheduler writes them; codegen, the runner, the views
-(graphviz, rich, the guardrail playground) and the tests only read them, and never re-run the
-scheduler to explain what it did.
+These are plain frozen data, written by both compilers -- the teaching scheduler
+(mtia_lab/compiler) and the observer of Inductor's scheduler (mtia_lab/inductor/plan.py) --
+and read by codegen, the runner, the comparison (mtia_lab/compare), the views (graphviz, rich,
+the guardrail playground) and the tests, which never re-run a scheduler to explain what it did.
 """
 
 from __future__ import annotations
@@ -120,15 +121,11 @@ class FusionPlan:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ir"}
         data = asdict(FusionPlan(**data))
         data.pop("ir")
-        # Dataflow inside kernels, shapes, users' names (for views), from our IR; a plan of
-        # Inductor's carries an InductorGraph (mtia_lab/inductor) that answers for itself.
-        if self.ir is not None:
-            from .plan_detail import plan_detail
-
-            own = getattr(self.ir, "plan_detail", None)  # another scheduler's graph (Inductor's)
-            detail = own() if own is not None else plan_detail(self.ir)
-            if detail is not None:
-                data["detail"] = detail
+        # Dataflow inside kernels, shapes, users' names (for views): each scheduler's graph
+        # answers for itself (the teaching scheduler's GraphIR, Inductor's InductorGraph).
+        detail = getattr(self.ir, "plan_detail", None)
+        if detail is not None and (found := detail()) is not None:
+            data["detail"] = found
         return data
 
     @property

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch.fx
 
-from .decisions import FusionPlan
+from ..records.plan import FusionPlan
 
 
 @dataclass

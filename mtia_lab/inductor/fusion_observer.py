@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..records.guardrails import inductor_values
 from . import _compat
 
 _STACK: list[Collector] = []  # the collector of the scheduler running now (innermost last)
@@ -68,9 +69,6 @@ class _Frame:
 
 
 _FRAMES: list[_Frame] = []
-GUARDRAILS = ("max_fusion_size", "max_fusion_unique_io_buffers", "score_fusion_memory_threshold",
-              "combo_kernels", "combo_kernel_max_num_args", "max_fusion_buffer_group_pairwise_"
-              "attempts", "aggressive_fusion", "realize_opcount_threshold")
 
 
 def current() -> Collector | None:
@@ -142,8 +140,8 @@ def install() -> None:
             phase = "backward" if graph.is_backward else (
                 "inference" if graph.is_inference else "forward")
             config = _compat.inductor_config()
-            collector = Collector(self, f"{phase}_{len(COLLECTED) + 1}", settings={
-                k: getattr(config, k) for k in GUARDRAILS})
+            collector = Collector(self, f"{phase}_{len(COLLECTED) + 1}",
+                                  settings=inductor_values(config))
             self._mtia_lab_collector = collector
             _STACK.append(collector)
             try:
