@@ -5,7 +5,8 @@
     python scripts/import_graph.py --json     # the same figures as JSON (tests read this)
 
 An edge is "eager" when the import runs at module level (it is executed by importing the file)
-and "lazy" when it sits inside a function (a hook that runs later). A circle is a strongly
+and "lazy" when it sits inside a function (a hook that runs later); an import under
+`if TYPE_CHECKING:` never runs (annotations only) and is no edge. A circle is a strongly
 connected set of modules; eager circles fail at import time in some orders, lazy ones hide a
 dependency that the file's header does not show. Floors are the layers of ARCHITECTURE.md:
 a module may import from its own floor or below; an import from a higher floor is an arrow up.
@@ -117,13 +118,29 @@ def _lazy_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Line numbers of imports under `if TYPE_CHECKING:` (never run: annotations only)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                  "typing.TYPE_CHECKING"):
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                        lines.add(sub.lineno)
+    return lines
+
+
 def edges_of(path: Path, modules: set[str]) -> list[Edge]:
     module = module_name(path)
     tree = ast.parse(path.read_text(), filename=str(path))
     lazy = _lazy_lines(tree)
+    typing_only = _type_checking_lines(tree)
     found: list[Edge] = []
 
     def add(target: str, line: int) -> None:
+        if line in typing_only:
+            return
         while target and target not in modules:  # `from .x import name`: name is no module
             target = target.rpartition(".")[0]
         if target and target != module:

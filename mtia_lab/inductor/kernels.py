@@ -9,11 +9,24 @@ launch).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from .. import _compat as core_compat
 from . import _compat
 from .fusion_observer import current
-from .triton_launch import KernelInfo
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What codegen knew about a kernel: registered here when Inductor defines it, read by
+    triton_launch.py at the kernel's first launch."""
+
+    name: str  # triton_poi_fused_add_relu_0
+    graph: str  # the Inductor graph it belongs to ("forward_3")
+    aten_nodes: tuple[str, ...]  # "relu: aten.relu.default", graph order
+    nodes: tuple[str, ...]  # the FX node names alone
+    source: str  # the @triton.jit function
+
 
 _INFOS: list[KernelInfo] = []  # newest last
 

@@ -30,21 +30,11 @@ from ..backend.runtime.cost import REDUCTION_PREFIXES, KernelCost, loop_gathers
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import charge
 from . import _compat, errors
+from .kernels import KernelInfo, kernel_info
 
 _LOW = (torch.bfloat16, torch.float16)
 # listener(launch: TritonLaunch, cost: KernelCost, span: (stream, start_us, end_us))
 LISTENERS: list[Callable] = []
-
-
-@dataclass(frozen=True)
-class KernelInfo:
-    """What codegen knew about a kernel (kernels.py registers it when Inductor defines it)."""
-
-    name: str  # triton_poi_fused_add_relu_0
-    graph: str  # the Inductor graph it belongs to ("forward_3")
-    aten_nodes: tuple[str, ...]  # "relu: aten.relu.default", graph order
-    nodes: tuple[str, ...]  # the FX node names alone
-    source: str  # the @triton.jit function
 
 
 @dataclass(frozen=True)
@@ -86,8 +76,6 @@ def _split(autotuner, args) -> tuple[tuple, tuple]:
 def _info(autotuner) -> KernelInfo:
     info = getattr(autotuner, "_mtia_lab_info", None)
     if info is None:
-        from .kernels import kernel_info
-
         info = autotuner._mtia_lab_info = kernel_info(
             _compat.kernel_name_of(autotuner), _compat.kernel_source(autotuner))
     return info

@@ -5,14 +5,17 @@ export is one way (io.py's `load_trace` refuses it). A Trace draws itself throug
 `Trace.chrome_trace()`, so a subclass (distributed/'s RankedTrace: one process per rank)
 exports its own picture through the same `to_chrome_trace`.
 
-`Trace.chrome_trace` and `Trace.export_chrome_trace` import this module when called (it
-imports events.py): a deliberate call-time import inside trace/.
+events.py imports this module; it names events.py's records for type checking only.
 """
 
 from __future__ import annotations
 
-from .events import TensorRecord, Trace
+from typing import TYPE_CHECKING
+
 from .files import write_atomically
+
+if TYPE_CHECKING:  # events.py imports this module: the record types for annotations only
+    from .events import TensorRecord, Trace
 
 HOST_PID = 0
 

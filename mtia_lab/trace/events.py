@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..records.display import view_for
+from .chrome import plain_chrome_trace, save_chrome_trace
 
 KINDS = ("native", "fallback", "view")
 COMPILED = "compiled"  # a fused kernel of a torch.compile'd region (either compiler's listener)
@@ -223,14 +224,10 @@ class Trace:
     def chrome_trace(self) -> dict:
         """The Chrome trace event object of `io.to_chrome_trace` (one process for the host,
         one per device); a subclass may draw itself otherwise."""
-        from .chrome import plain_chrome_trace  # chrome.py reads these records: at call time
-
         return plain_chrome_trace(self)
 
     def export_chrome_trace(self, path) -> None:
         """Write a Chrome trace event file, as torch.profiler's `prof.export_chrome_trace`."""
-        from .chrome import save_chrome_trace  # chrome.py reads these records: at call time
-
         save_chrome_trace(self, path)
 
     # -- selections --------------------------------------------------------------------------

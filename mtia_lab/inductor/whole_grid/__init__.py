@@ -47,7 +47,8 @@ from .. import _compat
 from .builder import GridBuilder, NotVectorizable
 from .codegen import Memory
 from .reduce import _patch_lang
-from .tape import Recorder, RecordingBuilder, Tape, TapeMiss, optimize, replay
+from .slots import TapeMiss
+from .tape import Recorder, RecordingBuilder, Tape, optimize, replay
 
 tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 

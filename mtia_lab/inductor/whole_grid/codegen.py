@@ -18,6 +18,7 @@ import triton.language as tl
 
 from .. import _compat
 from .builder import GridBuilder
+from .slots import TapeMiss, is_slot
 
 tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
@@ -269,10 +270,8 @@ def compile_tape(steps: list, inputs: dict, constants: dict, recorded: list):
     as whole_grid writes them; returns `run(arguments, builder, memory)` (memory: a Memory of
     the launch's tensor arguments), which raises whole_grid's TapeMiss when a guard reads
     another value."""
-    from .tape import TapeMiss, _is_slot
-
     def slot_of(value):
-        return value[1] if _is_slot(value) else None
+        return value[1] if is_slot(value) else None
 
     writer = _Writer(recorded)
     writer.names["TapeMiss"] = TapeMiss

@@ -34,6 +34,7 @@ import numpy as np
 from .. import _compat
 from .builder import GridBuilder
 from .codegen import _BINARY, _CASTS, _UNARY
+from .slots import is_slot
 
 tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
@@ -45,9 +46,7 @@ _ADDS = ("create_add", "create_fadd")
 
 
 def _slot(value) -> int | None:
-    from .tape import _is_slot
-
-    return value[1] if _is_slot(value) else None
+    return value[1] if is_slot(value) else None
 
 
 def _rename(value, alias: dict):

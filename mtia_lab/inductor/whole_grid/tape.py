@@ -10,12 +10,9 @@ from .. import _compat
 from .builder import GridBuilder
 from .codegen import Memory, compile_tape
 from .simplify import simplify
+from .slots import SLOT, is_slot
 
 tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
-
-
-class TapeMiss(Exception):
-    """A guard of the tape saw another value: record the launch afresh."""
 
 
 # --- the tape: the builder calls of one whole-grid run, replayed -------------------------------
@@ -37,9 +34,6 @@ class Tape:
     steps: list = field(default_factory=list)  # (method name, args, kwargs, out slots, guard)
     slots: int = 0
     run: Callable | None = None  # the steps as one function (codegen.py), once optimized
-
-
-_SLOT = object()  # marks an argument read from a slot
 
 
 class Recorder:
@@ -68,7 +62,7 @@ class Recorder:
 
     def _arg(self, value):
         if isinstance(value, tri.TensorHandle):
-            return (_SLOT, self.slot(value))
+            return (SLOT, self.slot(value))
         if isinstance(value, (list, tuple)) and any(isinstance(v, tri.TensorHandle)
                                                     for v in value):
             self.valid = False  # handles inside containers: not recorded
@@ -105,10 +99,6 @@ RecordingBuilder = type("RecordingBuilder", (GridBuilder,),
                         {name: _recorded(name) for name in _RECORDED})
 
 
-def _is_slot(value) -> bool:
-    return type(value) is tuple and len(value) == 2 and value[0] is _SLOT
-
-
 _EFFECTS = ("create_masked_store", "create_store", "create_atomic", "create_assert",
             "create_assume", "create_print", "check_uniform", "create_barrier",
             "create_descriptor_store", "create_descriptor_scatter")
@@ -117,7 +107,7 @@ _PER_LAUNCH = ("create_get_program_id", "create_get_num_programs")
 
 def _reads(step) -> list[int]:
     _, spec, kw, _, _ = step
-    return [a[1] for a in (*spec, *kw.values()) if _is_slot(a)]
+    return [a[1] for a in (*spec, *kw.values()) if is_slot(a)]
 
 
 def optimize(tape: Tape, recorded: list) -> Tape:
