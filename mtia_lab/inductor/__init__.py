@@ -33,12 +33,18 @@ the engine switch (mtia_lab/compare/engine.py).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
 
+from .._after_import import call_after_import
+from ..backend.aten.tensor import MTIATensor
 from ..records.guardrails import GUARDRAILS, inductor_values
 from ..records.plan import FusionSplitError, explain_split
+from . import _compat
+from .entry import install_entry
+from .entry import keep_list as _keep_list
 from .errors import InductorDeviceError
 
 __all__ = ["GUARDRAILS", "InductorDeviceError", "PLANS", "assert_single_kernel", "compile_graph",
@@ -55,8 +61,7 @@ def install_hooks() -> None:
     CUDA build with a GPU, whose Triton must not be switched to the interpreter."""
     if _INSTALLED:
         return
-    from . import (
-        _compat,
+    from . import (  # Inductor and Triton load here, when a graph first compiles for mtia_sim
         device,
         errors,
         fusion_observer,
@@ -65,7 +70,6 @@ def install_hooks() -> None:
         trace_events,
         triton_launch,
     )
-    from .entry import install_entry
 
     errors.check_triton()
     _compat.interpreter_env()
@@ -78,11 +82,9 @@ def install_hooks() -> None:
     libdevice.install(_compat.interpreted_helpers())  # before trust_triton_for patches it
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
-    from ..backend.aten.tensor import MTIATensor
-
     _compat.accept_device_tangents(MTIATensor)
     _compat.add_kernel_estimates()
-    install_entry()
+    install_entry(install_hooks)
     fusion_observer.install()
     kernels.install()
     triton_launch.install()
@@ -102,36 +104,26 @@ def install_entry_when_imported() -> None:
     """What `import mtia_lab` arranges: wrap Inductor's compile_fx once Inductor is imported
     (by whoever imports it), so that the default backend compiles mtia_sim graphs for the
     device. Importing mtia_lab loads neither Dynamo, Inductor nor Triton."""
-    from .._after_import import call_after_import
-    from . import _compat
-    from .entry import install_entry
-
     if _compat.cpu_only_build() and "TRITON_INTERPRET" not in os.environ:
         _compat.interpreter_env()
-    call_after_import(_compat.COMPILE_FX_MODULE, install_entry)
+    call_after_import(_compat.COMPILE_FX_MODULE, functools.partial(install_entry, install_hooks))
 
 
 def guardrail_settings() -> dict:
     """Inductor's own values of the guardrails its scheduler reads (its config module),
     by guardrail name (the registry: mtia_lab/records/guardrails.py)."""
-    from . import _compat
-
     return inductor_values(_compat.inductor_config())
 
 
 def keep_list(enabled: bool = True):
     """`with keep_list(False):` compile without MTIA's keep-list (layer norm decomposed)."""
-    from .entry import keep_list as context
-
-    return context(enabled)
+    return _keep_list(enabled)
 
 
 def compile_graph(gm, example_inputs, options: dict | None = None):
     """`backend="mtia_lab", options={"engine": "inductor", ...}`: Inductor's compile_fx, with
     the other options as Inductor config patches ("keep_list": False drops the keep-list)."""
     install_hooks()
-    from . import _compat
-
     options = dict(options or {})
     options.pop("engine", None)
     keep = options.pop("keep_list", True)
@@ -155,8 +147,6 @@ def inductor_plans(fn, *example_inputs, keep: bool = True, config: dict | None =
     `FusionPlan.symbols`; None: only the dims given to `torch._dynamo.mark_dynamic`).
     `torch.compiler.reset()` runs first, so no cached compile hides the plan."""
     install_hooks()
-    from . import _compat
-
     torch.compiler.reset()
     start = len(PLANS)
     args = _on_device(example_inputs)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import traceback
+from collections.abc import Callable
 
 import torch
 
@@ -130,10 +131,8 @@ def _traced(node: torch.fx.Node | None, x: MTIATensor) -> torch.Tensor:
 
 
 def compile_for_device(original, gm, example_inputs, *args, **kwargs):
-    """Inductor's compile_fx on a graph of mtia_sim tensors, for the device."""
-    from . import install_hooks
-
-    install_hooks()
+    """Inductor's compile_fx on a graph of mtia_sim tensors, for the device (the hooks of
+    `install_entry`'s `prepare` installed)."""
     inputs = device_fakes(gm, example_inputs)
     kwargs["decompositions"] = decompositions(kwargs.get("decompositions"))
     kwargs["inner_compile"] = _inner(kwargs.get("inner_compile"), _STATE["keep_list"])
@@ -216,8 +215,10 @@ def _explain(error: BaseException) -> errors.InductorDeviceError | None:
     return None
 
 
-def install_entry() -> None:
-    """Wrap Inductor's compile_fx (idempotent)."""
+def install_entry(prepare: Callable[[], None]) -> None:
+    """Wrap Inductor's compile_fx (idempotent). `prepare`: installs the rest of the device's
+    hooks before the first graph compiles for it (the package's `install_hooks`, passed in so
+    this module never imports its package)."""
     module = _compat.compile_fx_module()
     original = module.compile_fx
     if getattr(original, "_mtia_lab", False):
@@ -226,6 +227,7 @@ def install_entry() -> None:
     @functools.wraps(original)
     def compile_fx(model_, example_inputs_, *args, **kwargs):
         if isinstance(model_, torch.fx.GraphModule) and has_device_inputs(example_inputs_):
+            prepare()
             return compile_for_device(original, model_, example_inputs_, *args, **kwargs)
         return original(model_, example_inputs_, *args, **kwargs)
 
