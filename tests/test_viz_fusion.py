@@ -19,8 +19,8 @@ from mtia_lab import compiler
 from mtia_lab.compiler import config
 from mtia_lab.compiler.config import ConfigError
 from mtia_lab.viz import FusionGraph, PlanCompare, fusion_graph, plan_compare, playground
-from mtia_lab.viz.display import svg_img_html
-from mtia_lab.viz.fusion_graph import REFUSED
+from mtia_lab.viz.fusion_data import REFUSED
+from mtia_lab.viz.svg_html import svg_img_html
 
 
 def mlp(x, w1, b1, w2, b2):

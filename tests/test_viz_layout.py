@@ -14,7 +14,7 @@ from rich.console import Console
 
 from mtia_lab.inspect import LayoutError, layout_of, strided_layout
 from mtia_lab.viz import LayoutExplorer, layout_view, layout_view_from
-from mtia_lab.viz.layout import MAX_CELLS, cell_colour
+from mtia_lab.viz.layout_render import MAX_CELLS, cell_colour
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -9,7 +9,7 @@ That one formula explains transposes (strides swapped), slices (an offset, large
 `expand` (stride 0: many elements read one cell), `as_strided` overlaps and channels_last (the
 channel stride is 1). `StridedLayout` evaluates it for every element and records the results:
 which cell each element reads, how many elements read each cell, the cells nobody reads, and
-which other given views read the same storage. Renderers (mtia_lab/viz/layout.py) only read it.
+which other given views read the same storage. Renderers (viz/layout_render.py) only read it.
 """
 
 from __future__ import annotations

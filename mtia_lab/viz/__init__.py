@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .activation_views import ActivationView, TradeView, activation_view, trade_view
 from .diagram_widget import DiagramExplorer
-from .display import View, svg_img_html
+from .display import View
 from .fusion_graph import FusionGraph, fusion_graph
 from .graphviz_render import DotError, GraphvizNotFound, dot_to_svg, find_renderer
 from .guard_views import CacheStepper, CompileLogView, compile_log_view
@@ -18,6 +18,7 @@ from .layout_widget import LayoutExplorer
 from .memory import MemoryView, memory_view
 from .plan_compare import PlanCompare, plan_compare
 from .playground import Playground, PlaygroundWidget, playground
+from .svg_html import svg_img_html
 from .timeline import timeline_of
 from .timeline_views import TimelineView, timeline_view
 from .trace_explorer import TraceExplorer, TraceTable, trace_explorer, trace_table

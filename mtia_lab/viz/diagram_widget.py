@@ -20,7 +20,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .display import svg_figure_html
+from .svg_html import svg_figure_html
 
 STATIC = Path(__file__).parent / "static"
 

@@ -17,18 +17,12 @@ text twin and the reason, never a broken image.
 
 from __future__ import annotations
 
-import base64
 import html
-import re
 from typing import Any
 
+from .diagram_widget import DiagramExplorer
 from .graphviz_render import DotError, GraphvizNotFound
-
-
-def svg_img_html(svg: str, alt: str = "") -> str:
-    """`<img>` with the SVG inline as base64: displays in saved and untrusted notebooks."""
-    data = base64.b64encode(svg.encode()).decode()
-    return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}"/>'
+from .svg_html import svg_figure_html
 
 
 def widget_bundle(widget, text: str, static_html: str, include=None, exclude=None) -> dict:
@@ -42,41 +36,6 @@ def widget_bundle(widget, text: str, static_html: str, include=None, exclude=Non
             "version_major": 2, "version_minor": 0, "model_id": widget.model_id}
     return {key: value for key, value in bundle.items()
             if (include is None or key in include) and (exclude is None or key not in exclude)}
-
-# JupyterLab's notebook column is about 830-950 px wide at a 1280 px window; it scales a wider
-# <img> down (max-width: 100%), and a 1750 px diagram then shows 7 px text. A wider picture is
-# shown at its drawn size instead, in a box that scrolls both ways and is at most WINDOW_PX
-# tall: it opens on the picture's top-left corner with both scroll bars on screen (not 4,000 px
-# further down), under a caption that names it (Graphviz centres the title, which a narrow
-# column would cut).
-WIDE_PX = 900
-WINDOW_PX = 640
-_SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)(pt|px)?"')
-
-
-def svg_width_px(svg: str) -> float | None:
-    """The drawn width of an SVG in CSS px (Graphviz writes pt: 1 pt = 4/3 px)."""
-    found = _SVG_WIDTH.search(svg)
-    if not found:
-        return None
-    return float(found.group(1)) * (4 / 3 if found.group(2) == "pt" else 1)
-
-
-def svg_figure_html(svg: str, alt: str = "") -> str:
-    """`svg_img_html`, and for a picture wider than the notebook column, at its drawn size in a
-    scrolling window under a caption (see WIDE_PX): text stays at the size it was drawn."""
-    img = svg_img_html(svg, alt)
-    width = svg_width_px(svg)
-    if width is None or width <= WIDE_PX:
-        return img
-    caption = (f"{alt + ': ' if alt else ''}{width:.0f} px wide, shown at full size: scroll "
-               "inside the box (or .explore() to pan and zoom)")
-    return ('<div class="mtia-wide-diagram">'
-            '<div class="mtia-wide-caption" style="font-family:monospace;font-size:12px;'
-            f'margin-bottom:4px">{html.escape(caption)}</div>'
-            f'<div class="mtia-wide-window" style="overflow: auto; max-width: 100%; '
-            f'max-height: {WINDOW_PX}px">'
-            + img.replace("<img ", '<img style="max-width: none" ', 1) + "</div></div>")
 
 
 def text_html(text: str) -> str:
@@ -134,8 +93,6 @@ class View:
         """The picture as a live widget in JupyterLab: pan, zoom, hover for a node's inputs and
         outputs, click for its details (`.selected` holds the last click). Opt-in: a saved
         notebook keeps the static picture of the view itself."""
-        from .diagram_widget import DiagramExplorer
-
         svg = self.to_svg()
         if svg is None:
             raise ValueError(f"{type(self).__name__} has no picture to explore; use to_text()")

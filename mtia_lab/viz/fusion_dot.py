@@ -28,7 +28,7 @@ from ..backend.runtime.allocator import format_bytes
 from ..records.guardrails import GUARDRAILS
 from ..records.plan import symbols_text
 from . import palette
-from .fusion_graph import (
+from .fusion_data import (
     KIND_BORDER,
     KIND_FILL,
     MODULE_BOX,

@@ -18,8 +18,9 @@ import html
 import ipywidgets as widgets
 
 from ..instruments.records import CompileEntry, CompileLog, reason_kind, short_guard
-from .display import View, svg_img_html, text_html, widget_bundle
+from .display import View, text_html, widget_bundle
 from .graphviz_render import digraph, dot_to_svg, quote
+from .svg_html import svg_img_html
 
 MAX_GUARDS = 8  # per entry, in text and picture
 COLORS = {"compiled": "#e07b00", "cache hit": "#3c8c3c", "eager (recompile limit)": "#999999"}

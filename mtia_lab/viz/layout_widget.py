@@ -19,8 +19,9 @@ from collections.abc import Sequence
 import ipywidgets as widgets
 
 from ..inspect.layout import LayoutError, StridedLayout, strided_layout
-from .display import svg_img_html, text_html, widget_bundle
-from .layout import render_svg, render_text
+from .display import text_html, widget_bundle
+from .layout_render import render_svg, render_text
+from .svg_html import svg_img_html
 
 
 class LayoutExplorer(widgets.VBox):

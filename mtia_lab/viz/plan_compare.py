@@ -18,7 +18,7 @@ from typing import Any
 
 from . import palette
 from .display import View
-from .fusion_graph import KIND_BORDER, fmt_us
+from .fusion_data import KIND_BORDER, fmt_us
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
 from .trace_format import rich_text
 

@@ -36,9 +36,11 @@ from ..compiler.scheduler import schedule
 from ..progress import progress
 from ..records.guardrails import GUARDRAILS
 from ..records.plan import FusionPlan, flipped
-from .display import View, svg_img_html, text_html, widget_bundle
-from .fusion_graph import FusionGraph, fmt_us
+from .display import View, text_html, widget_bundle
+from .fusion_data import fmt_us
+from .fusion_graph import FusionGraph
 from .graphviz_render import DotError, GraphvizNotFound
+from .svg_html import svg_img_html
 
 # The guardrails the playground offers, in the order shown, with how each is edited.
 CONTROLS = {

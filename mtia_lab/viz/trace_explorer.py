@@ -8,7 +8,7 @@ Two forms over the same rows:
   device; a sort; prev/next pages; the page as an HTML table (columns aligned, nothing cut: it
   scrolls sideways in a narrow notebook); an event chooser; the chosen event's details
   (dispatch path, tensors with shapes and strides, memory, times, source line) and the stride
-  layout of one of its tensors (viz/layout.py). The details follow the filters: a filter or a
+  layout of one of its tensors (viz/layout_render.py). The details follow the filters: a filter or a
   page turn that hides the open event opens the first one shown instead. Its own bundle
   carries the static table too, for every place without a widget front end.
 
@@ -31,8 +31,9 @@ import traitlets
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
 from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
 from . import palette
-from .display import View, svg_img_html, text_html, widget_bundle
-from .layout import render_svg
+from .display import View, text_html, widget_bundle
+from .layout_render import render_svg
+from .svg_html import svg_img_html
 from .text_fit import NOTEBOOK_WIDTH, abbreviate, wrap_line, wrap_text
 from .trace_format import (
     fmt_bytes,

@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Locator, expect
 
 from mtia_lab.inspect.layout import LayoutError, strided_layout
-from mtia_lab.viz.layout import render_svg
+from mtia_lab.viz.layout_render import render_svg
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
