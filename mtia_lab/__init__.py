@@ -55,6 +55,6 @@ _inductor_entry()  # torch.compile (Inductor) compiles mtia_sim graphs for the d
 
 def load_ipython_extension(ipython) -> None:
     """`%load_ext mtia_lab`: registers the `%mtia_trace` / `%%mtia_trace` magics (magics.py)."""
-    from .magics import load_ipython_extension as load
+    from .magics import load_ipython_extension as load  # IPython loads only with %load_ext
 
     load(ipython)

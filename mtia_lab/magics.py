@@ -36,6 +36,10 @@ from IPython.core.magic import (
     output_can_be_silenced,
 )
 
+from .backend import strict as strict_mode
+from .trace import save_chrome_trace, save_trace
+from .trace import trace as start_trace
+
 _UNSET = object()  # a name the cell assigns that had no value before
 VIEWS = ("summary", "tree", "graph", "explorer", "table", "none")
 DEFAULT_VAR = "_mtia_trace"
@@ -216,10 +220,8 @@ class TraceMagics(Magics):
     # -- tracing, binding, showing ---------------------------------------------------------
     def _trace(self, run, args):
         __tracebackhide__ = True  # noqa: F841
-        import mtia_lab
-
-        strict = mtia_lab.strict() if args.strict else contextlib.nullcontext()
-        tracer = mtia_lab.trace(args.label or "%mtia_trace")
+        strict = strict_mode() if args.strict else contextlib.nullcontext()
+        tracer = start_trace(args.label or "%mtia_trace")
         error: BaseException | None = None
         value = None
         try:
@@ -234,9 +236,9 @@ class TraceMagics(Magics):
         trace = tracer.trace  # compiled regions appear in it as "compiled" kernel events
         self.shell.user_ns[args.var] = trace
         if args.save:
-            mtia_lab.trace.io.save_trace(trace, args.save)
+            save_trace(trace, args.save)
         if args.chrome:
-            mtia_lab.trace.io.save_chrome_trace(trace, args.chrome)
+            save_chrome_trace(trace, args.chrome)
         view = make_view(trace, args.view, "sim" if args.no_times else True)
         if view is not None:
             from IPython.display import display
