@@ -3,6 +3,7 @@ what it does for a GPU-like device (graph capture and replay on the device's gra
 what it skips and why."""
 
 import copy
+import gc
 
 import pytest
 import torch
@@ -78,6 +79,29 @@ def test_reduce_overhead_trains_with_forward_and_backward_replayed():
         torch.testing.assert_close(p_dev.cpu(), p_host, rtol=1e-4, atol=1e-6)
     graphs = modes.device_graphs(start)
     assert len(graphs) == 2 and all(g.replays >= 1 and g.skipped is None for g in graphs)
+
+
+def test_reset_frees_the_device_graphs_and_their_memory():
+    """torch.compiler.reset() drops what a reduce-overhead compile captured: its device graphs
+    and the device memory they and the model held (Dynamo must not keep compiled frames of the
+    device's internals, which would keep them alive)."""
+    gc.collect()
+    before = torch.mtia_sim.memory_allocated()
+    start = len(modes.GRAPHED)
+
+    def train():
+        host, dev = _models()
+        step = torch.compile(lambda x: dev(x).square().mean(), mode="reduce-overhead",
+                             dynamic=False)
+        for _ in range(3):
+            step(torch.randn(8, 16, device=DEVICE)).backward()
+        return len(modes.device_graphs(start))
+
+    assert train() == 2
+    torch.compiler.reset()
+    gc.collect()
+    assert modes.device_graphs(start) == []
+    assert torch.mtia_sim.memory_allocated() == before
 
 
 def test_reduce_overhead_says_why_a_graph_is_not_captured():

@@ -44,9 +44,18 @@ def register(only_if_dynamo_loaded: bool = False) -> None:
     _compat.register_dynamo_backend("mtia_lab", mtia_lab_backend)
 
 
+# The device's internals: mtia_lab.backend, and the compat module whose private-API calls it
+# makes (`_compat.current_accelerator()` was `torch._C._accelerator_getAccelerator()` inside
+# backend/ until the calls moved behind compat).
+DEVICE_INTERNALS = ("mtia_lab.backend", "mtia_lab._compat")
+
+
 def skip_device_internals() -> None:
-    """Tell Dynamo not to trace mtia_lab.backend. A graph break (`loss.backward()`, a global
-    store) runs its code eagerly with Dynamo still watching every new Python frame: the device's
-    own kernels, called back from C++, would be traced too, and `MTIATensor.__new__` sets
-    Python attributes on a tensor Dynamo cannot model. They are the device, not the model."""
-    _compat.dynamo_skip_package("mtia_lab.backend")
+    """Tell Dynamo not to trace the device's internals (DEVICE_INTERNALS). A graph break
+    (`loss.backward()`, a global store) runs its code eagerly with Dynamo still watching every
+    new Python frame: the device's own kernels, called back from C++, would be traced too, and
+    `MTIATensor.__new__` sets Python attributes on a tensor Dynamo cannot model. They are the
+    device, not the model. Traced, they also kept compiled frames, and the device graphs and
+    memory those hold, alive past `torch.compiler.reset()`."""
+    for package in DEVICE_INTERNALS:
+        _compat.dynamo_skip_package(package)
