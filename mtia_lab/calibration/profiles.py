@@ -50,10 +50,9 @@ SOURCES = {
                       "bandwidth",
     "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
                       "16384",
-    "gather_rate": "measured (loop_probes.py, H100; the H200 borrows it: the same SMs and clock, "
-                   "the gathers are issued by the SMs): a layer norm backward's looped column "
-                   "sum in bf16 at (4, 768, 1536), its time less the reduction floor and its "
-                   "bytes at the run's elementwise rate, over the elements it gathers",
+    "gather_rate": "measured (loop_probes.py, on each chip): a layer norm backward's looped "
+                   "column sum in bf16 at (4, 768, 1536), its time less the reduction floor and "
+                   "its bytes at the run's elementwise rate, over the elements it gathers",
     # not profile fields: what the calibration prices Inductor's kernels with besides them
     "launch_sequences": "recorded (launch_sequence.py): the address ranges each kernel of one "
                         "eval call or training step reads and writes, in launch order; each "
