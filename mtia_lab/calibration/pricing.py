@@ -111,7 +111,8 @@ def _bound(profile: ChipProfile, price: cost.KernelCost) -> str:
     efficiency, latency = 1.0, 0.0
     if price.row_op:
         efficiency, latency = cost.row_figures(profile, price.row_op, low, price.row_length)
-    memory = moved / (bandwidth * efficiency)
+        bandwidth = cost.row_bandwidth(profile, bandwidth, efficiency)
+    memory = moved / bandwidth
     if price.gathers and profile.gather_rate:
         memory += price.gathers / profile.gather_rate
     largest = max(gemm, vector, memory)
