@@ -75,12 +75,15 @@ def launch_cost(autotuner, args) -> KernelCost:
     elements = sum(a.numel() for n, a in zip(names, args, strict=False)
                    if n in mutated and isinstance(a, torch.Tensor))
     low = any(isinstance(a, torch.Tensor) and a.dtype in _LOW for a in args)
-    reduction = _compat.kernel_name_of(autotuner).startswith(REDUCTION_PREFIXES)
+    name = _compat.kernel_name_of(autotuner)
+    reduction = name.startswith(REDUCTION_PREFIXES)
     source = _compat.kernel_source(autotuner) if reduction else ""
     gathers = loop_gathers(source) if reduction else 0
-    numel = source_numel(source)
-    columns = outer_block_columns(_compat.reduction_hint(autotuner), numel.get("xnumel", 0),
-                                  numel.get("r0_numel", 0)) if reduction else 0
+    columns = 0  # a persistent reduction's columns a program, where its hint sets its config
+    if name.startswith("triton_per_"):
+        numel = source_numel(source)
+        columns = outer_block_columns(_compat.reduction_hint(autotuner),
+                                      numel.get("xnumel", 0), numel.get("r0_numel", 0))
     return KernelCost(0.0, float(flops or elements), max(total - written, 0), written, 0, low,
                       reduction=reduction, gathers=gathers, block_columns=columns)
 
