@@ -52,7 +52,8 @@ SOURCES = {
                    "bytes over its time less the pointwise launch floor",
     "row_efficiency": "measured (reduction_probes.py): ATen's sum, softmax and layer norm over "
                       "2^25 elements in rows of 256 to 16384, bytes over time over the copy "
-                      "bandwidth",
+                      "bandwidth (in the L2: a pass at the L2's rate plus the rows' own work, "
+                      "cost.row_bandwidth)",
     "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
                       "16384",
     "gather_rate": "measured (loop_probes.py, on each chip): a layer norm backward's looped "
@@ -190,7 +191,7 @@ def model_hints(chip: str) -> dict:
 
 def loop_probes(chip: str):
     """The measurements whose loop_probes.py rows `chip` is priced with: its own, else those of
-    the first other chip that has them (the H200's run of the probes came back on an H100)."""
+    the first other chip that has them (both chips now have their own run)."""
     for name in [chip, *(c for c in available() if c != chip)]:
         measured = load(name)
         if measured.probes.get("loops"):
