@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from . import trace  # a callable package: `with mtia_lab.trace() as t:`
+from ._version import __version__  # noqa: F401  (the package's version, as `mtia_lab.__version__`)
 from .backend import (
     MTIATensor,
     StrictModeError,
@@ -22,7 +23,6 @@ from .backend import (
 from .backend.runtime.profile import MTIA_V1, MTIA_V2, ChipProfile
 from .trace import Trace, load_trace
 
-__version__ = "0.1.0"
 DEVICE = "mtia_sim"
 
 __all__ = [
@@ -41,9 +41,9 @@ from .compare.engine import register as _register_backend  # noqa: E402  (needs 
 
 _register_backend(only_if_dynamo_loaded=True)  # the engine switch (compare/engine.py)
 
-from .trace import compiled as _compiled_trace  # noqa: E402
+from .compiler import trace_listener as _compiled_trace  # noqa: E402
 
-_compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()` (trace/compiled.py)
+_compiled_trace.install()  # compiled kernels show in `mtia_lab.trace()`
 
 from .distributed import registration as _distributed  # noqa: E402
 

@@ -1,15 +1,30 @@
-"""Every private or experimental PyTorch API mtia_lab touches, in one place.
+"""Every private or experimental PyTorch core API mtia_lab touches, in one place.
 
 The Python backend path of PyTorch is young: the names below are private and may move between
-releases. mtia_lab pins torch (see pyproject.toml); when upgrading, this is the file to check,
-and tests/test_compat.py is the suite that says whether the hooks still behave.
+releases. Every function and constant here was checked on torch 2.13.0 (`SUPPORTED_TORCH`);
+mtia_lab pins torch (see pyproject.toml). When upgrading, this is the file to read again, and
+tests/test_compat.py pins each name here against the private API it wraps: it fails naming both.
+
+Three compat modules, split by what they reach into and who may import them:
+- this one (floor 0, imported by everything): the dispatcher, autograd, tensor subclasses,
+  storages, FakeTensor, Dynamo's registration hooks, torch.testing's OpInfo database;
+  `import mtia_lab` loads none of Dynamo, Inductor or Triton through it (imports inside
+  functions);
+- mtia_lab/inductor/_compat.py: TorchInductor's and Triton's internals, read by the Inductor
+  engine and the comparison above it only (Triton must not be imported before the engine sets
+  its interpreter switch);
+- mtia_lab/instruments/_compat.py: Dynamo's introspection records (structured trace, guard
+  cache, compiled autograd), read by the compile instruments only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 
 import torch
+import torch.utils._pytree
 import torch.utils.backend_registration as _backend_registration
 
 SUPPORTED_TORCH = ("2.13",)
@@ -27,6 +42,7 @@ def check_torch_version() -> None:
 
 
 def privateuse1_name() -> str:
+    """The name PrivateUse1 has now ("privateuseone" until a backend renames it)."""
     return torch._C._get_privateuse1_backend_name()
 
 
@@ -38,20 +54,158 @@ def setup_python_backend(name: str, device_module: object) -> None:
     )
 
 
-def make_wrapper_tensor(
-    cls: type, inner: torch.Tensor, device: torch.device, requires_grad: bool = False
-) -> torch.Tensor:
-    """A tensor whose metadata (size, strides, offset, dtype, device) is its own, data elsewhere."""
-    return torch.Tensor._make_wrapper_subclass(
-        cls,
-        inner.size(),
-        strides=inner.stride(),
-        storage_offset=inner.storage_offset(),
-        dtype=inner.dtype,
-        layout=inner.layout,
-        device=device,
-        requires_grad=requires_grad,
-    )
+# -- names bound directly: types, and callables on the dispatcher's hot path ----------------------
+# An op overload (`torch.ops.aten.add.Tensor`) and its packet (`torch.ops.aten.add`): the keys of
+# the kernel registry and the types of `func` in __torch_dispatch__.
+OpOverload = torch._ops.OpOverload
+OpOverloadPacket = torch._ops.OpOverloadPacket
+
+# Wrapper subclasses: metadata of their own, data elsewhere (MTIATensor.__new__).
+make_wrapper_subclass = torch.Tensor._make_wrapper_subclass
+
+# `__torch_function__ = disabled_torch_function`: results of torch functions keep their own class
+# (a host `.cpu()` result is not made an MTIATensor); only __torch_dispatch__ sees the ops.
+disabled_torch_function = torch._C._disabled_torch_function_impl
+
+# The C++ getter/setter of `Tensor.data` and `Tensor._backward_hooks`, and the C++
+# `Tensor.untyped_storage`, for a subclass that overrides the Python-level names.
+TensorBase = torch._C.TensorBase
+tensor_data_descriptor = torch._C.TensorBase.data
+tensor_backward_hooks_descriptor = torch._C.TensorBase._backward_hooks
+tensor_base_untyped_storage = torch._C.TensorBase.untyped_storage
+
+# PyTorch's printer of a tensor's values (what `repr(tensor)` shows before its suffix).
+tensor_str = torch._tensor_str._str
+
+# Where torch's Tensor methods and nn.functional functions report they come from (their
+# `__module__`): how the trace names a call "Tensor.add" or "F.linear".
+TENSOR_METHOD_MODULE = "torch._tensor"
+NN_FUNCTIONAL_MODULES = ("torch.nn.functional", "torch._C._nn")
+
+# The C++ stream and event types torch.Stream / torch.Event are (subclassable), and the
+# DeviceType value they report as `device_type` for the PrivateUse1 device.
+NativeStream = torch._C.Stream
+NativeEvent = torch._C.Event
+PRIVATEUSE1_DEVICE_TYPE = int(torch._C._autograd.DeviceType.PrivateUse1)
+
+# PyTorch's pytree (flatten / map over nested args), which torch's own dispatch code uses.
+pytree = torch.utils._pytree
+
+# Exclude a set of dispatch keys while a block runs (`with ExcludeDispatchKeys(keyset):`).
+ExcludeDispatchKeys = torch._C._ExcludeDispatchKeyGuard
+
+# Run below the Autograd key (an op's result gets no grad_fn: the composite's own autograd).
+below_autograd = torch._C._AutoDispatchBelowAutograd
+
+# What torch.save writes for a tensor (torch.load calls them back: the same objects).
+rebuild_tensor = torch._utils._rebuild_tensor_v2
+rebuild_parameter = torch._utils._rebuild_parameter
+tensor_metadata = torch._utils.get_tensor_metadata
+
+
+def op_schema(op: OpOverload):
+    """An op overload's FunctionSchema (arguments, returns, alias info): what the dispatcher
+    checks a call against. `op._schema` is private; there is no public spelling."""
+    return op._schema
+
+
+def overload_name(op: OpOverload) -> str:
+    """An op overload's name within its packet: "Tensor" for aten.add.Tensor, "default"."""
+    return op._overloadname
+
+
+def dispatch_key_set(*names: str):
+    """A DispatchKeySet of the named keys ("Python", "AutocastPrivateUse1"), for
+    `ExcludeDispatchKeys`. Made once, outside the hot path."""
+    keys = [getattr(torch._C.DispatchKey, name) for name in names]
+    keyset = torch._C.DispatchKeySet(keys[0])
+    for key in keys[1:]:
+        keyset = keyset.add(key)
+    return keyset
+
+
+def current_accelerator():
+    """The accelerator torch.accelerator reports now (a torch.device), or None."""
+    return torch._C._accelerator_getAccelerator()
+
+
+def all_op_schemas() -> list:
+    """Every operator schema the dispatcher knows (`.name` "aten::_foreach_add"...)."""
+    return torch._C._jit_get_all_schemas()
+
+
+def all_op_names() -> list[str]:
+    """Every operator name the dispatcher knows ("_c10d_functional::all_reduce"...)."""
+    return torch._C._dispatch_get_all_op_names()
+
+
+def set_storage_method(name: str, fn) -> None:
+    """`storage.<name>()` on untyped storages (the base class PyTorch generates PrivateUse1
+    storage methods on)."""
+    setattr(torch.storage._StorageBase, name, fn)
+
+
+def load_functional_collectives() -> None:
+    """Import torch's functional collectives: the Python-defined `_c10d_functional` ops
+    (`_wrap_tensor_autograd`) exist from then on (60 ms, not paid by `import mtia_lab`)."""
+    import torch.distributed._functional_collectives  # noqa: F401
+
+
+def gloo_process_group() -> type:
+    """The C++ Gloo process group, which the simulated ranks move host bytes with."""
+    from torch._C._distributed_c10d import ProcessGroupGloo
+
+    return ProcessGroupGloo
+
+
+# The module whose import means Dynamo is loaded (`import mtia_lab` must not load it).
+DYNAMO_MODULE = "torch._dynamo"
+
+
+def dynamo_loaded() -> bool:
+    """Has anyone imported Dynamo yet? (Nothing is imported to find out.)"""
+    return DYNAMO_MODULE in sys.modules
+
+
+def dynamo_backend(name: str):
+    """The compiler function Dynamo registered under `name` ("inductor", "mtia_lab")."""
+    from torch._dynamo import lookup_backend
+
+    return lookup_backend(name)
+
+
+@contextlib.contextmanager
+def plain_graph_modules():
+    """`torch.fx.GraphModule(...)` made inside is a plain one, not a lazily recompiled one
+    (Dynamo traces a plain GraphModule's forward)."""
+    from torch.fx._lazy_graph_module import _force_skip_lazy_graph_module
+
+    with _force_skip_lazy_graph_module():
+        yield
+
+
+# --- torch.testing's OpInfo database (used by mtia_lab/testing) ---
+
+
+def opinfo_db() -> list:
+    """PyTorch's OpInfo database (`op_db`): every op with sample inputs and its own tolerances."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return op_db
+
+
+def tolerance_override_type() -> type:
+    """The decorator type an OpInfo uses to set its own comparison tolerances."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+
+    return toleranceOverride
+
+
+def noncontiguous_like(t: torch.Tensor) -> torch.Tensor:
+    """PyTorch's non-contiguous copy of `t` (same values, strided memory), as its tests use."""
+    from torch.testing._internal.common_utils import noncontiguous_like as make
+
+    return make(t)
 
 
 def copy_math_bits(wrapper: torch.Tensor, inner: torch.Tensor) -> None:
@@ -92,6 +246,7 @@ def dispatch_keys_of(tensor: torch.Tensor) -> list[str]:
 
 
 def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
+    """Does `op` have a kernel registered at `dispatch_key` ("PrivateUse1", "CPU")?"""
     return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), dispatch_key)
 
 

@@ -203,7 +203,7 @@ class TraceMagics(Magics):
     def _compile(self, tree: ast.AST, source: str, mode: str):
         """Compile under a file name IPython keeps the source of, so tracebacks show the
         user's lines (and traced events name them as their source)."""
-        from .source_names import running_cell_number
+        from .source import running_cell_number
 
         cache = self.shell.compile.cache
         name = cache(self.shell.transform_cell(source), running_cell_number(self.shell))

@@ -29,10 +29,10 @@ PACKAGE = "mtia_lab"
 FLOORS: dict[str, int] = {
     # 0 base: private-API shims, progress bars, where a line of user code is
     "mtia_lab._compat": 0,
+    "mtia_lab._after_import": 0,  # a generic import hook: imports nothing of mtia_lab
+    "mtia_lab._version": 0,
     "mtia_lab.progress": 0,
     "mtia_lab.source": 0,
-    "mtia_lab.source_names": 0,
-    "mtia_lab.fx_source": 0,
     # 1 the device
     "mtia_lab.backend": 1,
     # 2 records everyone writes and every view reads
@@ -53,15 +53,27 @@ FLOORS: dict[str, int] = {
     "mtia_lab.magics": 5,
     "mtia_lab.tour": 5,
     "mtia_lab.static_outputs": 5,
-    "mtia_lab._after_import": 5,
+    "mtia_lab.distributed._worker": 5,  # a rank process's entry point (`python -m`), as __main__
     "mtia_lab.__main__": 5,
     "mtia_lab": 5,
 }
 
 # Files allowed to name private PyTorch / Triton APIs.
 COMPAT_MODULES = {"mtia_lab._compat", "mtia_lab.inductor._compat", "mtia_lab.instruments._compat"}
-PRIVATE = re.compile(r"\btorch\._[A-Za-z]|\btriton\.(runtime|backends|compiler|_C)\b|"
-                     r"\bfrom torch import _[A-Za-z]")
+# A private name: one leading underscore (dunders such as `__version__` are public) anywhere in a
+# dotted path from `torch` or `triton` (`torch._C`, `torch.utils._pytree`, `torch.distributed._x`,
+# `torch.Tensor._make_wrapper_subclass`), or one of Triton's internal packages. Operator names
+# (`torch.ops.aten._to_copy`) are the dispatcher's public registry, not Python APIs.
+_ROOTS = ("torch", "triton")
+_TRITON_INTERNAL = {"runtime", "backends", "compiler"}
+
+
+def _private_path(parts: list[str]) -> bool:
+    if not parts or parts[0] not in _ROOTS or parts[:2] == ["torch", "ops"]:
+        return False
+    if parts[0] == "triton" and len(parts) > 1 and parts[1] in _TRITON_INTERNAL:
+        return True
+    return any(p.startswith("_") and not p.startswith("__") for p in parts[1:])
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,50 @@ def upward(edges: list[Edge]) -> list[Edge]:
     return [e for e in edges if floor_of(e.target) > floor_of(e.source)]
 
 
+def _dotted(node: ast.AST) -> list[str]:
+    """`torch._C.DispatchKey` -> ["torch", "_C", "DispatchKey"]; [] for anything but a name path."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else []
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    """Lines of string statements (docstrings, notes): prose, not code."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def _private_lines(tree: ast.AST) -> set[int]:
+    """Lines of code naming a private torch/Triton API: an import, an attribute path from
+    `torch`/`triton`, or a string that is a private module's dotted name (`"torch._dynamo"`,
+    as passed to an import hook). Prose (docstrings, messages) is not counted."""
+    prose = _docstring_lines(tree)
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            hit = any(_private_path(a.name.split(".")) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = (node.module or "").split(".") if node.level == 0 else []
+            hit = _private_path(base) or any(_private_path([*base, a.name]) for a in node.names)
+        elif isinstance(node, ast.Attribute) and not isinstance(getattr(node, "parent", None),
+                                                                  ast.Attribute):
+            hit = _private_path(_dotted(node))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            hit = (node.lineno not in prose and re.fullmatch(r"[A-Za-z_][\w.]*", node.value)
+                   is not None and _private_path(node.value.split(".")))
+        else:
+            continue
+        if hit:
+            lines.add(node.lineno)
+    return lines
+
+
 def private_uses() -> list[tuple[str, int, str]]:
     """(module, line, text) of each line naming a private API outside the compat modules."""
     uses = []
@@ -198,10 +254,13 @@ def private_uses() -> list[tuple[str, int, str]]:
         module = module_name(path)
         if module in COMPAT_MODULES:
             continue
-        for number, text in enumerate(path.read_text().splitlines(), 1):
-            code = text.split("#", 1)[0]
-            if PRIVATE.search(code) and not code.lstrip().startswith(('"', "'")):
-                uses.append((module, number, text.strip()))
+        text = path.read_text()
+        tree = ast.parse(text, filename=str(path))
+        for node in ast.walk(tree):  # parents, so a path is counted once, at its full length
+            for child in ast.iter_child_nodes(node):
+                child.parent = node
+        source = text.splitlines()
+        uses += [(module, n, source[n - 1].strip()) for n in sorted(_private_lines(tree))]
     return uses
 
 
@@ -217,7 +276,7 @@ def summary() -> dict:
         "upward": [[e.source, e.target, "lazy" if e.lazy else "eager", e.line]
                    for e in upward(edges)],
         "private_api": {"lines": len(uses),
-                        "import_lines": sum("import" in t for _, _, t in uses),
+                        "import_lines": sum(t.startswith(("import ", "from ")) for _, _, t in uses),
                         "modules": sorted({m for m, _, _ in uses})},
     }
 

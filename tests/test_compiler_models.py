@@ -162,8 +162,8 @@ def test_runner_charges_the_clock_and_reports_each_kernel(mlp):
     assert [e[0].name for e in events] == ["kernel_0", "kernel_1"]
     assert [e[1] for e in events] == [g.cost for g in plan.groups]
     assert after - before == pytest.approx(plan.after.time_us)
-    assert all(end - start == pytest.approx(g.duration_us)
-               for (_, _, (_, start, end)), g in zip(events, plan.groups, strict=True))
+    assert all(span.end_us - span.start_us == pytest.approx(g.duration_us)
+               for (_, _, span), g in zip(events, plan.groups, strict=True))
 
 
 def test_generated_source_is_the_code_that_runs(mlp):

@@ -27,7 +27,8 @@ from mtia_lab.distributed import (
     to_chrome_trace,
 )
 from mtia_lab.distributed.agreement import Call, CollectiveMismatchError, check
-from mtia_lab.viz.timeline import timeline_of, timeline_view
+from mtia_lab.viz.timeline import timeline_of
+from mtia_lab.viz.timeline_views import timeline_view
 from mtia_lab.viz.trace_explorer import TraceExplorer
 
 N = dist_ranks.N

@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from mtia_lab.instruments.activation_views import activation_view, trade_view
 from mtia_lab.instruments.activations import activation_timeline
 from mtia_lab.instruments.checkpointing import (
     checkpoint_trade,
@@ -11,6 +10,7 @@ from mtia_lab.instruments.checkpointing import (
     save_matmuls,
 )
 from mtia_lab.instruments.examples import MLPBlock, Stack
+from mtia_lab.viz.activation_views import activation_view, trade_view
 
 DEV = "mtia_sim:0"
 

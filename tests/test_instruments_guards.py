@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from mtia_lab.instruments.guard_views import compile_log_view
 from mtia_lab.instruments.guards import DynamicDimError, mark_dynamic, watch
 from mtia_lab.instruments.records import reason_kind
+from mtia_lab.viz.guard_views import compile_log_view
 
 DEV = "mtia_sim:0"
 

@@ -93,7 +93,7 @@ def test_cell_magic_shows_the_view_and_keeps_names(ip):
 def test_events_credit_the_cell_that_ran(ip, cell):
     """Stored in the history, as ipykernel runs every cell (JupyterLab, nbval): IPython counts
     the cell before running it, and the events must still name this cell, not the next."""
-    from mtia_lab.source_names import short_source
+    from mtia_lab.source import short_source
 
     with capture_output():
         result = ip.run_cell(cell, store_history=True)

@@ -14,7 +14,7 @@ from torch import nn
 
 import mtia_lab
 from mtia_lab import compiler
-from mtia_lab.trace import compiled as compiled_trace
+from mtia_lab.compiler import trace_listener as compiled_trace
 from mtia_lab.trace.io import load_trace, save_trace, to_chrome_trace
 from mtia_lab.viz import timeline_view, trace_graph, trace_summary, trace_table
 from mtia_lab.viz.trace_graph import dataflow

@@ -11,9 +11,11 @@ from torch.overrides import _get_current_function_mode
 
 import mtia_lab
 from mtia_lab.backend.aten import dispatch
-from mtia_lab.trace import recorder
+from mtia_lab.trace import dispatch_hooks, recorder, tracer
 
 DEVICE = "mtia_sim"
+# the files whose lines run while a trace is entered: the tracer, the recorder, its hooks
+_ENTERING = {tracer.__file__, recorder.__file__, dispatch_hooks.__file__}
 
 
 def _ops_traced() -> list[str]:
@@ -23,13 +25,14 @@ def _ops_traced() -> list[str]:
 
 
 class _InterruptAt:
-    """Raise KeyboardInterrupt at the n-th line run in recorder.py (entering a trace)."""
+    """Raise KeyboardInterrupt at the n-th line run in the recorder's files (entering a
+    trace)."""
 
     def __init__(self, n: int) -> None:
         self.left, self.fired = n, False
 
     def __call__(self, frame, event, arg):
-        return self._line if frame.f_code.co_filename == recorder.__file__ else None
+        return self._line if frame.f_code.co_filename in _ENTERING else None
 
     def _line(self, frame, event, arg):
         if event == "line" and not self.fired:

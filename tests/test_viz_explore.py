@@ -23,7 +23,7 @@ from mtia_lab.viz import DiagramExplorer, fusion_graph, timeline_view, trace_gra
 from mtia_lab.viz.display import WIDE_PX, WINDOW_PX, svg_figure_html, svg_width_px
 from mtia_lab.viz.fusion_dot import KIND_MEANING, op_of
 from mtia_lab.viz.fusion_graph import KIND_FILL
-from mtia_lab.viz.timeline import PURPOSE_FILL
+from mtia_lab.viz.timeline_views import PURPOSE_FILL
 
 SVG = "{http://www.w3.org/2000/svg}"
 DEV = "mtia_sim"

@@ -11,7 +11,8 @@ import torch
 
 import mtia_lab
 from mtia_lab.trace.events import DispatchPath, OpEvent, Trace
-from mtia_lab.viz.timeline import TimelineView, timeline_of, timeline_view
+from mtia_lab.viz.timeline import timeline_of
+from mtia_lab.viz.timeline_views import TimelineView, timeline_view
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -150,3 +151,79 @@ def test_copy_on_an_idle_stream_starts_when_the_host_issues_it():
     (copy,) = [e for e in t if e.op == "aten::_to_copy"]
     assert copy.sim_start_us == pytest.approx(now)
     assert copy.sim_end_us == pytest.approx(side.clock_us)
+
+
+# -- the host lane: a profile that prices issuing an op on the host (issue 21) ----------------
+def _small_ops(profile, ops: int = 20) -> Trace:
+    """`ops` small in-place adds under `profile` (the previous profile restored after)."""
+    from mtia_lab.backend import RUNTIME
+
+    previous = RUNTIME.profile
+    x = torch.ones(16, device="mtia_sim")
+    mtia_lab.configure(profile=profile)
+    try:
+        torch.mtia_sim.synchronize()
+        with mtia_lab.trace("small ops") as t:
+            for _ in range(ops):
+                x.add_(1)
+    finally:
+        mtia_lab.configure(profile=previous)
+    return t
+
+
+def test_a_gpu_profile_shows_small_ops_host_bound_in_a_host_lane(tmp_path):
+    from mtia_lab.calibration import gpu_profile
+
+    h100 = gpu_profile("h100")
+    t = _small_ops(h100)
+    assert [e.op for e in t] == ["aten::add_.Tensor"] * 20
+    for e in t:  # each op: the host issues it for host_op_us, then the device runs it
+        start, end = e.host_issue_us
+        assert end - start == pytest.approx(h100.host_op_us)
+        assert e.sim_start_us >= end and e.host_issue_span_us > e.sim_us
+    tl = timeline_of(t)
+    (host,) = tl.host_lanes
+    assert host.label == "mtia_sim:0 host" and [s.index for s in host.spans] == list(range(20))
+    assert tl.lanes[0] is host  # drawn above the device's streams
+    assert host.busy_us > tl.device_busy_us(0)  # host-bound: the device waits for the host
+    assert not [o for o in tl.overlaps() if host in (o.a, o.b)]  # overlaps are of streams
+    text = timeline_view(t).to_text()
+    assert "mtia_sim:0 host: 20 ops, issuing for" in text and "host-bound" in text
+    root = ET.fromstring(timeline_view(t).to_svg())
+    host_bars = root.findall(f".//{SVG}rect[@class='host']")
+    op_bars = root.findall(f".//{SVG}rect[@class='op']")
+    assert host_bars and op_bars
+    assert max(float(r.get("y")) for r in host_bars) < min(float(r.get("y")) for r in op_bars)
+    assert any("host issuing ops" in (node.text or "") for node in root.iter(f"{SVG}text"))
+    # saved and loaded, the host intervals and the picture stay
+    mtia_lab.trace.io.save_trace(t, tmp_path / "host.json")
+    again = mtia_lab.load_trace(tmp_path / "host.json")
+    assert again.events == t.events
+    assert timeline_view(again).to_text() == text
+
+
+def test_mtia_profiles_draw_no_host_lane():
+    t = _small_ops(mtia_lab.MTIA_V2, ops=3)
+    assert all(e.host_issue_us is None for e in t)
+    tl = timeline_of(t)
+    assert not tl.host_lanes and tl.lanes == tl.stream_lanes
+    assert "host" not in timeline_view(t).to_text()
+    assert "class=\"host\"" not in timeline_view(t).to_svg()
+
+
+def test_a_trace_saved_before_the_host_interval_loads(tmp_path):
+    """A file whose events lack `host_issue_us` (written before it was added) still loads."""
+    import json
+
+    from mtia_lab.trace import io
+
+    t = _small_ops(mtia_lab.MTIA_V2, ops=2)
+    data = io.trace_to_json(t)
+    data["event_fields"] = data["event_fields"][:-1]
+    data["events"] = [row[:-1] for row in data["events"]]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert mtia_lab.load_trace(tmp_path / "old.json").events == t.events
+    data["event_fields"] = data["event_fields"][:-1]  # a field of the first layout missing
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(mtia_lab.trace.TraceFormatError, match="event_fields"):
+        mtia_lab.load_trace(tmp_path / "bad.json")

@@ -9,8 +9,6 @@ above both compilers, which know nothing of each other. Dynamo finds it through 
 
 from __future__ import annotations
 
-import sys
-
 from .. import _compat
 from .._after_import import call_after_import
 from ..compiler import aot
@@ -39,8 +37,8 @@ def register(only_if_dynamo_loaded: bool = False) -> None:
     unless torch._dynamo is imported already (what `import mtia_lab` does: no import cost),
     but still have Dynamo skip the device internals as soon as it is imported, whatever the
     backend (`skip_device_internals`)."""
-    if only_if_dynamo_loaded and "torch._dynamo" not in sys.modules:
-        call_after_import("torch._dynamo", skip_device_internals)
+    if only_if_dynamo_loaded and not _compat.dynamo_loaded():
+        call_after_import(_compat.DYNAMO_MODULE, skip_device_internals)
         return
     skip_device_internals()
     _compat.register_dynamo_backend("mtia_lab", mtia_lab_backend)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
+from .. import _compat
 from .._compat import size_hint
 from ..backend.runtime.device_state import RUNTIME
 from ..compiler import config, plans_for
@@ -45,10 +46,8 @@ from .launches import Attribution, Launch, attribute, roots
 def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of our graph that runs on mtia_sim: the backend ran it on host tensors
     (factories.host_devices wrote `device=cpu` into it); give those back to the device."""
-    from torch.fx._lazy_graph_module import _force_skip_lazy_graph_module
-
     device = torch.device("mtia_sim", 0)
-    with _force_skip_lazy_graph_module():  # Dynamo traces a plain GraphModule's forward
+    with _compat.plain_graph_modules():  # Dynamo traces a plain GraphModule's forward
         copy = torch.fx.GraphModule(gm, copy_graph(gm.graph))
     for node in copy.graph.nodes:
         if isinstance(node.kwargs.get("device"), torch.device) and \

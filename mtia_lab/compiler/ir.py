@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .._compat import size_hint, symbolic_size_at
-from ..fx_source import user_frame
+from .._compat import OpOverload, op_schema, size_hint, symbolic_size_at
+from ..source import node_source
 from .plan_detail import plan_detail
 
 aten = torch.ops.aten
@@ -252,12 +252,12 @@ def classify(target) -> Kind:
     """What kind of kernel an aten op is: the first question every fusion rule asks."""
     if target is operator.getitem:
         return Kind.VIEW
-    if not isinstance(target, torch._ops.OpOverload):
+    if not isinstance(target, OpOverload):
         return Kind.EXTERN
     if target in TEMPLATES:
         return Kind.TEMPLATE
     name = target.overloadpacket.__name__
-    returns = target._schema.returns
+    returns = op_schema(target).returns
     if name in VIEW_EXTRA or (returns and returns[0].alias_info is not None
                               and not returns[0].alias_info.is_write):
         return Kind.VIEW
@@ -297,8 +297,8 @@ def _nbytes(t: torch.Tensor, size: Size = size_hint) -> int:
 
 
 def user_source(node: torch.fx.Node) -> tuple[str, ...]:
-    """The user's line that made the node (fx_source.user_frame), as a tuple of one or none."""
-    best = user_frame(node)
+    """The user's line that made the node (source.node_source), as a tuple of one or none."""
+    best = node_source(node)
     return (best,) if best else ()
 
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import config
-from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, node_kind
+from . import config, lowering
+from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -123,117 +123,13 @@ def _pure_pointwise(g: FusedSchedulerNode) -> bool:
     return all(n.kind is Kind.POINTWISE and not n.scatter for n in g.nodes)
 
 
-def _unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
-                   ir: GraphIR) -> bool:
-    """A reduction small enough to unroll is pointwise code to Inductor's lowering: inlined
-    into a plain pointwise or reduction reader, and into a cat that Inductor lowers as
-    pointwise code (`pointwise_cat`); not into a ConcatKernel, whose inputs are realized."""
-    if not all(node_kind(n) is Kind.POINTWISE and not n.scatter for n in producer.nodes):
-        return False
-    if not consumer.indexed:
-        return True
-    readers = [n for n in consumer.nodes if set(n.reads) & producer.writes]
-    return all(n.target == "aten.cat.default" and pointwise_cat(n, ir) for n in readers)
-
-
-def _into_concat_kernel(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
-    return any(n.target == "aten.cat.default" and set(n.reads) & producer.writes
-               for n in consumer.nodes)
-
-
-MAX_POINTWISE_CAT_INPUTS = 8  # Inductor's max_complex_pointwise_cat_inputs
-
-
-def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
-    """Inductor's `cat` lowering (lowering.py, on a GPU-like device): a pointwise kernel that
-    loads each piece where it falls (pointwise_cat), or a ConcatKernel whose inputs are
-    realized, each producer writing its slice. Pointwise when there are at most 8 pieces,
-    none also read by another pointwise op, and either the cat's readers are all pointwise
-    and a piece is computed (not a stored buffer), or every piece needs a copy anyway and
-    none is, or reads, a reduction (a pointwise cat would recompute it per element)."""
-    if len(cat.reads) > MAX_POINTWISE_CAT_INPUTS:
-        return False
-    producers = [ir.buffers[b].producer for b in cat.reads]
-    users = ir.node_users()
-    for producer in producers:
-        others = [u for u in users.get(producer, ()) if u != cat.name] if producer else []
-        if others and (_lowered_pointwise(ir.by_name[producer]) or any(
-                ir.by_name[u].kind is Kind.POINTWISE for u in others)):
-            return False  # has_multi_consumers: the piece would be computed twice
-    lowered = [_lowered_as_piece(p, ir) for p in producers]
-    readers = users.get(cat.name, set())
-    pointwise_uses = bool(readers) and not any(ir.buffers[b].is_output for b in cat.writes) \
-        and all(ir.by_name[u].kind is Kind.POINTWISE for u in readers)
-    if any(lowered) and pointwise_uses:
-        return True
-    return all(lowered) and not any(
-        p is not None and _reads_reduction(ir.by_name[p], ir) for p in producers)
-
-
-def _lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:
-    """Inductor's should_lower_cat_input: a piece the cat must compute or copy itself -- a
-    stored buffer (a graph input, an extern's output) or pointwise code not yet realized. A
-    reduction, or pointwise code realized for its many loads, can write its slice itself."""
-    if producer is None or ir.by_name[producer].kind in (Kind.EXTERN, Kind.TEMPLATE):
-        return True
-    node = ir.by_name[producer]
-    return _lowered_pointwise(node) and _loads(
-        FusedSchedulerNode(_inlined_cone(node, ir))) <= REALIZE_ACC_READS
-
-
-def _inlined_cone(node: SchedulerNode, ir: GraphIR) -> list[SchedulerNode]:
-    """The node and the pointwise producers Inductor inlines into it (one user each)."""
-    cone, stack = [node], [node]
-    while stack:
-        for buf in stack.pop().reads:
-            name = ir.buffers[buf].producer
-            producer = ir.by_name.get(name) if name else None
-            if producer is not None and _lowered_pointwise(producer) and \
-                    len(ir.users.get(buf, ())) == 1 and producer not in cone:
-                cone.append(producer)
-                stack.append(producer)
-    return cone
-
-
-def _lowered_pointwise(node: SchedulerNode) -> bool:
-    return node_kind(node) is Kind.POINTWISE and not node.scatter
-
-
-def _reads_reduction(node: SchedulerNode, ir: GraphIR) -> bool:
-    """A reduction, or pointwise code that reads one through other pointwise code
-    (Inductor's can_fuse_reduction)."""
-    if node_kind(node) is Kind.REDUCTION:
-        return True
-    if not _lowered_pointwise(node):
-        return False
-    return any(ir.buffers[b].producer is not None
-               and _reads_reduction(ir.by_name[ir.buffers[b].producer], ir) for b in node.reads)
-
-
 # ---- 1. lowering -----------------------------------------------------------------------------
-
-REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
-
-
-def _loads(g: FusedSchedulerNode) -> int:
-    """Values a pointwise kernel loads per element: one per buffer it reads from memory, a
-    whole window for a pool, each term of an unrolled reduction (a sum over 5 embedding rows
-    loads 5 indices and 5 rows: Inductor's num_reads counts every distinct load)."""
-    terms = max([n.rnumel for n in g.nodes if n.unrolled] or [1])
-    return len(g.reads) * terms + sum(n.loads - len(n.reads) for n in g.nodes)
-
-
-def _large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
-    """realize_opcount_threshold: Inductor stores a value whose loop body, with all it
-    inlined, has more than 30 operations (opcount.py estimates the count)."""
-    return any(n.large_body and set(n.writes) & consumer.reads for n in producer.nodes)
-
 
 def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
     it must (a reduction, an extern's input, a graph output, several users, more than
     REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9; a loop body of more than
-    30 operations with everything inlined into it: `_large_body`). An op whose only
+    30 operations with everything inlined into it: `lowering.large_body`). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -241,14 +137,15 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     producer, consumer = p.producer_consumer()
     if producer.size != 1 or consumer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
         return None
-    if not (_pure_pointwise(producer) or _unrolled_into(producer, consumer, p.ir)):
-        if producer.kind is Kind.POINTWISE and consumer.indexed and _into_concat_kernel(
+    if not (_pure_pointwise(producer) or lowering.unrolled_into(producer, consumer, p.ir)):
+        if producer.kind is Kind.POINTWISE and consumer.indexed and lowering.into_concat_kernel(
                 producer, consumer):
             return ours("concat_kernel", False, f"{producer.nodes[-1].name} is a piece of a "
                         "cat Inductor makes a ConcatKernel of (its producers write their "
                         "slices); we copy the pieces in a kernel of our own")
         return None
-    if _loads(producer) > REALIZE_ACC_READS or _large_body(producer, consumer):
+    if lowering.loads(producer) > lowering.REALIZE_ACC_READS or lowering.large_body(
+            producer, consumer):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:

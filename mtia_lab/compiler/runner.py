@@ -159,7 +159,7 @@ class Runner:
                        for i in combo]
             span = charge(state, combo_cost(members).duration_us(state.profile))
         else:  # the rest of a combo ran inside the first member's launch
-            stream, _, end = charge(state, 0.0)
-            span = (stream, end, end)
+            charged = charge(state, 0.0)
+            span = charged._replace(start_us=charged.end_us)
         for listener in LISTENERS:
             listener(kernel, cost, span)

@@ -13,7 +13,7 @@ from datetime import timedelta
 def main(payload_path: str, result_path: str) -> int:
     import torch.distributed as dist
 
-    import mtia_lab
+    import mtia_lab  # a rank's entry point: set up as `import mtia_lab` sets up the user's process
 
     rank = int(os.environ["RANK"])
     trace = None

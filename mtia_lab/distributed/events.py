@@ -10,8 +10,9 @@ event of its own, kind "wait", so timelines and summaries show who waited for wh
     call    "allreduce #7 (group 0)"            the collective id: the same on every rank
     reason  "ring, 2 ranks, 4096 bytes: 2(p-1)a + 2(p-1)/p n b"   /   "waited for rank 1"
 
-Like compiled kernels (trace/compiled.py), these events are appended by the code that knows
-about them, here the mtia_ccl process group, to every open `mtia_lab.trace()`.
+Like compiled kernels (compiler/trace_listener.py), these events are made by the code that
+knows about them, here the mtia_ccl process group, and put into every open `mtia_lab.trace()`
+through the recorder's public `emit()`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from time import perf_counter_ns
 
 import torch
 
+from .. import _compat
 from ..backend.aten import tensor as _tensor
-from ..trace.compiled import _user_source
+from ..source import user_source
 from ..trace.events import DispatchPath, OpEvent, TensorRecord
+from ..trace.recorder import RECORDER
 
 COLLECTIVE = "collective"
 WAIT = "wait"
@@ -49,33 +52,23 @@ def record_of(inner: torch.Tensor, device_index: int) -> TensorRecord:
 
 def emit(name: str, call_id: str, inputs, outputs, device: int, stream, arrival_us: float,
          start_us: float, end_us: float, reason: str, waited_for: str, host_start: int) -> None:
-    """Append the collective (and its wait, if any) to every open trace."""
-    from ..trace.recorder import _RECORDER
-
-    recorder = _RECORDER
-    if not recorder.traces:
+    """Put the collective (and its wait, if any) into every open trace."""
+    if not RECORDER.recording:
         return
     now = perf_counter_ns()
-    recorder.next_call += 1
-    node = torch._C._current_autograd_node()
-    phase = "forward" if node is None else "backward"
-    module = recorder.modules[-1] if recorder.modules else ""
-    source = _user_source()  # the user's line that issued it (DDP's hooks have none: "")
-    allocated = _current_bytes(device)
-    for trace, trace_start in recorder.traces:
-        events = trace.events
-        if start_us > arrival_us:
-            events.append(OpEvent(
-                len(events), "c10d::wait", WAIT, phase, waited_for, _PATH, (), (), 0, 0,
-                allocated, host_start - trace_start, 0, arrival_us, start_us, stream, device,
-                source, module, call_id, recorder.next_call))
-        events.append(OpEvent(
-            len(events), f"c10d::{name}", COLLECTIVE, phase, reason, _PATH, tuple(inputs),
-            tuple(outputs), 0, 0, allocated, host_start - trace_start, now - host_start,
-            start_us, end_us, stream, device, source, module, call_id, recorder.next_call))
-
-
-def _current_bytes(device: int) -> int:
-    from ..backend.runtime.device_state import RUNTIME
-
-    return RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current
+    number = RECORDER.new_call()
+    node = _compat.current_autograd_node()
+    common = {
+        "phase": "forward" if node is None else "backward", "dispatch": _PATH, "device": device,
+        "stream": stream, "module": RECORDER.module, "call": call_id, "call_id": number,
+        # the user's line that issued it (DDP's hooks have none: "")
+        "source": user_source(),
+    }
+    if start_us > arrival_us:
+        RECORDER.emit(OpEvent(op="c10d::wait", kind=WAIT, reason=waited_for,
+                              sim_start_us=arrival_us, sim_end_us=start_us, **common),
+                      started_ns=host_start)
+    RECORDER.emit(OpEvent(
+        op=f"c10d::{name}", kind=COLLECTIVE, reason=reason, inputs=tuple(inputs),
+        outputs=tuple(outputs), host_ns=now - host_start, sim_start_us=start_us,
+        sim_end_us=end_us, **common), started_ns=host_start)

@@ -17,6 +17,8 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..trace import trace as tracing
+
 DEVICE = "mtia_sim"
 TP_PLAN_NAMES = {"q": "colwise", "k": "colwise", "v": "colwise", "o": "rowwise",
                  "up": "colwise", "down": "rowwise"}
@@ -77,14 +79,12 @@ def tensor_parallel(traced: bool = False, slow_rank: int | None = None, extra: i
         parallelize_module,
     )
 
-    import mtia_lab
-
     mesh = dist.init_device_mesh(DEVICE, (dist.get_world_size(),))
     block = make_block().to(DEVICE)
     styles = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel}
     block = parallelize_module(block, mesh, {n: styles[s]() for n, s in TP_PLAN_NAMES.items()})
     x = make_batch().to(DEVICE)
-    with mtia_lab.trace(f"rank {dist.get_rank()}: tensor parallel") as trace:
+    with tracing(f"rank {dist.get_rank()}: tensor parallel") as trace:
         _busy(slow_rank, extra)
         out = block(x)
         out.sum().backward()
@@ -115,14 +115,12 @@ def data_parallel(steps: int = 2, lr: float = 0.1, traced: bool = False,
     batch: returns the mean loss of every step and the final weights of two layers."""
     from torch.nn.parallel import DistributedDataParallel
 
-    import mtia_lab
-
     rank, world = dist.get_rank(), dist.get_world_size()
     block = make_block().to(DEVICE)
     model = DistributedDataParallel(block)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     x = make_batch(batch=4 * world).chunk(world)[rank].to(DEVICE)
-    with mtia_lab.trace(f"rank {rank}: data parallel") as trace:
+    with tracing(f"rank {rank}: data parallel") as trace:
         _busy(slow_rank, extra)
         losses = sgd_steps(model, optimizer, x, steps, average=True)
     return {"losses": losses, "q": block.q.weight.detach().cpu(),

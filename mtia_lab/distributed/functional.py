@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import _compat
 from ..backend.aten.registry import register_kernel
 from .collective_steps import device_context
 
@@ -38,7 +39,7 @@ def _wrap_kernel(func, args, kwargs, device):
 
 
 def op_names() -> list[str]:
-    return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith(NAMESPACES))
+    return sorted(n for n in _compat.all_op_names() if n.startswith(NAMESPACES))
 
 
 _done = False
@@ -51,7 +52,7 @@ def register() -> None:
     global _done
     if _done:
         return
-    import torch.distributed._functional_collectives  # noqa: F401  (defines _wrap_tensor_autograd)
+    _compat.load_functional_collectives()  # defines _wrap_tensor_autograd
 
     for name in op_names():
         wrap = name == "_c10d_functional::_wrap_tensor_autograd"

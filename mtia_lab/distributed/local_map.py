@@ -18,7 +18,8 @@ import functools
 import inspect
 
 import torch
-from torch.utils import _pytree as pytree
+
+from .._compat import pytree
 
 
 class PlacementMismatchError(ValueError):

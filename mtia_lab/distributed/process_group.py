@@ -32,8 +32,8 @@ from time import perf_counter_ns
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import ProcessGroupGloo
 
+from .. import _compat
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import current_stream
 from . import agreement, events
@@ -61,8 +61,8 @@ class MTIAProcessGroup(CollectiveSteps, dist.ProcessGroup):
                  global_ranks: list[int] | None = None) -> None:
         super().__init__(rank, size)
         self._rank, self._size, self._timeout = rank, size, timeout
-        self._gloo = ProcessGroupGloo(dist.PrefixStore(f"{BACKEND_NAME}/", store), rank, size,
-                                      timeout)
+        gloo = _compat.gloo_process_group()
+        self._gloo = gloo(dist.PrefixStore(f"{BACKEND_NAME}/", store), rank, size, timeout)
         self._global = list(global_ranks) if global_ranks else list(range(size))
         self._seq = 0
         self._p2p: Counter = Counter()

@@ -20,12 +20,11 @@ clocks agree on what "now" is.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..trace.events import OpEvent, Trace
-from ..trace.io import trace_from_json, trace_to_json
+from ..trace.io import load_trace, save_trace
 from .events import COLLECTIVE, WAIT
 
 RankedEvent = NamedTuple(  # noqa: UP014  (the fields are OpEvent's, computed)
@@ -97,6 +96,25 @@ class RankedTrace(Trace):
             events = Trace(events, self.metadata).filter(**criteria).events
         return RankedTrace(list(events), dict(self.metadata))
 
+    # -- saved and drawn by trace/io.py through these two (trace/ knows nothing of ranks) -----
+    def to_plain(self) -> Trace:
+        """A plain Trace of OpEvents whose metadata "event_ranks" holds each event's rank: what
+        `save_trace` writes (and `load_trace` reads back)."""
+        return ranked_to_plain(self)
+
+    def chrome_trace(self) -> dict:
+        """One process per rank, collectives joined by flow arrows (see `to_chrome_trace`)."""
+        return to_chrome_trace(self)
+
+    def save(self, path) -> None:
+        """Write this trace in the mtia_lab trace format (the ranks in metadata)."""
+        save_trace(self, path)
+
+    @classmethod
+    def load(cls, path) -> RankedTrace:
+        """Read what `save` (or `mtia_lab.trace.io.save_trace` of a RankedTrace) wrote."""
+        return ranked_from_plain(load_trace(path), path)
+
     def ranks(self) -> list[int]:
         return sorted({e.rank for e in self.events})
 
@@ -155,7 +173,8 @@ def merge_traces(traces: list[Trace], label: str = "") -> RankedTrace:
         sim_start[str(rank)] = trace.metadata.get("sim_start_us", {})
         for e in trace.events:
             call_id = calls.setdefault((rank, e.call_id), len(calls) + 1)  # unique across ranks
-            events.append(RankedEvent(len(events), *e[1:-1], call_id, rank))
+            events.append(RankedEvent(**dict(e._asdict(), index=len(events), call_id=call_id),
+                                      rank=rank))
     first = traces[0].metadata if traces else {}
     metadata = {k: v for k, v in first.items() if k not in ("label", "sim_start_us")}
     metadata.update({"label": label or f"{len(traces)} ranks", "ranks": len(traces),
@@ -165,22 +184,27 @@ def merge_traces(traces: list[Trace], label: str = "") -> RankedTrace:
 
 def ranked_to_plain(trace: RankedTrace) -> Trace:
     """A plain Trace of OpEvents whose metadata "event_ranks" holds each event's rank."""
-    return Trace([OpEvent(*e[:-1]) for e in trace.events],
+    return Trace([_plain(e) for e in trace.events],
                  dict(trace.metadata, event_ranks=[e.rank for e in trace.events]))
+
+
+def _plain(event: RankedEvent) -> OpEvent:
+    """The OpEvent of a RankedEvent: every field but `rank`."""
+    fields = event._asdict()
+    del fields["rank"]
+    return OpEvent(**fields)
 
 
 def save_ranked_trace(trace: RankedTrace, path) -> None:
     """Write a RankedTrace in the mtia_lab trace format, ranks in metadata "event_ranks"
-    (`mtia_lab.trace.io.save_trace` does the same for a RankedTrace)."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(trace_to_json(ranked_to_plain(trace)), f, separators=(",", ":"))
+    (`RankedTrace.save`; `mtia_lab.trace.io.save_trace` does the same)."""
+    trace.save(path)
 
 
 def load_ranked_trace(path) -> RankedTrace:
     """Read what save_ranked_trace (or save_trace of a RankedTrace) wrote; `load_trace` reads
     it as a plain Trace, the ranks in its metadata "event_ranks"."""
-    with open(path, encoding="utf-8") as f:
-        return ranked_from_plain(trace_from_json(json.load(f), path), path)
+    return RankedTrace.load(path)
 
 
 def ranked_from_plain(plain: Trace, path="<data>") -> RankedTrace:
@@ -188,7 +212,8 @@ def ranked_from_plain(plain: Trace, path="<data>") -> RankedTrace:
     ranks = plain.metadata.pop("event_ranks", None)
     if ranks is None or len(ranks) != len(plain.events):
         raise ValueError(f"{path} holds a single-rank trace: read it with mtia_lab.load_trace")
-    return RankedTrace([RankedEvent(*e, r) for e, r in zip(plain.events, ranks, strict=True)],
+    return RankedTrace([RankedEvent(**e._asdict(), rank=r)
+                        for e, r in zip(plain.events, ranks, strict=True)],
                        plain.metadata)
 
 
@@ -228,8 +253,8 @@ def to_chrome_trace(trace: RankedTrace) -> dict:
 
 
 def save_chrome_trace(trace: RankedTrace, path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(to_chrome_trace(trace), f, separators=(",", ":"))
+    """Write the Chrome trace export of a RankedTrace (as `trace.export_chrome_trace`)."""
+    trace.export_chrome_trace(path)
 
 
 def _union_length(intervals) -> float:

@@ -55,7 +55,16 @@ def install_hooks() -> None:
     CUDA build with a GPU, whose Triton must not be switched to the interpreter."""
     if _INSTALLED:
         return
-    from . import _compat, device, errors, fusion_observer, kernels, trace_events, triton_launch
+    from . import (
+        _compat,
+        device,
+        errors,
+        fusion_observer,
+        kernels,
+        libdevice,
+        trace_events,
+        triton_launch,
+    )
     from .entry import install_entry
 
     errors.check_triton()
@@ -66,6 +75,7 @@ def install_hooks() -> None:
             raise errors.triton_imported_too_early()
     _compat.activate_host_driver()
     _compat.faster_nested_calls()
+    libdevice.install(_compat.interpreted_helpers())  # before trust_triton_for patches it
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()
     from ..backend.aten.tensor import MTIATensor
@@ -98,7 +108,7 @@ def install_entry_when_imported() -> None:
 
     if _compat.cpu_only_build() and "TRITON_INTERPRET" not in os.environ:
         _compat.interpreter_env()
-    call_after_import("torch._inductor.compile_fx", install_entry)
+    call_after_import(_compat.COMPILE_FX_MODULE, install_entry)
 
 
 def guardrail_settings() -> dict:

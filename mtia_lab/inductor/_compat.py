@@ -1,9 +1,14 @@
 """Every private TorchInductor / Triton API the Inductor room touches, in one place.
 
-Checked on torch 2.13.0 with triton 3.9.0 (`SUPPORTED_TRITON`). When either moves, this is the
-file to read again; tests/test_inductor_*.py say whether the hooks still behave. Each hook is
-installed once, by `install_hooks()`, the first time a graph with `mtia_sim` tensors reaches
-Inductor, and every patch leaves Inductor's own behaviour unchanged for other devices.
+Every function and constant here was checked on torch 2.13.0 with triton 3.9.0
+(`SUPPORTED_TRITON`). When either moves, this is the file to read again: tests/test_compat.py
+pins each name here against the private API it wraps (and fails naming both), and
+tests/test_inductor_*.py say whether the hooks still behave. A module of its own (beside
+mtia_lab/_compat.py, PyTorch core) because only the Inductor engine and the comparison above it
+read Inductor's internals, and Triton must not be imported before the engine sets its
+interpreter switch (`interpreter_env`): nothing here imports Triton or Inductor at module level.
+Each hook is installed once, by `install_hooks()`, the first time a graph with `mtia_sim` tensors
+reaches Inductor, and every patch leaves Inductor's own behaviour unchanged for other devices.
 """
 
 from __future__ import annotations
@@ -20,6 +25,30 @@ DEVICE = "mtia_sim"
 
 
 # --- Triton ------------------------------------------------------------------------------------
+def triton_interpreter():
+    """Triton's interpreter module (`triton.runtime.interpreter`), which the whole-grid launcher
+    (mtia_lab/inductor/whole_grid/) builds on: TensorHandle, InterpreterBuilder,
+    interpreter_semantic, ReduceOps, ScanOps and its private helpers (`_patch_lang`,
+    `_get_np_dtype`, `_implicit_cvt`...): tests/test_compat.py checks every `tri.<name>` read."""
+    from triton.runtime import interpreter
+
+    return interpreter
+
+
+def triton_type_name(annotation) -> str:
+    """The type name Triton's jit gives a kernel parameter's annotation ("constexpr", "i32")."""
+    from triton.runtime.jit import _normalize_ty
+
+    return _normalize_ty(annotation)
+
+
+def triton_arg_type(value) -> str:
+    """The type Triton's launcher names an argument by (`*fp32` for a float32 tensor)."""
+    from triton.runtime.jit import mangle_type
+
+    return mangle_type(value)
+
+
 def triton_version() -> str | None:
     """The installed Triton's version, or None when it is not installed (without importing it)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -98,10 +127,11 @@ def interpret_triton_library() -> int:
     return len(renewed)
 
 
-def interpreted_helpers() -> None:
-    """Inductor's Triton helpers (`triton_helpers.maximum`...) are jit functions made when the
-    module is imported; made before the switch, the interpreter cannot call them. Re-import
-    the module then (the generated kernels import it afresh)."""
+def interpreted_helpers():
+    """Inductor's Triton helpers module (`triton_helpers.maximum`...), whose jit functions the
+    interpreter can call: they are made when the module is imported, and made before the
+    switch the interpreter cannot call them, so the module is re-imported then (the generated
+    kernels import it afresh). Call it before patching the module (`trust_triton_for`)."""
     import importlib
 
     import torch._inductor.runtime.triton_helpers as module
@@ -109,9 +139,7 @@ def interpreted_helpers() -> None:
 
     if not isinstance(module.maximum, InterpretedFunction):
         importlib.reload(module)
-    from .libdevice import install
-
-    install(module)
+    return module
 
 
 class _HostDriver:
@@ -147,6 +175,7 @@ _DRIVER: list = []
 
 
 def activate_host_driver() -> None:
+    """Make the host stand-in Triton's active driver (Inductor asks it for target and device)."""
     import triton
 
     if not _DRIVER:
@@ -155,6 +184,7 @@ def activate_host_driver() -> None:
 
 
 def host_driver_active() -> bool:
+    """Is the host stand-in Triton's active driver?"""
     import triton
 
     return bool(_DRIVER) and triton.runtime.driver.active is _DRIVER[0]
@@ -171,18 +201,21 @@ def add_gpu_type(device: str) -> None:
 
 
 def register_device_interface(device: str, interface: type) -> None:
+    """Tell Dynamo and Inductor how to ask `device` about streams, devices and events."""
     from torch._dynamo.device_interface import register_interface_for_device
 
     register_interface_for_device(device, interface)
 
 
 def device_interface_base() -> type:
+    """Dynamo's DeviceInterface: the base class of a device's interface."""
     from torch._dynamo.device_interface import DeviceInterface
 
     return DeviceInterface
 
 
 def device_op_overrides_base() -> type:
+    """Inductor's DeviceOpOverrides: the base class of a device's wrapper-code snippets."""
     from torch._inductor.codegen.common import DeviceOpOverrides
 
     return DeviceOpOverrides
@@ -201,6 +234,7 @@ def register_device_codegen(device: str, op_overrides, wrapper_codegen: type) ->
 
 
 def python_wrapper_codegen() -> type:
+    """Inductor's Python wrapper code generator (the host code around the kernels)."""
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
     return PythonWrapperCodegen
@@ -239,7 +273,6 @@ def trust_triton_for(device: str) -> None:
 
         has_triton._mtia_lab = True
         scheduler.has_triton = has_triton
-    interpreted_helpers()
     if not getattr(triton_helpers.set_driver_to_gpu, "_mtia_lab", False):
         set_gpu = triton_helpers.set_driver_to_gpu
 
@@ -252,13 +285,27 @@ def trust_triton_for(device: str) -> None:
 
 
 # --- Inductor: entry, decompositions, lowering --------------------------------------------------
+# The module whose first import installs the device's entry (`import mtia_lab` waits for it).
+COMPILE_FX_MODULE = "torch._inductor.compile_fx"
+
+
+def inductor_triton_compat():
+    """Inductor's own Triton compat module if it is imported yet (it holds a `libdevice` the
+    generated kernels may read), else None; never imports it."""
+    import sys
+
+    return sys.modules.get("torch._inductor.runtime.triton_compat")
+
+
 def compile_fx_module():
+    """Inductor's compile_fx module (`compile_fx`, `compile_fx_inner`), imported now."""
     import torch._inductor.compile_fx as module
 
     return module
 
 
 def detect_fake_mode(inputs):
+    """The FakeTensorMode that `inputs` were traced in (None if none)."""
     from torch._guards import detect_fake_mode as detect
 
     return detect(inputs)
@@ -305,6 +352,7 @@ def without_inner_key(keypath: tuple, inner: str) -> tuple:
 
 
 def inductor_decompositions() -> dict:
+    """A copy of the decomposition table Inductor lowers with."""
     from torch._inductor.decomposition import select_decomp_table
 
     return dict(select_decomp_table())
@@ -370,13 +418,8 @@ def lowering_tables() -> dict:
             "selected_decompositions": inductor_decompositions()}
 
 
-def has_lowering(op) -> bool:
-    from torch._inductor import lowering
-
-    return op in lowering.lowerings
-
-
 def inductor_config():
+    """Inductor's config module (`torch._inductor.config`), imported now."""
     import torch._inductor.config as config
 
     return config
@@ -389,12 +432,14 @@ def cudagraphs_requested() -> bool:
 
 
 def autotuning_requested() -> bool:
+    """mode="max-autotune" (or its config set by hand), inside a compile."""
     config = inductor_config()
     return bool(config.max_autotune or config.max_autotune_gemm or config.max_autotune_pointwise
                 or config.coordinate_descent_tuning)
 
 
 def rerecord_limit() -> int:
+    """How many times Inductor re-records a graph's capture before giving up."""
     return int(inductor_config().triton.cudagraph_unexpected_rerecord_limit)
 
 
@@ -478,6 +523,7 @@ def size_stride_check():
 
 # --- Inductor: runtime (each Triton launch) -------------------------------------------------------
 def caching_autotuner() -> type:
+    """Inductor's CachingAutotuner: the launcher of each generated Triton kernel."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
     return CachingAutotuner
@@ -520,6 +566,7 @@ def interpreter_launch(autotuner, args) -> tuple[tuple, tuple[int, ...], dict]:
 
 
 def kernel_source(autotuner) -> str:
+    """The Triton source of a launcher's kernel ("" when none can be found)."""
     fn = getattr(autotuner.fn, "fn", autotuner.fn)
     src = getattr(autotuner.fn, "src", None) or getattr(fn, "src", None)
     if src:
@@ -540,6 +587,7 @@ def reduction_hint(autotuner) -> str:
 
 
 def kernel_name_of(autotuner) -> str:
+    """The kernel's name as Inductor wrote it in the wrapper (`triton_poi_fused_add_0`)."""
     return autotuner.inductor_meta.get("kernel_name") or getattr(autotuner.fn, "__name__", "")
 
 
@@ -586,6 +634,7 @@ def _symbolic_sizes(kernel) -> bool:
 
 # --- Inductor: the scheduler's fusion decisions (read by mtia_lab/inductor/fusion_observer.py) ---
 def scheduler_module():
+    """Inductor's scheduler module (the fusion decisions are its methods), imported now."""
     import torch._inductor.scheduler as module
 
     return module
@@ -617,24 +666,28 @@ def size_symbols(exprs) -> dict[str, tuple[list[str], int | None]]:
 
 
 def combo_kernel_class() -> type:
+    """Inductor's ComboKernel (several kernels launched as one)."""
     from torch._inductor.codegen.triton_combo_kernel import ComboKernel
 
     return ComboKernel
 
 
 def triton_scheduling() -> type:
+    """Inductor's TritonScheduling: the GPU backend that codegens Triton kernels."""
     from torch._inductor.codegen.triton import TritonScheduling
 
     return TritonScheduling
 
 
 def run_and_get_code(fn, *args, **kwargs):
+    """Run `fn` and return (its result, the source of every module Inductor wrote)."""
     from torch._inductor.utils import run_and_get_code as run
 
     return run(fn, *args, **kwargs)
 
 
 def fresh_inductor_cache():
+    """A context with an empty Inductor cache (every graph compiled afresh)."""
     from torch._inductor.utils import fresh_cache
 
     return fresh_cache()

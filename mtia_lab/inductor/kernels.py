@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import _compat as core_compat
 from . import _compat
 from .fusion_observer import current
 from .triton_launch import KernelInfo
@@ -40,7 +41,7 @@ def describe(fx_node) -> str:
     target = fx_node.target
     name = getattr(target, "__name__", str(target))
     if hasattr(target, "overloadpacket"):
-        name = f"aten.{target.overloadpacket.__name__}.{target._overloadname}"
+        name = f"aten.{target.overloadpacket.__name__}.{core_compat.overload_name(target)}"
     return f"{fx_node.name}: {name}"
 
 

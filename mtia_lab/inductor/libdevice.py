@@ -14,12 +14,12 @@ Must be imported with TRITON_INTERPRET=1 set (its @triton.jit functions are inte
 
 from __future__ import annotations
 
-import sys
 import types
 
 import triton
 import triton.language as tl
 
+from . import _compat
 from .errors import InductorDeviceError
 
 
@@ -105,6 +105,6 @@ LIBDEVICE = _Libdevice("mtia_lab.inductor.libdevice.LIBDEVICE")
 def install(helpers_module) -> None:
     """Give Inductor's triton_helpers (which the generated kernels import it from) this one."""
     helpers_module.libdevice = LIBDEVICE
-    compat = sys.modules.get("torch._inductor.runtime.triton_compat")  # Inductor's own compat
+    compat = _compat.inductor_triton_compat()  # Inductor's own compat module
     if compat is not None:
         compat.libdevice = LIBDEVICE

@@ -33,9 +33,9 @@ import torch
 
 from ..backend.runtime.cost import KernelCost
 from ..backend.runtime.device_state import RUNTIME
-from ..fx_source import user_frame
 from ..records.input_names import user_name
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
+from ..source import node_source
 from . import _compat
 from .fusion_observer import Collector, rule_of
 from .kernels import _jit_source, _order, describe, fx_origins
@@ -221,7 +221,7 @@ def build_plan(c: Collector) -> FusionPlan:
         groups.append(KernelGroup(
             i, tuple(own), kind, reads, writes, cost, cost.duration_us(profile),
             tuple(describe(n) for n in fx), tuple(dict.fromkeys(
-                s for s in (user_frame(n) for n in fx) if s)), tuple(map(str, sizes[i]))))
+                s for s in (node_source(n) for n in fx) if s)), tuple(map(str, sizes[i]))))
         kname = next((name_of[id(sub)] for sub in snode.get_nodes()
                       if name_of.get(id(sub))), None)
         if kname is None and kind == "extern":
@@ -276,7 +276,7 @@ def _decisions(c: Collector, by_name: dict) -> list[FusionDecision]:
         fx = [by_name[n] for n in first + second if n in by_name]
         out.append(FusionDecision(first, second, a.fused, rule, reason, int(a.score or 0),
                                   a.round, tuple(describe(n) for n in fx),
-                                  tuple(dict.fromkeys(s for s in map(user_frame, fx) if s))))
+                                  tuple(dict.fromkeys(s for s in map(node_source, fx) if s))))
     for part, node, count, extra, limit in c.combo_splits:
         first = tuple(n for s in part for n in _names(s))
         second = _names(node)

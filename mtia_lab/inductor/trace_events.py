@@ -1,7 +1,8 @@
 """Triton launches of Inductor-compiled code in `mtia_lab.trace()`: one "compiled" OpEvent each.
 
-The same record type as the teaching scheduler's fused kernels (trace/compiled.py), so the
-summary, explorer and timeline draw them with no change:
+The Inductor engine's own trace listener: the same record type as the teaching scheduler's
+fused kernels (compiler/trace_listener.py), put into the open traces through the recorder's
+public `emit()`, so the summary, explorer and timeline draw them with no change:
 
     op        "inductor.forward_1.triton_poi_fused_add_relu_0"
     reason    "triton kernel of forward_1, grid (1, 1, 1), XBLOCK=1024: add, relu"  (the grid
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
-from ..trace.compiled import KIND, _user_source
+from ..source import user_source
+from ..trace.events import COMPILED as KIND
 from ..trace.events import DispatchPath, OpEvent
+from ..trace.recorder import RECORDER, host_issue
 from .triton_launch import LISTENERS, TritonLaunch
 
 SOURCES: dict[str, str] = {}  # event op name -> Triton source of the kernel
@@ -35,43 +38,34 @@ def kernel_source(event) -> str:
 
 
 def on_launch(launch: TritonLaunch, cost, span) -> None:
-    from ..backend.runtime.device_state import RUNTIME
-    from .recorder_access import recorder
-
-    rec = recorder()
-    if not rec.traces or span is None:
+    """launch.py's listener: one "compiled" OpEvent per Triton launch in every open trace."""
+    if not RECORDER.recording or span is None:
         return
     now = perf_counter_ns()
     kernel = launch.kernel
     name = event_name(launch)
     SOURCES[name] = kernel.source
     graph = kernel.graph or "graph"
-    if _state["graph"] != graph or _state["last"] == name:
-        rec.next_call += 1  # a new run of a graph: a call of its own
-        _state["call_id"], _state["graph"] = rec.next_call, graph
+    if _state["graph"] != graph or _state["last"] == name:  # a new run of a graph: a new call
+        _state["call_id"], _state["graph"] = RECORDER.new_call(), graph
         host_ns = 0
     else:
         host_ns = now - _state["end_ns"]
     _state["end_ns"], _state["last"] = now, name
-    stream, sim_start, sim_end = span
+    stream, sim_start, sim_end = span[:3]
     nodes = ", ".join(kernel.nodes) or "aten nodes unknown (Inductor's graph cache)"
     blocks = "".join(f", {k}={v}" for k, v in launch.blocks.items())
-    reason = f"triton kernel of {graph}, grid {launch.grid}{blocks}: {nodes}"
     path = DispatchPath((), (), tuple(kernel.aten_nodes),
                         f"torch.compile (Inductor + Triton interpreter) {graph}.{kernel.name}")
-    inputs = tuple(rec._record(t, None, False)[0] for t in launch.inputs)
-    outputs = tuple(rec._record(t, None, False)[0] for t in launch.outputs)
-    device = stream.device_index
-    current = RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current
-    phase = "backward" if graph.startswith("backward") else "forward"
-    module = rec.modules[-1] if rec.modules else ""
-    source = _user_source()
-    for trace, trace_start in rec.traces:
-        events = trace.events
-        events.append(OpEvent(
-            len(events), name, KIND, phase, reason, path, inputs, outputs, 0, 0, current,
-            now - host_ns - trace_start, host_ns, sim_start, sim_end, stream.stream_id, device,
-            source, module, f"compiled {graph}", _state["call_id"]))
+    RECORDER.emit(OpEvent(
+        op=name, kind=KIND, phase="backward" if graph.startswith("backward") else "forward",
+        reason=f"triton kernel of {graph}, grid {launch.grid}{blocks}: {nodes}", dispatch=path,
+        inputs=tuple(RECORDER.tensor_record(t) for t in launch.inputs),
+        outputs=tuple(RECORDER.tensor_record(t) for t in launch.outputs),
+        host_ns=host_ns, sim_start_us=sim_start, sim_end_us=sim_end, stream=stream.stream_id,
+        device=stream.device_index, source=user_source(), module=RECORDER.module,
+        call=f"compiled {graph}", call_id=_state["call_id"], host_issue_us=host_issue(span),
+    ), started_ns=now - host_ns)
 
 
 def install() -> None:

@@ -21,6 +21,8 @@ from functools import cached_property
 
 import torch
 
+from ..backend import storage_of
+
 MAX_ELEMENTS = 1 << 25  # past this, describe a slice: the per-element tables would not fit
 
 
@@ -229,8 +231,6 @@ def _storage_id(tensor: torch.Tensor) -> object:
     """Same value for tensors that share a storage: the simulated block for device tensors
     (mtia_lab.storage_of), the data pointer for host tensors."""
     if hasattr(tensor, "_storage") and hasattr(tensor, "_inner"):
-        from mtia_lab import storage_of
-
         storage = storage_of(tensor)
         return (str(tensor.device), storage.address or id(storage))
     ptr = tensor.untyped_storage().data_ptr()

@@ -1,7 +1,10 @@
 """The private Dynamo / compiled-autograd APIs the compile instruments read, in one room.
 
-Everything here was checked on torch 2.13.0 (tests/test_instruments_guards.py and friends
-fail first when a name moves). The instruments read Dynamo's own records:
+Everything here was checked on torch 2.13.0: tests/test_compat.py pins each name against the
+private API it wraps, and tests/test_instruments_*.py say whether the instruments still behave.
+A module of its own (beside mtia_lab/_compat.py, PyTorch core, and mtia_lab/inductor/_compat.py)
+because these are Dynamo's introspection records, read by the compile instruments only: their
+churn between releases is the instruments' alone. The instruments read:
 
 - the structured trace (`torch._logging`'s `torch.__trace` logger): `compilation_metrics`
   (per compile: guard count, op count, phase times, failure), the `recompile_reasons`
@@ -130,6 +133,7 @@ def guard_results(sink: list[bool]) -> Iterator[None]:
 
 
 def recompile_limit() -> int:
+    """Dynamo's recompile limit: compiles per code object before it runs eagerly."""
     return torch._dynamo.config.recompile_limit
 
 
@@ -142,10 +146,12 @@ def limit_hits() -> int:
 
 
 def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
+    """Have Dynamo treat dimension `dim` of `tensor` as a symbolic size."""
     torch._dynamo.mark_dynamic(tensor, dim)
 
 
 def constraint_violation_error() -> type[Exception]:
+    """The error Dynamo raises when a dimension marked dynamic was specialised."""
     from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
     return ConstraintViolationError
@@ -197,16 +203,15 @@ def compiled_autograd(compiler_fn: Callable) -> Iterator[None]:
 
 
 def compiled_autograd_captures() -> int:
+    """How many backward graphs compiled autograd has captured in this process."""
     from torch._dynamo.utils import counters
 
     return counters["compiled_autograd"]["captures"]
 
 
 def reset_compiled_autograd() -> None:
+    """Forget compiled autograd's captured graphs (the next backward captures again)."""
     from torch._dynamo import compiled_autograd as ca
 
     ca.reset()
 
-
-def current_autograd_node():
-    return torch._C._current_autograd_node()

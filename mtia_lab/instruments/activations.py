@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from .. import _compat
 from ..backend.aten import dispatch
 from ..compiler import runner
-from . import _compat
 
 
 @dataclass(frozen=True)

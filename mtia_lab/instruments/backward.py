@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._compat import dynamo_backend
 from ..records.plan import FusionPlan
 from . import _compat
 
@@ -54,9 +55,7 @@ def compile_model(model: torch.nn.Module, engine: str):
 def backend_for(engine: str, devices: list[str] | None = None):
     """What compiled autograd hands its captured graph to: torch.compile with the engine's
     backend; `devices` (if given) collects the devices of the graph's tensor inputs."""
-    from torch._dynamo import lookup_backend
-
-    real = lookup_backend("mtia_lab" if engine == "mtia_lab" else "inductor")
+    real = dynamo_backend("mtia_lab" if engine == "mtia_lab" else "inductor")
 
     def backend(gm, example_inputs):
         if devices is not None:

@@ -22,6 +22,7 @@ from torch.utils.checkpoint import (
     create_selective_checkpoint_contexts,
 )
 
+from .._compat import OpOverload
 from .activations import ActivationTimeline, activation_timeline
 
 aten = torch.ops.aten
@@ -40,7 +41,7 @@ def check_policy(policy) -> Callable | list | None:
     if policy is None or callable(policy):
         return policy
     if isinstance(policy, (list, tuple, set)) and all(
-            isinstance(op, torch._ops.OpOverload) for op in policy):
+            isinstance(op, OpOverload) for op in policy):
         return list(policy)
     raise TypeError(
         f"policy={policy!r} is not callable: pass a function (ctx, op, *args, **kwargs) -> "

@@ -4,7 +4,7 @@
     for n in (2, 3, 4):
         watched(x, n)
     watched.log                   # CompileLog: calls, cache entries with their guards
-    compile_log_view(watched)     # the text twin, a picture, rich
+    viz.compile_log_view(watched) # the text twin, a picture, rich (mtia_lab.viz)
 
 Every fact comes from Dynamo's own records (see _compat.py): the cache entries on the code
 object after each call (most recently used first, so a hit's entry is at the front), the

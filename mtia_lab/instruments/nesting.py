@@ -27,6 +27,7 @@ import torch
 from . import _compat
 from .examples import Nest
 from .guards import watch
+from .records import short_guard
 
 _METRICS = frozenset({"compilation_metrics", "bwd_compilation_metrics"})
 PHASES = ("dynamo", "aot_autograd", "scheduler", "backward")
@@ -107,8 +108,6 @@ def deepest_guard(depth: int, width: int = 8) -> str:
     model = Nest(depth, width).to("mtia_sim:0")
     watched = watch(model)
     watched(torch.randn(4, width, device="mtia_sim:0"))
-    from .guard_views import short_guard
-
     entry = next(iter(watched.log.entries.values()))
     return max((short_guard(g) for g in entry.user_guards()), key=len)
 

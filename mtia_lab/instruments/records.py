@@ -3,7 +3,7 @@
 One `CompileLog` per watched function: the calls in order (`CallRecord`: which cache entry
 served each, or that it compiled, or that it ran eagerly because the recompile limit was
 hit), and every cache entry Dynamo made (`CompileEntry`: its guards as Dynamo states them,
-the guard failures that caused it). The views in guard_views.py only read these.
+the guard failures that caused it). The views in viz/guard_views.py only read these.
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ _BOOKKEEPING = frozenset({
 _ADDRESS = re.compile(r"\b\d{9,}\b")  # object ids and type ids: different in every process
 _METADATA_ID = re.compile(r"___check_metadata_\d+_")
 _DISPATCH_KEYS = re.compile(r"DispatchKeySet\([^)]*\), ")
+_TENSOR = re.compile(r"check_tensor\((?P<src>[^,]+), (?P<cls>\w+), torch\.(?P<dtype>\w+), "
+                     r"device=(?P<dev>[^,]+), requires_grad=(?P<rg>\w+), "
+                     r"size=(?P<size>\[[^\]]*\]), "
+                     r"stride=(?P<stride>\[[^\]]*\])\)")
+_TYPE = re.compile(r"___check_type_id\((?P<src>[^,]+), <id>\), type=<class '(?P<cls>[^']+)'>")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,21 @@ class Guard:
         where = where.rsplit("/", 1)[-1]  # Dynamo cuts paths mid-name: keep the file name
         code = _DISPATCH_KEYS.sub("", _METADATA_ID.sub("___check_metadata_<id>_", code.strip()))
         return cls(kind, _ADDRESS.sub("<id>", code), where)
+
+
+
+def short_guard(guard: Guard) -> str:
+    """A guard in a few words: "L['x']: float32 size=[4] stride=[1]", "type(L['x']) is
+    MTIATensor"; others as Dynamo wrote them."""
+    found = _TENSOR.search(guard.text)
+    if found:
+        size = found["size"].replace("None", "*")
+        grad = ", requires_grad" if found["rg"] == "True" else ""
+        return f"{found['src']}: {found['dtype']} size={size} stride={found['stride']}{grad}"
+    found = _TYPE.search(guard.text)
+    if found:
+        return f"type({found['src']}) is {found['cls'].rsplit('.', 1)[-1]}"
+    return guard.text
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Reading order:
     guardrails.py   GUARDRAILS: every fusion guardrail once (name, Inductor config key, ours or
                     Inductor's, default, validation)
     input_names.py  the user's names of a graph's inputs (`fc1.weight`, not `primals_7`)
+    display.py      how a record finds its view (register_view, view_for): records import no view
 
 Floor 2 of the house plan: it may import the device (mtia_lab/backend) and mtia_lab._compat,
 never a compiler.

@@ -9,9 +9,9 @@ on the CPU must view it on the device, or writes through it would be lost.
 from __future__ import annotations
 
 import torch
-from torch.utils import _pytree as pytree
 
 from .. import DEVICE
+from .._compat import pytree, tolerance_override_type
 from ..backend import MTIATensor, storage_of
 
 
@@ -111,7 +111,7 @@ def _same_scalar(a, b) -> bool:
 def tolerance_for(op, dtype: torch.dtype) -> dict | None:
     """PyTorch's own tolerance for comparing this op across devices (the toleranceOverride its
     OpInfo gives TestCommon, where test_compare_cpu lives), if it sets one for `dtype`."""
-    from torch.testing._internal.common_device_type import toleranceOverride
+    toleranceOverride = tolerance_override_type()
 
     for info in op.decorators:
         if getattr(info, "cls_name", None) != "TestCommon" or getattr(info, "device_type", None):

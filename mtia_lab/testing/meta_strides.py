@@ -37,10 +37,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils import _pytree as pytree
 
 from .. import DEVICE
-from .._compat import fake_tensor_mode
+from .._compat import OpOverload, fake_tensor_mode, noncontiguous_like, pytree
 from ..backend import MTIATensor, storage_of
 from ..backend.aten import dispatch
 from .compare import plain
@@ -92,8 +91,6 @@ def _transposed(t: torch.Tensor) -> torch.Tensor:
 
 
 def _noncontiguous(t: torch.Tensor) -> torch.Tensor:
-    from torch.testing._internal.common_utils import noncontiguous_like
-
     return noncontiguous_like(t) if t.layout == torch.strided else t
 
 
@@ -180,7 +177,7 @@ def fakes_of(specs, mode):
 class AtenCall:
     """One aten op that reached the device: its arguments' and results' metadata."""
 
-    func: torch._ops.OpOverload
+    func: OpOverload
     args: tuple
     kwargs: dict
     result: object = None

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils import _pytree as pytree
 
 from .. import DEVICE
+from .._compat import opinfo_db, pytree
 from ..backend import MTIATensor, fallback_counts
 from ..backend.aten import dispatch, layouts
 from ..backend.aten.schema import facts
@@ -315,7 +315,7 @@ def check_op(op, *, max_samples: int = MAX_SAMPLES, variant: str = "op",
 
 def supported_ops(names: list[str] | None = None, dtype: torch.dtype = torch.float32) -> list:
     """OpInfos from op_db that support `dtype` on CPU; `names` picks by full or short name."""
-    from torch.testing._internal.common_methods_invocations import op_db
+    op_db = opinfo_db()
 
     ops = [op for op in op_db if dtype in op.supported_dtypes("cpu")]
     if names is None:

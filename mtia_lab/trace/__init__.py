@@ -5,6 +5,17 @@
     t.summary()                       # per op: count, kinds, host and simulated time, bytes
     mtia_lab.trace.io.save_trace(t, "run.json")
 
+Reading order:
+    events.py          the records: OpEvent, TensorRecord, DispatchPath, Trace
+    tracer.py          `mtia_lab.trace()`: opens and closes traces on the recorder
+    recorder.py        the one Recorder: open traces, `emit()` for every writer
+    dispatch_hooks.py  the dispatcher observer, TorchFunctionMode and module hooks (the hot path)
+    tensor_records.py  TensorRecords made once and shared
+    paths.py           why the dispatcher sent an op where it went (DispatchPath)
+    io.py, chrome.py   the JSON format (save/load) and the Chrome trace export; files.py
+The compilers' listeners (compiler/trace_listener.py, inductor/trace_events.py) and the
+collectives (distributed/events.py) write through `Recorder.emit`; trace/ imports none of them.
+
 `mtia_lab.trace` is this package *and* the recording function: the package is callable, so
 `mtia_lab.trace()` is `mtia_lab.trace.trace()`, while `mtia_lab.trace.io` and
 `from mtia_lab.trace.events import OpEvent` keep working as for any package.
@@ -15,9 +26,10 @@ from __future__ import annotations
 import sys
 import types
 
+from .chrome import save_chrome_trace, to_chrome_trace
 from .events import CallGroup, DispatchPath, OpEvent, OpSummary, TensorRecord, Trace
-from .io import TraceFormatError, load_trace, save_chrome_trace, save_trace, to_chrome_trace
-from .recorder import Tracer, trace
+from .io import TraceFormatError, load_trace, save_trace
+from .tracer import Tracer, trace
 
 __all__ = [
     "CallGroup", "DispatchPath", "OpEvent", "OpSummary", "TensorRecord", "Trace",

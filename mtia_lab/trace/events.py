@@ -1,7 +1,8 @@
 """What a trace records: one immutable `OpEvent` per op that reached the device, in a `Trace`.
 
 This is the data model only. Renderers (rich tables, widgets, diagrams) read these records and
-never re-run anything; the recorder (recorder.py) is the only writer, and io.py the only
+never re-run anything; every event goes in through the recorder (recorder.py: its own dispatcher
+hooks, or `emit()` for the compilers' listeners and the collectives), and io.py is the only
 (de)serialiser. Records are immutable and small (a NamedTuple, `__slots__`), and equal tensor
 records and dispatch paths are shared between events, so a trace of 100,000 events stays cheap
 to keep, filter and summarise.
@@ -23,8 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..records.display import view_for
+
 KINDS = ("native", "fallback", "view")
-COMPILED = "compiled"  # a fused kernel of torch.compile(backend="mtia_lab") (trace/compiled.py)
+COMPILED = "compiled"  # a fused kernel of a torch.compile'd region (either compiler's listener)
 ALL_KINDS = (*KINDS, COMPILED)  # views list COMPILED only when a trace has such events
 PHASES = ("forward", "backward")
 
@@ -84,38 +87,54 @@ class DispatchPath:
         return " -> ".join([*acted, "MTIATensor.__torch_dispatch__", self.chosen])
 
 
+NO_PATH = DispatchPath((), (), (), "")  # an event's default: no dispatcher path recorded
+
+
 class OpEvent(NamedTuple):
-    """One aten op that reached the device.
+    """One aten op that reached the device (or one compiled kernel, collective, wait).
 
     A NamedTuple rather than a frozen dataclass: just as immutable, but made ten times faster,
-    and one is made per recorded op (see benchmarks/bench_trace.py).
+    and one is made per recorded op (see benchmarks/bench_trace.py). Build one by keyword:
+    every field has a default, so a writer names what it knows and a field added here (with
+    its default) needs no change in any writer, in io.py's tables or in RankedEvent.
+    `Recorder.emit` fills in `index`, `host_start_ns` and `device_bytes`.
     """
 
-    index: int  # position in its trace
-    op: str  # aten overload, "aten::add.Tensor"
-    kind: str  # "native" | "fallback" | "view" | "compiled"
-    phase: str  # "forward" | "backward"
-    reason: str  # why the fallback served it ("" otherwise); "raised ..." if the op failed
-    dispatch: DispatchPath
-    inputs: tuple[TensorRecord, ...]
-    outputs: tuple[TensorRecord, ...]
-    allocated: int  # device bytes allocated during the op (allocator blocks, rounded)
-    freed: int  # device bytes freed during the op
-    device_bytes: int  # bytes allocated on the device after the op
-    host_start_ns: int  # wall clock (perf_counter_ns) since the trace started
-    host_ns: int  # wall time of the kernel on the host
-    sim_start_us: float | None  # simulated device clock; None for views (no device work)
-    sim_end_us: float | None
-    stream: int | None  # stream id on the device; None when no device work was queued
-    device: int  # device index
-    source: str  # "file.py:12", the first frame outside torch and mtia_lab
-    module: str  # nn.Module path, "MLP.fc1" ("" outside any module)
-    call: str  # top-level torch function, or autograd node in backward
-    call_id: int  # events of one call share it
+    index: int = 0  # position in its trace
+    op: str = ""  # aten overload, "aten::add.Tensor"
+    kind: str = ""  # "native" | "fallback" | "view" | "compiled" | "collective" | "wait"
+    phase: str = "forward"  # "forward" | "backward"
+    reason: str = ""  # why the fallback served it ("" otherwise); "raised ..." if the op failed
+    dispatch: DispatchPath = NO_PATH
+    inputs: tuple[TensorRecord, ...] = ()
+    outputs: tuple[TensorRecord, ...] = ()
+    allocated: int = 0  # device bytes allocated during the op (allocator blocks, rounded)
+    freed: int = 0  # device bytes freed during the op
+    device_bytes: int = 0  # bytes allocated on the device after the op
+    host_start_ns: int = 0  # wall clock (perf_counter_ns) since the trace started
+    host_ns: int = 0  # wall time of the kernel on the host
+    sim_start_us: float | None = None  # simulated device clock; None for views (no device work)
+    sim_end_us: float | None = None
+    stream: int | None = None  # stream id on the device; None when no device work was queued
+    device: int = 0  # device index
+    source: str = ""  # "file.py:12", the user's line (mtia_lab.source.user_source)
+    module: str = ""  # nn.Module path, "MLP.fc1" ("" outside any module)
+    call: str = ""  # top-level torch function, or autograd node in backward
+    call_id: int = 0  # events of one call share it
+    # (start, end) of the host issuing the op's device work, on the device's simulated clock:
+    # the profile's host_op_us per op (a GPU profile's eager dispatch cost); None when issuing
+    # took no simulated time (the MTIA profiles) or the op queued no device work
+    host_issue_us: tuple[float, float] | None = None
 
     @property
     def sim_us(self) -> float:
         return 0.0 if self.sim_start_us is None else self.sim_end_us - self.sim_start_us
+
+    @property
+    def host_issue_span_us(self) -> float:
+        """Simulated microseconds the host spent issuing the op (0.0 when not modelled)."""
+        issue = self.host_issue_us
+        return 0.0 if issue is None else issue[1] - issue[0]
 
     @property
     def served_by(self) -> str:
@@ -183,25 +202,34 @@ class Trace:
             f"host {self.host_ns() / 1e6:.3f} ms, simulated {self.sim_us():.3f} us>"
         )
 
-    # -- how it shows itself: the view is looked up, never imported (records know no views) --
+    # -- how it shows itself: the view is looked up (records/display.py), never imported ------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """In a notebook a Trace shows the view registered for it (the summary table, with
         simulated times only so that a saved output stays the same from run to run)."""
-        from ..viz.registry import view_for
-
         return view_for(self, "notebook")._repr_mimebundle_(include, exclude)
 
     def _repr_html_(self) -> str:
         return self._repr_mimebundle_(include={"text/html"})["text/html"]
 
     def __rich__(self):
-        from ..viz.registry import view_for
-
         return view_for(self, "terminal").__rich__()
+
+    # -- how it is saved: io.py asks the trace, so a subclass (RankedTrace) saves itself ------
+    def to_plain(self) -> Trace:
+        """The Trace of plain OpEvents that io.py writes; a subclass whose events hold more
+        returns its events as OpEvents and the rest in metadata."""
+        return self
+
+    def chrome_trace(self) -> dict:
+        """The Chrome trace event object of `io.to_chrome_trace` (one process for the host,
+        one per device); a subclass may draw itself otherwise."""
+        from .chrome import plain_chrome_trace  # chrome.py reads these records: at call time
+
+        return plain_chrome_trace(self)
 
     def export_chrome_trace(self, path) -> None:
         """Write a Chrome trace event file, as torch.profiler's `prof.export_chrome_trace`."""
-        from .io import save_chrome_trace
+        from .chrome import save_chrome_trace  # chrome.py reads these records: at call time
 
         save_chrome_trace(self, path)
 

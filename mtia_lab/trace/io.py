@@ -1,25 +1,25 @@
-"""Traces on disk: the mtia_lab JSON format (save/load), and Chrome's trace event format.
+"""Traces on disk: the mtia_lab JSON format (save/load); Chrome's export is re-exported.
 
 The JSON format is documented in docs/trace-format.md. It is a header (`"format":
 "mtia_lab.trace"`, `"version": 1`), the trace's metadata and three tables of rows: tensor
 records and dispatch paths are stored once and referenced by position from the events, which
 keeps a 100,000-event file small and quick to write and read.
 
-`to_chrome_trace` gives the JSON object that chrome://tracing and https://ui.perfetto.dev open:
-host wall time on one track, simulated device time on one track per (device, stream).
+Chrome's trace event format (`to_chrome_trace`, `save_chrome_trace`) is chrome.py's; both are
+importable from here too, as `mtia_lab.trace.io.to_chrome_trace`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import fields
 
 from ..progress import progress
+from .chrome import save_chrome_trace, to_chrome_trace  # noqa: F401  (re-exported)
 from .events import DispatchPath, OpEvent, TensorRecord, Trace
+from .files import write_atomically
 
 PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
 
@@ -28,6 +28,11 @@ VERSION = 1
 TENSOR_FIELDS = [f.name for f in fields(TensorRecord)]
 DISPATCH_FIELDS = [f.name for f in fields(DispatchPath)]
 EVENT_FIELDS = list(OpEvent._fields)
+# Event fields added to version 1 since it was fixed, at the end of the row: a file written
+# before one of them has a shorter event_fields list, and its events load with the default.
+ADDED_EVENT_FIELDS = ["host_issue_us"]
+_FIRST_EVENT_FIELDS = EVENT_FIELDS[:len(EVENT_FIELDS) - len(ADDED_EVENT_FIELDS)]
+_HOST_ISSUE_AT = EVENT_FIELDS.index("host_issue_us")
 _DISPATCH_AT = EVENT_FIELDS.index("dispatch")
 _INPUTS_AT = EVENT_FIELDS.index("inputs")
 _OUTPUTS_AT = EVENT_FIELDS.index("outputs")
@@ -44,11 +49,10 @@ class TraceFormatError(ValueError):
 
 # -- the mtia_lab format ---------------------------------------------------------------------
 def trace_to_json(trace: Trace) -> dict:
-    """The JSON object of a trace (what `save_trace` writes)."""
-    if hasattr(trace, "ranks"):  # several ranks merged (mtia_lab.distributed): ranks kept
-        from ..distributed.traces import ranked_to_plain
-
-        trace = ranked_to_plain(trace)
+    """The JSON object of a trace (what `save_trace` writes): of `trace.to_plain()`, so a Trace
+    subclass whose events hold more (a RankedTrace's ranks) saves itself as OpEvents and
+    metadata."""
+    trace = trace.to_plain()
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
     path_ids: dict[int, int] = {}
@@ -86,25 +90,9 @@ def trace_to_json(trace: Trace) -> dict:
     }
 
 
-def _write_atomically(path, obj) -> None:
-    """JSON to a temporary file beside `path`, then renamed over it: a reader never sees half a
-    file, and a failed write leaves the old file as it was."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".mtia_lab-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            json.dump(obj, f, separators=(",", ":"))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 def save_trace(trace: Trace, path) -> None:
     """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md), atomically."""
-    _write_atomically(path, trace_to_json(trace))
+    write_atomically(path, trace_to_json(trace))
 
 
 def _read_bounded(path, max_bytes: int) -> bytes:
@@ -165,10 +153,11 @@ def trace_from_json(data, path="<data>") -> Trace:
             "Load it with the mtia_lab release that wrote it (its metadata names the release), "
             "or record the trace again.",
         )
+    known = _known_event_fields(data.get("event_fields"))
     for key, expected in (
         ("tensor_fields", TENSOR_FIELDS),
         ("dispatch_fields", DISPATCH_FIELDS),
-        ("event_fields", EVENT_FIELDS),
+        ("event_fields", EVENT_FIELDS[:known]),
     ):
         if data.get(key) != expected:
             raise TraceFormatError(
@@ -177,13 +166,22 @@ def trace_from_json(data, path="<data>") -> Trace:
                 "The file was edited or written by another mtia_lab; record the trace again.",
             )
     try:
-        return _build(data)
+        return _build(data, known)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise TraceFormatError(
             path,
             f"a table is malformed ({type(error).__name__}: {error})",
             "The file was edited or damaged; record the trace again.",
         ) from None
+
+
+def _known_event_fields(names) -> int:
+    """How many of EVENT_FIELDS a file's events hold: all of them, or all but some of the
+    fields added since (ADDED_EVENT_FIELDS); anything else is reported as a mismatch."""
+    if (isinstance(names, list) and len(_FIRST_EVENT_FIELDS) <= len(names) <= len(EVENT_FIELDS)
+            and names == EVENT_FIELDS[:len(names)]):
+        return len(names)
+    return len(EVENT_FIELDS)
 
 
 def _tuple(value):
@@ -200,7 +198,7 @@ _EVENT_TYPES = {"index": _INT, "op": _STR, "kind": _STR, "phase": _STR, "reason"
                 "freed": _INT, "device_bytes": _INT, "host_start_ns": _INT, "host_ns": _INT,
                 "sim_start_us": "number|None", "sim_end_us": "number|None",
                 "stream": "int|None", "device": _INT, "source": _STR, "module": _STR,
-                "call": _STR, "call_id": _INT}
+                "call": _STR, "call_id": _INT, "host_issue_us": "pair|None"}
 
 
 def _is(value, kind: str) -> bool:
@@ -214,6 +212,9 @@ def _is(value, kind: str) -> bool:
         return isinstance(value, str)
     if kind == "ints":  # lists from JSON; tuples from trace_to_json used in memory
         return isinstance(value, (list, tuple)) and all(_is(v, _INT) for v in value)
+    if kind == "pair":  # (start, end): two numbers
+        return isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            _is(v, _NUMBER) for v in value)
     if kind == "strs":
         return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     raise AssertionError(kind)
@@ -243,7 +244,11 @@ def _refs(indices: list, table: list, what: str, at: int) -> list:
     return [table[i] for i in indices]
 
 
-def _build(data: dict) -> Trace:
+def _build(data: dict, known: int) -> Trace:
+    """The Trace of checked tables; events have the first `known` fields of EVENT_FIELDS (the
+    rest, added since the file was written, take their defaults)."""
+    event_types = dict(list(_EVENT_TYPES.items())[:known])
+    missing = [OpEvent._field_defaults[name] for name in EVENT_FIELDS[known:]]
     tensors = []
     for at, row in enumerate(_list(data, "tensors")):
         shape, dtype, strides, offset, storage, storage_nbytes, device, view_of, nbytes = _row(
@@ -265,10 +270,12 @@ def _build(data: dict) -> Trace:
     events = []
     for at, row in enumerate(progress(_list(data, "events"), desc="loading trace",
                                       min_total=PROGRESS_FROM)):
-        row = list(_row(row, _EVENT_TYPES, "event", at))
+        row = list(_row(row, event_types, "event", at)) + missing
         row[_DISPATCH_AT] = _refs([row[_DISPATCH_AT]], paths, "dispatch path", at)[0]
         row[_INPUTS_AT] = tuple(_refs(row[_INPUTS_AT], tensors, "tensor", at))
         row[_OUTPUTS_AT] = tuple(_refs(row[_OUTPUTS_AT], tensors, "tensor", at))
+        if row[_HOST_ISSUE_AT] is not None:
+            row[_HOST_ISSUE_AT] = tuple(row[_HOST_ISSUE_AT])
         events.append(OpEvent._make(row))
     metadata = data.get("metadata", {})
     if not isinstance(metadata, dict):
@@ -280,73 +287,3 @@ def _build(data: dict) -> Trace:
     if not isinstance(starts, dict) or not all(_is(v, _NUMBER) for v in starts.values()):
         raise TypeError("metadata sim_start_us must map device indices to numbers")
     return Trace(events, metadata)
-
-
-# -- Chrome trace event format ---------------------------------------------------------------
-HOST_PID = 0
-
-
-def to_chrome_trace(trace: Trace) -> dict:
-    """The trace as Chrome trace events (Perfetto-compatible): "X" (complete) events, ts and
-    dur in microseconds. Host wall time is process 0; simulated time of device N is process
-    N + 1, one thread per stream, measured from the device's clock when the trace began."""
-    if hasattr(trace, "ranks"):  # several ranks merged: one process per rank (distributed/)
-        from ..distributed.traces import to_chrome_trace as ranked_chrome_trace
-
-        return ranked_chrome_trace(trace)
-    out = [_meta("process_name", HOST_PID, 0, "host (wall clock)"),
-           _meta("thread_name", HOST_PID, 0, "ops")]
-    sim_start = trace.metadata.get("sim_start_us", {})
-    tracks: dict[tuple[int, int], list] = {}
-    host = []
-    described: dict[int, str] = {}  # id(record) -> text; records are shared between events
-
-    def describe(records) -> list[str]:
-        out = []
-        for t in records:
-            text = described.get(id(t))
-            if text is None:
-                text = described[id(t)] = _describe(t)
-            out.append(text)
-        return out
-
-    for e in trace.events:
-        args = {
-            "index": e.index, "kind": e.kind, "phase": e.phase, "module": e.module,
-            "call": e.call, "source": e.source,
-            "inputs": describe(e.inputs), "outputs": describe(e.outputs),
-        }
-        if e.reason:
-            args["reason"] = e.reason
-        host.append({"name": e.op, "cat": e.served_by, "ph": "X", "pid": HOST_PID, "tid": 0,
-                     "ts": e.host_start_ns / 1000, "dur": e.host_ns / 1000, "args": args})
-        if e.sim_start_us is not None:
-            zero = sim_start.get(str(e.device), 0.0)
-            tracks.setdefault((e.device, e.stream), []).append({
-                "name": e.op, "cat": e.served_by, "ph": "X", "pid": e.device + 1,
-                "tid": e.stream, "ts": e.sim_start_us - zero, "dur": e.sim_us, "args": args,
-            })
-    host.sort(key=lambda ev: ev["ts"])
-    out += host
-    for device, stream in sorted(tracks):
-        if not any(ev["pid"] == device + 1 and ev["ph"] == "M" for ev in out):
-            out.append(_meta("process_name", device + 1, 0, f"mtia_sim:{device} (simulated)"))
-        out.append(_meta("thread_name", device + 1, stream, f"stream {stream}"))
-        out += sorted(tracks[device, stream], key=lambda ev: ev["ts"])
-    return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": trace.metadata}
-
-
-def save_chrome_trace(trace: Trace, path) -> None:
-    """Write the Chrome trace export of `trace` (open it in https://ui.perfetto.dev),
-    atomically."""
-    _write_atomically(path, to_chrome_trace(trace))
-
-
-def _meta(name: str, pid: int, tid: int, value: str) -> dict:
-    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": {"name": value}}
-
-
-def _describe(t: TensorRecord) -> str:
-    shape = "x".join(map(str, t.shape)) or "scalar"
-    view = " view" if t.is_view else ""
-    return f"{t.dtype}[{shape}] stride={list(t.strides)} @{t.storage:#x}+{t.storage_offset}{view}"

@@ -9,8 +9,6 @@ The same (op, key sets, autograd state) always has the same answer, so the recor
 
 from __future__ import annotations
 
-import torch
-
 from .. import _compat
 from ..backend.aten.fallback import reason_for
 from ..backend.aten.registry import kernel_for
@@ -24,11 +22,11 @@ def call_name(func) -> str:
     name = getattr(func, "__name__", None) or repr(func)
     if name == "__get__" and hasattr(func, "__self__"):  # a property, e.g. Tensor.shape
         return f"Tensor.{getattr(func.__self__, '__name__', '?')}"
-    if getattr(func, "__objclass__", None) is torch._C.TensorBase or (
-        module == "torch._tensor"
+    if getattr(func, "__objclass__", None) is _compat.TensorBase or (
+        module == _compat.TENSOR_METHOD_MODULE
     ):
         return f"Tensor.{name}"
-    if module in ("torch.nn.functional", "torch._C._nn"):
+    if module in _compat.NN_FUNCTIONAL_MODULES:
         return f"F.{name}"
     if module == "torch":
         return f"torch.{name}"

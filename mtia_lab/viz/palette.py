@@ -28,6 +28,7 @@ COPY = Colour("#edc948", "yellow")
 FALLBACK = Colour("#e15759", "red")
 COLLECTIVE = Colour("#9c755f", "brown")
 WAIT = Colour("#d9d9d9", "grey")
+HOST = Colour("#76b7b2", "teal")  # the host issuing ops (a timeline's host lane)
 OVERLAP = Colour("#f28e2b", "orange")
 MIXED = Colour("#8d99ae", "grey")  # a merged bar of several purposes
 

@@ -7,7 +7,7 @@ thing the same way (and a test of one pins the wording of all).
 from __future__ import annotations
 
 from ..backend.runtime.allocator import format_bytes
-from ..source_names import cell_number, short_source  # noqa: F401  (re-exported)
+from ..source import cell_number, short_source  # noqa: F401  (re-exported)
 from ..trace.events import TensorRecord
 
 _DTYPES = {

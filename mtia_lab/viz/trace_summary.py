@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records.display import register_view
 from ..trace.events import ALL_KINDS, KINDS, Trace
 from . import palette
 from .display import View
-from .registry import register_view
 from .text_fit import ELLIPSIS, abbreviate
 from .trace_format import (
     fmt_bytes,

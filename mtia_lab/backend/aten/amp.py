@@ -33,7 +33,7 @@ import threading
 import torch
 
 from ... import _compat
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, OpOverload, op_schema, overload_name
 from .registry import register_kernel, run_on_device
 
 aten = torch.ops.aten
@@ -88,7 +88,7 @@ BANNED = {
     ),
 }
 
-_EXCLUDE = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, AUTOCAST_KEY))
+_EXCLUDE = _compat.dispatch_key_set(AUTOCAST_KEY)
 
 
 class _ActiveRule(threading.local):
@@ -101,13 +101,13 @@ _ACTIVE = _ActiveRule()
 _LIBRARIES: list[torch.library.Library] = []
 
 
-def overload(name: str) -> torch._ops.OpOverload:
+def overload(name: str) -> OpOverload:
     """'pow.Scalar' -> aten.pow.Scalar; 'mm' -> aten.mm.default (ATen's `KERNEL(op)` form)."""
     packet, _, which = name.partition(".")
     return getattr(getattr(aten, packet), which or "default")
 
 
-def policy_of(op: torch._ops.OpOverload | str) -> str:
+def policy_of(op: OpOverload | str) -> str:
     """The cast policy of an op under mtia_sim autocast ("fallthrough" if it has none)."""
     name = op if isinstance(op, str) else _short_name(op)
     return POLICIES.get(name, "fallthrough")
@@ -122,9 +122,9 @@ def active_rule() -> tuple[str, str] | None:
     return _ACTIVE.rule
 
 
-def _short_name(op: torch._ops.OpOverload) -> str:
-    which = op._overloadname
-    return op._schema.name.split("::")[1] + ("" if which == "default" else f".{which}")
+def _short_name(op: OpOverload) -> str:
+    which = overload_name(op)
+    return op_schema(op).name.split("::")[1] + ("" if which == "default" else f".{which}")
 
 
 POLICIES: dict[str, str] = {
@@ -176,7 +176,7 @@ def _first_is_eligible(args: tuple) -> bool:
 
 
 # -- the kernels: one factory per policy -----------------------------------------------------------
-def _make_kernel(op: torch._ops.OpOverload, policy: str):
+def _make_kernel(op: OpOverload, policy: str):
     dtype_slot = _dtype_slot(op) if policy == "fp32_set_opt_dtype" else None
     target = overload(FP32_APPEND_DTYPE[_short_name(op)]) if policy == "fp32_append_dtype" else op
     rule = (_short_name(op), policy)
@@ -185,7 +185,7 @@ def _make_kernel(op: torch._ops.OpOverload, policy: str):
         # Read the state first: "enabled" *is* "the autocast key is not excluded".
         enabled = torch.is_autocast_enabled(DEVICE_NAME)
         low = torch.get_autocast_dtype(DEVICE_NAME)
-        with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
+        with _compat.ExcludeDispatchKeys(_EXCLUDE):
             if not enabled:
                 return op(*args, **kwargs)
             outer, _ACTIVE.rule = _ACTIVE.rule, rule
@@ -213,23 +213,23 @@ def _make_kernel(op: torch._ops.OpOverload, policy: str):
             out_dtype = torch.float32 if _first_is_eligible(args) else args[0].dtype
             args = _with_defaults(op, args)  # the target overload has no defaults
             return target(*args, **kwargs, dtype=out_dtype)  # dtype is keyword-only
-        raise RuntimeError(BANNED[op._schema.name.split("::")[1]])
+        raise RuntimeError(BANNED[op_schema(op).name.split("::")[1]])
 
     kernel.__name__ = f"autocast_{policy}_{_short_name(op).replace('.', '_')}"
     return kernel
 
 
-def _dtype_slot(op: torch._ops.OpOverload) -> tuple[int, bool]:
+def _dtype_slot(op: OpOverload) -> tuple[int, bool]:
     """(position, keyword-only?) of the op's `dtype` argument."""
-    for position, argument in enumerate(op._schema.arguments):
+    for position, argument in enumerate(op_schema(op).arguments):
         if argument.name == "dtype":
             return position, argument.kwarg_only
     raise AssertionError(f"{op} has no dtype argument")
 
 
-def _with_defaults(op: torch._ops.OpOverload, args: tuple) -> tuple:
+def _with_defaults(op: OpOverload, args: tuple) -> tuple:
     """Positional args with the defaults the dispatcher left out written back in."""
-    positional = [a for a in op._schema.arguments if not a.kwarg_only]
+    positional = [a for a in op_schema(op).arguments if not a.kwarg_only]
     return (*args, *(a.default_value for a in positional[len(args) :]))
 
 

@@ -17,7 +17,7 @@ import contextlib
 
 import torch
 
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, ExcludeDispatchKeys, OpOverload, dispatch_key_set
 from ..._compat import compile_session as _session
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME, DeviceState
@@ -139,7 +139,7 @@ class _OpPlan:
     __slots__ = ("registered", "kernel", "facts", "name", "first_alias", "host_sync",
                  "before_run", "layout")
 
-    def __init__(self, func: torch._ops.OpOverload, registered: Kernel | None) -> None:
+    def __init__(self, func: OpOverload, registered: Kernel | None) -> None:
         self.registered = registered
         self.facts = facts(func)
         self.name = self.facts.name
@@ -174,7 +174,7 @@ def _plan_of(func, registered: Kernel | None) -> _OpPlan:
 
 
 _aten = torch.ops.aten
-_PYTHON_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+_PYTHON_KEY = dispatch_key_set("Python")
 _inference_mode_enabled = torch.is_inference_mode_enabled
 _COPY = _aten.copy_.default
 _HOST_SYNCS = frozenset(
@@ -291,7 +291,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
 def _answer_query(func, args, kwargs):
     """A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
     memory: PyTorch's own answer, from the wrappers, on any mix of devices."""
-    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEY):
+    with ExcludeDispatchKeys(_PYTHON_KEY):
         return func(*args, **(kwargs or {}))
 
 

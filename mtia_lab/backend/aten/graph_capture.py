@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, op_schema
 from ..runtime.allocator import Block, PoolId
 from ..runtime.device_state import RUNTIME, DeviceState
 from ..runtime.streams import Stream
@@ -150,7 +150,7 @@ class _Capture:
     def refuse_fallback(self, func) -> None:
         """Called by the dispatcher before the CPU fallback runs `func`."""
         name = facts(func).name
-        returns = [str(r.type) for r in func._schema.returns]
+        returns = [str(r.type) for r in op_schema(func).returns]
         if func in _HOST_SYNC_OPS:
             self._refuse_host_sync(func, name)
         if not any("Tensor" in r for r in returns):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..._compat import OpOverload, op_schema
 from .registry import Kernel, run_on_device
 from .schema import facts
 
@@ -107,18 +108,18 @@ def tensors_in(value) -> list[torch.Tensor]:
 _OUT_VARIANTS: dict = {}
 
 
-def out_variant(func) -> tuple[torch._ops.OpOverload, tuple[str, ...]] | None:
+def out_variant(func) -> tuple[OpOverload, tuple[str, ...]] | None:
     """The `out=` overload of a functional op and its out argument names, if it has one:
     same arguments (names and types) plus keyword-only out tensors, one per result."""
     if func in _OUT_VARIANTS:
         return _OUT_VARIANTS[func]
-    schema = func._schema
+    schema = op_schema(func)
     signature = [(a.name, str(a.type)) for a in schema.arguments]
     found = None
     packet = func.overloadpacket
     for overload_name in packet.overloads():
         candidate = getattr(packet, overload_name)
-        arguments = candidate._schema.arguments
+        arguments = op_schema(candidate).arguments
         outs = tuple(a.name for a in arguments if a.is_out)
         if not outs or len(outs) != len(schema.returns):
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from ..._compat import OpOverloadPacket
 from .kernels_nn import NN_FAMILIES
 from .kernels_nn import register_prices as _register_nn_prices
 from .registry import register_kernel, run_on_device
@@ -117,7 +118,7 @@ NATIVE_FAMILIES = {
 def _packets(names: list[str]):
     for name in names:
         packet = getattr(aten, name, None)
-        if isinstance(packet, torch._ops.OpOverloadPacket):
+        if isinstance(packet, OpOverloadPacket):
             yield packet
 
 

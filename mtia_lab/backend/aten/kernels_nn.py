@@ -19,6 +19,7 @@ import math
 
 import torch
 
+from ..._compat import OpOverloadPacket, all_op_schemas
 from ..runtime import cost
 
 aten = torch.ops.aten
@@ -54,7 +55,7 @@ FUSED_OPTIMIZERS = [
 ]
 # Every multi-tensor op aten has: torch.optim's foreach path and clip_grad_norm_ use them.
 FOREACH = sorted(
-    {s.name.split("::")[1] for s in torch._C._jit_get_all_schemas()
+    {s.name.split("::")[1] for s in all_op_schemas()
      if s.name.startswith("aten::_foreach_")}
 )
 
@@ -154,5 +155,5 @@ def register_prices() -> None:
 def _packets(names: list[str]):
     for name in names:
         packet = getattr(aten, name, None)
-        if isinstance(packet, torch._ops.OpOverloadPacket):
+        if isinstance(packet, OpOverloadPacket):
             yield packet

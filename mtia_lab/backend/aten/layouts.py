@@ -27,12 +27,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch.utils import _pytree as pytree
 
-from ..._compat import DEVICE_NAME, fake_tensor_mode, no_fake_mode, storage_identity
+from ..._compat import (
+    DEVICE_NAME,
+    OpOverload,
+    fake_tensor_mode,
+    no_fake_mode,
+    op_schema,
+    pytree,
+    storage_identity,
+)
 
 aten = torch.ops.aten
-Rule = Callable[[torch._ops.OpOverload, tuple, dict, object], object]
+Rule = Callable[[OpOverload, tuple, dict, object], object]
 
 
 # --- device-specific promises: explicit and cheap ------------------------------------------
@@ -112,7 +119,7 @@ def _embedding_bag_like_cuda(func, args, kwargs, out):
 def _arg(args, kwargs, func, position: int, default=None):
     if position < len(args):
         return args[position]
-    return kwargs.get(func._schema.arguments[position].name, default)
+    return kwargs.get(op_schema(func).arguments[position].name, default)
 
 
 # --- meta kernels that differ from eager: restride to what the fake kernel computes --------
@@ -271,7 +278,7 @@ _OVERLOAD_RULES: dict[str, Rule] = {
 
 def _fresh_results(overload) -> bool:
     """Whether the overload's results are new tensors (not `out=` or in-place arguments)."""
-    return not any(r.alias_info is not None for r in overload._schema.returns)
+    return not any(r.alias_info is not None for r in op_schema(overload).returns)
 
 
 def rules() -> dict:

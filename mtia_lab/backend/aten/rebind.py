@@ -20,6 +20,7 @@ import warnings
 
 import torch
 
+from ..._compat import below_autograd
 from .registry import register_kernel, run_on_device
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -43,7 +44,7 @@ def _matmul_out(self, other, *, out):
             "matmul(): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad."
         )
-    with torch._C._AutoDispatchBelowAutograd():
+    with below_autograd():
         result = torch.matmul(self, other)
     if out.device != result.device:  # a host `out` for device inputs: refused as on CUDA
         raise RuntimeError(

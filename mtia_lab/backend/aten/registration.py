@@ -15,10 +15,10 @@ import math
 import torch
 
 from ... import _compat
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, overload_name
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME
-from ..runtime.streams import charge, current_stream
+from ..runtime.streams import Charge, charge, current_stream
 from . import dispatch, fallback
 from .tensor import MTIATensor, device_of, wrap
 
@@ -72,9 +72,9 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
     # The copy crosses the host link on the current stream; a blocking copy makes the host
     # wait for it (and so for everything queued before it), a non_blocking one does not.
     state = RUNTIME.devices[index]
-    stream, _, _ = charge(state, cost.transfer(host.numel() * host.element_size()).duration_us(
+    stream = charge(state, cost.transfer(host.numel() * host.element_size()).duration_us(
         state.profile
-    ))
+    )).stream
     if not non_blocking:
         stream.synchronize()
     return result
@@ -89,7 +89,7 @@ def _copy_from(src, dst, non_blocking=False):
 def _boxed_fallback(keyset, op, *args, **kwargs):
     """An op reached PrivateUse1 with no kernel: a factory we did not write. Compute it on the
     host with the same arguments, then move the result to the requested device."""
-    name = op.name() + (f".{op._overloadname}" if op._overloadname != "default" else "")
+    name = op.name() + (f".{overload_name(op)}" if overload_name(op) != "default" else "")
     _refuse_foreign_tensors(name, args, kwargs)
     if RUNTIME.strict:
         raise dispatch.StrictModeError(dispatch._strict_message(name))
@@ -133,7 +133,8 @@ def _observed(fn, op, kind: str):
         observer.before_op(func, kind, args if op is not None else args[2:], kwargs, state)
         result = fn(*args, **kwargs)
         # Work queued now starts when the stream is free AND the host issued it (streams.charge).
-        span = (stream, max(before, now), stream.clock_us) if stream.clock_us > before else None
+        span = (Charge(stream, max(before, now), stream.clock_us, now,
+                       now + state.profile.host_op_us) if stream.clock_us > before else None)
         observer.after_op(func, kind, result, None, span)
         return result
 

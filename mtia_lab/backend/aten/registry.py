@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..._compat import OpOverload, OpOverloadPacket
+
 KernelFn = Callable[..., object]
 
 
@@ -27,12 +29,12 @@ class Kernel:
     cross_device: bool = False  # copies may mix devices; every other op may not
 
 
-KERNELS: dict[torch._ops.OpOverload, Kernel] = {}
+KERNELS: dict[OpOverload, Kernel] = {}
 
 
-def resolve_overloads(op: str | torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+def resolve_overloads(op: str | OpOverload | OpOverloadPacket):
     """'aten::add.Tensor' -> [aten.add.Tensor]; 'aten::add' or aten.add -> every overload."""
-    if isinstance(op, torch._ops.OpOverload):
+    if isinstance(op, OpOverload):
         return [op]
     if isinstance(op, str):
         namespace, _, rest = op.partition("::")
@@ -50,7 +52,7 @@ def resolve_overloads(op: str | torch._ops.OpOverload | torch._ops.OpOverloadPac
         except (AttributeError, RuntimeError) as error:
             raise ValueError(f"op {op!r} does not exist: {error}") from None
         op = packet
-    if not isinstance(op, torch._ops.OpOverloadPacket):
+    if not isinstance(op, OpOverloadPacket):
         raise TypeError(
             f"op must be a string such as 'aten::add.Tensor', a torch.ops OpOverload or "
             f"OpOverloadPacket, got {op!r} ({type(op).__name__})"
@@ -89,7 +91,7 @@ def run_on_device(func, args, kwargs, device):
     return func(*args, **kwargs)
 
 
-def kernel_for(func: torch._ops.OpOverload) -> Kernel | None:
+def kernel_for(func: OpOverload) -> Kernel | None:
     return KERNELS.get(func)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+from ..._compat import OpOverload, op_schema
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class OpSchemaFacts:
         return args[position] if position < len(args) else kwargs.get(name)
 
 
-_CACHE: dict[torch._ops.OpOverload, OpSchemaFacts] = {}
+_CACHE: dict[OpOverload, OpSchemaFacts] = {}
 
 # Ops that write to arguments their schema does not mark as written. PyTorch knows of these
 # (torch/_decomp/decompositions.py: "native_batch_norm ... have the right schema (stating that
@@ -40,11 +40,11 @@ _UNDECLARED_WRITES = {
 }
 
 
-def facts(func: torch._ops.OpOverload) -> OpSchemaFacts:
+def facts(func: OpOverload) -> OpSchemaFacts:
     known = _CACHE.get(func)
     if known is not None:
         return known
-    schema = func._schema
+    schema = op_schema(func)
     name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
     # Every written argument, by position: a list `Tensor(a!)[]` has an empty alias set (the
     # set is on its elements), so several written lists (`_fused_adamw_` writes five) must not

@@ -55,14 +55,14 @@ def reduce_device_tensor(tensor: MTIATensor):
     setattr(untyped, _DEVICE_MARK, tensor.device)
     if isinstance(tensor, torch.nn.Parameter):  # a parameter of a module on the device
         hooks = collections.OrderedDict()
-        return (torch._utils._rebuild_parameter, (tensor.detach(), tensor.requires_grad, hooks))
+        return (_compat.rebuild_parameter, (tensor.detach(), tensor.requires_grad, hooks))
     typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=tensor.dtype, _internal=True)
     args = (typed, tensor.storage_offset(), tuple(tensor.size()), tensor.stride(),
             tensor.requires_grad, collections.OrderedDict())
     # The lazy conj / neg bits, as torch.save writes them for CPU and CUDA tensors: without
     # them `x.conj()` would load un-conjugated.
-    metadata = torch._utils.get_tensor_metadata(tensor)
-    return (torch._utils._rebuild_tensor_v2, args + (metadata,) if metadata else args)
+    metadata = _compat.tensor_metadata(tensor)
+    return (_compat.rebuild_tensor, args + (metadata,) if metadata else args)
 
 
 def _tag(storage) -> str | None:

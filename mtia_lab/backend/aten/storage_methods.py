@@ -51,5 +51,5 @@ def to_device(self, device=None, non_blocking: bool = False):
 def register() -> None:
     """Generate the storage methods (once) and install the device copy. Idempotent."""
     _compat.generate_storage_methods(DEVICE_NAME)
-    torch.storage._StorageBase.mtia_sim = to_device
+    _compat.set_storage_method(DEVICE_NAME, to_device)
     torch.TypedStorage.mtia_sim = to_device

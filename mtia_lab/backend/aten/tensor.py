@@ -14,13 +14,13 @@ caching allocator: freeing follows tensor lifetime, as on CUDA.
 from __future__ import annotations
 
 import copy
-import sys
 import weakref
 
 import torch
 
 from ... import _compat
 from ..._compat import DEVICE_NAME, copy_math_bits, is_fake
+from ...source import user_source
 from ..runtime.allocator import Block
 from ..runtime.device_state import RUNTIME
 
@@ -28,16 +28,9 @@ from ..runtime.device_state import RUNTIME
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
 # of a WeakValueDictionary on the hot path (one per op result).
 _LIVE_STORAGES: dict[int, weakref.ref[DeviceStorage]] = {}
-_DATA = torch._C.TensorBase.data  # the C++ getter/setter of `Tensor.data`
-_BACKWARD_HOOKS = torch._C.TensorBase._backward_hooks
+_DATA = _compat.tensor_data_descriptor  # the C++ getter/setter of `Tensor.data`
+_BACKWARD_HOOKS = _compat.tensor_backward_hooks_descriptor
 _DEVICES: list[torch.device] = []  # mtia_sim:0, mtia_sim:1, ... (filled once registered)
-_PACKAGE_DIRS = (
-    torch.__file__.rsplit("/", 1)[0],
-    __file__.rsplit("/", 4)[0] + "/mtia_lab",  # mtia_lab/backend/aten/tensor.py
-    "<frozen",
-    "contextlib",
-    "/functools",
-)
 # While a graph captures (graph_capture.py), every device allocation goes through this route:
 # route(device_index, nbytes, host_ptr, op, source) -> Block from the graph's private pool.
 _ALLOCATION_ROUTE = None
@@ -69,7 +62,7 @@ class DeviceStorage:
             self._allocate(op)
 
     def _allocate(self, op: str) -> None:
-        source = _user_source() if RUNTIME.record_alloc_source else ""
+        source = user_source() if RUNTIME.record_alloc_source else ""
         if _ALLOCATION_ROUTE is None:  # the allocator sets self.block (interrupt-safe)
             allocator = RUNTIME.devices[self.device_index].allocator
             allocator.malloc(self.nbytes, op, source, owner=self)
@@ -178,24 +171,13 @@ def device_untyped_storage(tensor: MTIATensor) -> torch.UntypedStorage:
         return memory.python_storage
     inner = tensor._inner
     if _compat_is_fake(inner):
-        return torch._C.TensorBase.untyped_storage(tensor)
+        return _compat.tensor_base_untyped_storage(tensor)
     host = inner.untyped_storage()
     storage = _compat.storage_alias(host, _DEVICES[memory.device_index])
     storage.__class__ = DeviceUntypedStorage
     storage._mtia_host, storage._mtia_owner = host, weakref.ref(memory)
     memory.python_storage = storage
     return storage
-
-
-def _user_source() -> str:
-    """file:line of the first frame outside torch and mtia_lab: who asked for this memory."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIRS) and "/torch/" not in filename:
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return ""
 
 
 class MTIATensor(torch.Tensor):
@@ -205,11 +187,11 @@ class MTIATensor(torch.Tensor):
     _storage: DeviceStorage
     # Results of ops are made by __torch_dispatch__; do not let __torch_function__ turn host
     # results (like `.cpu()`) into this class.
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    __torch_function__ = _compat.disabled_torch_function
 
     @staticmethod
     def __new__(cls, inner: torch.Tensor, storage: DeviceStorage) -> MTIATensor:
-        tensor = torch.Tensor._make_wrapper_subclass(
+        tensor = _compat.make_wrapper_subclass(
             cls,
             inner.size(),
             strides=inner.stride(),
@@ -276,7 +258,7 @@ class MTIATensor(torch.Tensor):
         return wrap(inner_tensors["_inner"], device_index, "compiled")
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        text = torch._tensor_str._str(self._inner.detach())
+        text = _compat.tensor_str(self._inner.detach())
         suffix = f", device='{self.device}'"
         if self.grad_fn is not None:
             suffix += f", grad_fn=<{type(self.grad_fn).__name__}>"

@@ -35,7 +35,7 @@ _ORIGINALS: dict[str, object] = {}
 
 
 def _ours() -> bool:
-    accelerator = torch._C._accelerator_getAccelerator()
+    accelerator = _compat.current_accelerator()
     return accelerator is not None and accelerator.type == DEVICE_NAME
 
 

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import NamedTuple
 
 import torch
 
-from ..._compat import DEVICE_NAME
+from ..._compat import DEVICE_NAME, PRIVATEUSE1_DEVICE_TYPE, NativeEvent, NativeStream
 from .device_state import RUNTIME
 
 _stream_ids = itertools.count(1)
 _event_ids = itertools.count(1)
 _local = threading.local()
 # What torch.Stream / torch.Event report as `device_type`: the DeviceType enum's value.
-DEVICE_TYPE = int(torch._C._autograd.DeviceType.PrivateUse1)
+DEVICE_TYPE = PRIVATEUSE1_DEVICE_TYPE
 
 
-class Stream(torch._C.Stream):
+class Stream(NativeStream):
     """An ordered queue of work on one simulated device (shaped like torch.cuda.Stream).
 
     A `torch.Stream` too, as torch.cuda.Stream is: its device index and id are PyTorch's own
@@ -95,7 +96,7 @@ class Stream(torch._C.Stream):
         return f"{super().__repr__()} (simulated clock at {self.clock_us:.3f} us)"
 
 
-class Event(torch._C.Event):
+class Event(NativeEvent):
     """A marker in a stream's queue (shaped like torch.cuda.Event); times are simulated.
     A `torch.Event` too; its device and id are kept here (PyTorch's are set by C++ only)."""
 
@@ -292,8 +293,19 @@ def synchronize(device=None) -> None:
     state.now_us = max([state.now_us] + [s.clock_us for s in state.streams])
 
 
-def charge(state, duration_us: float) -> tuple[Stream, float, float]:
-    """Queue `duration_us` of work on the device's current stream: (stream, start, end)."""
+class Charge(NamedTuple):
+    """What `charge` queued: the stream and the work's simulated interval on it, and the host's
+    interval issuing it (`host_op_us` wide; empty on the MTIA profiles)."""
+
+    stream: Stream
+    start_us: float
+    end_us: float
+    host_start_us: float
+    host_end_us: float
+
+
+def charge(state, duration_us: float) -> Charge:
+    """Queue `duration_us` of work on the device's current stream, after the host issued it."""
     current = getattr(_local, "current", None)
     queue = (current.get(state.index) if current else None) or state.default_stream
     if queue is None:
@@ -302,6 +314,7 @@ def charge(state, duration_us: float) -> tuple[Stream, float, float]:
     # device's now_us, and an idle stream starts from there, not from its old clock. Issuing
     # takes the host `host_op_us` (a profile's figure; 0 on the MTIA profiles): ops shorter
     # than that leave the device waiting, as small eager ops do on a real GPU.
+    issued = state.now_us
     state.now_us += state.profile.host_op_us
     start, end = queue.enqueue(duration_us, state.now_us)
-    return queue, start, end
+    return Charge(queue, start, end, issued, state.now_us)

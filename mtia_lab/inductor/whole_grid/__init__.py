@@ -42,13 +42,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as tri
-from triton.runtime.jit import _normalize_ty
 
+from .. import _compat
 from .builder import GridBuilder, NotVectorizable
 from .codegen import Memory
 from .reduce import _patch_lang
 from .tape import Recorder, RecordingBuilder, Tape, TapeMiss, optimize, replay
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 __all__ = ["CHUNK_ELEMENTS", "ENABLED", "STATS", "GridBuilder", "GridStats", "NotVectorizable",
            "TapeMiss", "launch", "run", "run_per_program"]
@@ -108,7 +109,8 @@ def _elements_per_program(constexprs: dict) -> int:
 def _signature(fn) -> tuple[inspect.Signature, frozenset]:
     """A kernel function's signature and its constexpr parameters (read once per kernel)."""
     annotations = inspect.get_annotations(fn)
-    constexprs = frozenset(n for n, t in annotations.items() if _normalize_ty(t) == "constexpr")
+    constexprs = frozenset(n for n, t in annotations.items()
+                           if _compat.triton_type_name(t) == "constexpr")
     return inspect.signature(fn), constexprs
 
 
@@ -116,9 +118,8 @@ def _signature(fn) -> tuple[inspect.Signature, frozenset]:
 def _pointer_type(dtype) -> tl.dtype:
     """Triton's pointer type for a tensor of `dtype` (`*fp32`...), as its launcher names it."""
     import torch
-    from triton.runtime.jit import mangle_type
 
-    return tl.str_to_ty(mangle_type(torch.empty(0, dtype=dtype)), None)
+    return tl.str_to_ty(_compat.triton_arg_type(torch.empty(0, dtype=dtype)), None)
 
 
 def _convert(value):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as tri
+
+from .. import _compat
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 
 class NotVectorizable(Exception):

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as tri
 
+from .. import _compat
 from .builder import GridBuilder
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 _BINARY = {
     "create_add": "add", "create_fadd": "add", "create_sub": "subtract",

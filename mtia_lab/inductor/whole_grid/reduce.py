@@ -7,9 +7,11 @@ import functools
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as tri
 
+from .. import _compat
 from .builder import _lead
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 
 # --- reductions and scans over a block axis (1 + the kernel's axis) ----------------------------

@@ -30,10 +30,12 @@ the stand-in (a constant, the same for every program), as everywhere in a whole-
 from __future__ import annotations
 
 import numpy as np
-from triton.runtime import interpreter as tri
 
+from .. import _compat
 from .builder import GridBuilder
 from .codegen import _BINARY, _CASTS, _UNARY
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 # Steps that read only their arguments: no memory, no program id, nothing the kernel observes.
 _PURE = frozenset({*_BINARY, *_UNARY, *_CASTS, "create_select", "create_splat",

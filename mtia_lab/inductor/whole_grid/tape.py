@@ -6,11 +6,12 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from triton.runtime import interpreter as tri
-
+from .. import _compat
 from .builder import GridBuilder
 from .codegen import Memory, compile_tape
 from .simplify import simplify
+
+tri = _compat.triton_interpreter()  # Triton's interpreter: what the whole-grid launch builds on
 
 
 class TapeMiss(Exception):

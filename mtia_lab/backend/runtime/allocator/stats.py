@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....source_names import short_source
+from ....source import short_source
 from .blocks import DEFAULT_POOL, format_bytes
 
 

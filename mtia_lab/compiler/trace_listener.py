@@ -14,48 +14,27 @@ kernel it launches: (kernel, cost, span). This module is one such listener. Whil
                        device address: the runner hands listeners no tensors
     sim_start_us / sim_end_us / stream   the span the runner charged to the device clock
 
-With no trace open the listener returns at once, so it stays installed (`install()` runs at
-`import mtia_lab`) and the recorder's own hot path is untouched.
+The teaching compiler's own trace listener: it builds the event and hands it to the recorder's
+public `emit()` (trace/recorder.py); trace/ knows nothing of this compiler. With no trace open
+the listener returns at once, so it stays installed (`install()` runs at `import mtia_lab`) and
+the recorder's own hot path is untouched.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
-import sysconfig
 from time import perf_counter_ns
 
-import torch
+from ..source import user_source
+from ..trace.events import COMPILED as KIND
+from ..trace.events import DispatchPath, OpEvent, TensorRecord
+from ..trace.recorder import RECORDER, host_issue
+from .aot import COMPILED
+from .runner import LISTENERS, remove_listener
 
-from .events import DispatchPath, OpEvent, TensorRecord
-
-KIND = "compiled"
 _state = {"program": None, "call_id": 0, "end_ns": 0}
 _owners: dict[int, tuple] = {}  # id(kernel) -> (CompiledGraph, kernel)
 _buffer_ids: dict[tuple[str, str], int] = {}  # (graph, buffer) -> synthetic storage id
 _records: dict[tuple, TensorRecord] = {}
-
-
-_SKIP = (os.path.dirname(torch.__file__),
-         os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # mtia_lab
-         sysconfig.get_paths()["stdlib"], "<frozen")
-
-
-@functools.lru_cache(maxsize=1024)
-def _is_user_file(filename: str) -> bool:
-    return not filename.startswith(_SKIP)
-
-
-def _user_source() -> str:
-    """file:line of the innermost frame outside torch, mtia_lab and the standard library (the
-    recorder's rule; found here once per launch, so the simple walk is fast enough)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if _is_user_file(frame.f_code.co_filename):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return ""
 
 
 def _owner(kernel):
@@ -63,8 +42,6 @@ def _owner(kernel):
     hit = _owners.get(id(kernel))
     if hit is not None and hit[1] is kernel:
         return hit[0]
-    from ..compiler.aot import COMPILED
-
     for compiled in reversed(COMPILED):
         for k in compiled.program.kernels:
             _owners[id(k)] = (compiled, k)
@@ -98,10 +75,7 @@ def _records_of(graph: str, ir, buffers, device: str) -> tuple[TensorRecord, ...
 
 def on_kernel(kernel, cost, span) -> None:
     """The runner's listener: one "compiled" OpEvent per kernel launch in every open trace."""
-    from .recorder import _RECORDER
-
-    recorder = _RECORDER
-    if not recorder.traces or span is None:  # no trace open, or the graph ran on host tensors
+    if not RECORDER.recording or span is None:  # no trace open, or the graph ran on host tensors
         return
     now = perf_counter_ns()
     compiled = _owner(kernel)
@@ -111,45 +85,34 @@ def on_kernel(kernel, cost, span) -> None:
     group = kernel.group
     first = program is None or kernel is program.kernels[0]
     if first or _state["program"] is not program:  # a new run of a graph: a call of its own
-        recorder.next_call += 1
-        _state["call_id"], _state["program"] = recorder.next_call, program
+        _state["call_id"], _state["program"] = RECORDER.new_call(), program
         host_ns = 0  # the runner tells us when a kernel ended, not when the first one started
     else:
         host_ns = now - _state["end_ns"]
     _state["end_ns"] = now
-    stream, sim_start, sim_end = span
+    stream, sim_start, sim_end = span[:3]
     device = stream.device_index
     device_name = f"mtia_sim:{device}"
-    nodes = ", ".join(group.nodes)
-    reason = f"{group.kind} kernel {group.index} of {graph}: {nodes}"
     path = DispatchPath((), (), tuple(group.aten_nodes),
                         f"torch.compile(backend='mtia_lab') {graph}.{kernel.name}")
-    inputs = _records_of(graph, ir, kernel.inputs, device_name)
-    outputs = _records_of(graph, ir, kernel.outputs, device_name)
-    from ..backend.runtime.device_state import RUNTIME
-
-    current = RUNTIME.device(device).allocator._stats["all"].allocated_bytes.current
-    phase = "backward" if graph.startswith("backward") else "forward"
-    module = recorder.modules[-1] if recorder.modules else ""
-    source = _user_source()
-    for trace, trace_start in recorder.traces:
-        events = trace.events
-        events.append(OpEvent(
-            len(events), f"{graph}.{kernel.name}", KIND, phase, reason, path, inputs,
-            outputs, 0, 0, current, now - host_ns - trace_start, host_ns, sim_start, sim_end,
-            stream.stream_id, device, source, module, f"compiled {graph}", _state["call_id"],
-        ))
+    RECORDER.emit(OpEvent(
+        op=f"{graph}.{kernel.name}", kind=KIND,
+        phase="backward" if graph.startswith("backward") else "forward",
+        reason=f"{group.kind} kernel {group.index} of {graph}: {', '.join(group.nodes)}",
+        dispatch=path,
+        inputs=_records_of(graph, ir, kernel.inputs, device_name),
+        outputs=_records_of(graph, ir, kernel.outputs, device_name),
+        host_ns=host_ns, sim_start_us=sim_start, sim_end_us=sim_end, stream=stream.stream_id,
+        device=device, source=user_source(), module=RECORDER.module,
+        call=f"compiled {graph}", call_id=_state["call_id"], host_issue_us=host_issue(span),
+    ), started_ns=now - host_ns)
 
 
 def install() -> None:
     """Listen to the compiler's runner (idempotent)."""
-    from ..compiler.runner import LISTENERS
-
     if on_kernel not in LISTENERS:
         LISTENERS.append(on_kernel)
 
 
 def uninstall() -> None:
-    from ..compiler.runner import remove_listener
-
     remove_listener(on_kernel)

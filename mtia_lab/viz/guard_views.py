@@ -1,6 +1,6 @@
 """A CompileLog drawn: calls, the cache entries that served them, the guards that failed.
 
-Reads only the log (records.py), the mtia_lab view protocol (viz/display.py):
+Reads only the log (instruments/records.py), the mtia_lab view protocol (display.py):
 
 - text twin: a headline (a recompile storm says so in capitals), one row per call, then each
   cache entry with the guards a learner cares about and what made Dynamo compile it;
@@ -14,35 +14,15 @@ Reads only the log (records.py), the mtia_lab view protocol (viz/display.py):
 from __future__ import annotations
 
 import html
-import re
 
 import ipywidgets as widgets
 
-from ..viz.display import View, svg_img_html, text_html, widget_bundle
-from ..viz.graphviz_render import digraph, dot_to_svg, quote
-from .records import CompileEntry, CompileLog, Guard, reason_kind
+from ..instruments.records import CompileEntry, CompileLog, reason_kind, short_guard
+from .display import View, svg_img_html, text_html, widget_bundle
+from .graphviz_render import digraph, dot_to_svg, quote
 
-_TENSOR = re.compile(r"check_tensor\((?P<src>[^,]+), (?P<cls>\w+), torch\.(?P<dtype>\w+), "
-                     r"device=(?P<dev>[^,]+), requires_grad=(?P<rg>\w+), "
-                     r"size=(?P<size>\[[^\]]*\]), "
-                     r"stride=(?P<stride>\[[^\]]*\])\)")
-_TYPE = re.compile(r"___check_type_id\((?P<src>[^,]+), <id>\), type=<class '(?P<cls>[^']+)'>")
 MAX_GUARDS = 8  # per entry, in text and picture
 COLORS = {"compiled": "#e07b00", "cache hit": "#3c8c3c", "eager (recompile limit)": "#999999"}
-
-
-def short_guard(guard: Guard) -> str:
-    """A guard in a few words: "L['x']: float32 size=[4] stride=[1]", "type(L['x']) is
-    MTIATensor"; others as Dynamo wrote them."""
-    found = _TENSOR.search(guard.text)
-    if found:
-        size = found["size"].replace("None", "*")
-        grad = ", requires_grad" if found["rg"] == "True" else ""
-        return f"{found['src']}: {found['dtype']} size={size} stride={found['stride']}{grad}"
-    found = _TYPE.search(guard.text)
-    if found:
-        return f"type({found['src']}) is {found['cls'].rsplit('.', 1)[-1]}"
-    return guard.text
 
 
 def headline(log: CompileLog) -> str:

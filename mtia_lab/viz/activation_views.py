@@ -12,9 +12,9 @@ from __future__ import annotations
 import html
 
 from ..backend.runtime.allocator import format_bytes
-from ..viz.display import View
-from .activations import ActivationTimeline
-from .checkpointing import CheckpointTrade
+from ..instruments.activations import ActivationTimeline
+from ..instruments.checkpointing import CheckpointTrade
+from .display import View
 
 MAX_ROWS = 40
 WIDTH, HEIGHT, PAD = 640, 220, 48

@@ -1,6 +1,7 @@
 """How a record finds its picture: a registry from record types to the views that draw them.
 
-Records (mtia_lab/trace, inspect, compiler) know nothing of renderers: a `Trace` does not
+The display protocol of the records floor (trace/, records/, inspect/, the compilers' plans):
+records know nothing of renderers: a `Trace` does not
 import its summary table. When a notebook or rich asks a record to show itself, the record
 asks this registry, lazily, for the view registered under a purpose ("notebook", "terminal"),
 as rich asks an object for `__rich__` rather than knowing every type. The renderers register
@@ -10,8 +11,9 @@ themselves where they are defined, so a new view never touches the record layer:
     def _summary(trace):
         return TraceSummary(trace, times="sim")
 
-This module imports no renderer: `view_for` imports `mtia_lab.viz` (which registers the
-default views) the first time it is asked.
+This module imports no renderer. `view_for` imports `mtia_lab.viz` (which registers the
+default views) the first time it is asked: a deliberate lazy hook, the one place where the
+records floor reaches up to the views, by name, at call time.
 """
 
 from __future__ import annotations
@@ -38,10 +40,11 @@ def register_view(record_type: type, purpose: str = "notebook"):
 
 def view_for(record: Any, purpose: str = "notebook") -> Any:
     """The view registered for the record's type (or a base class) and `purpose`."""
-    importlib.import_module("mtia_lab.viz")  # its modules register the default views
+    # The deliberate lazy hook (see the module doc): the views register themselves on import.
+    importlib.import_module("mtia_lab.viz")
     for cls in type(record).__mro__:
         factory = _VIEWS.get((cls, purpose))
         if factory is not None:
             return factory(record)
     raise LookupError(f"no {purpose} view registered for {type(record).__name__}; register "
-                      "one with mtia_lab.viz.registry.register_view")
+                      "one with mtia_lab.records.display.register_view")

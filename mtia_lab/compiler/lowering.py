@@ -1,0 +1,117 @@
+"""What Inductor's lowering decides before any fusion rule: which values stay inside their
+reader's loop body and which become buffers of their own.
+
+Inductor lowers each aten op into a loop body and stores ("realizes") a value only when it
+must: more than REALIZE_ACC_READS loads per element, a loop body over 30 operations
+(opcount.py), a piece of a cat lowered as a ConcatKernel, a reduction read through pointwise
+code. These predicates read the graph (GraphIR) and the kernels so far; the rule that uses them,
+`rules.inlined_while_lowering`, records the decision.
+"""
+
+from __future__ import annotations
+
+from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, node_kind
+
+
+def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
+                   ir: GraphIR) -> bool:
+    """A reduction small enough to unroll is pointwise code to Inductor's lowering: inlined
+    into a plain pointwise or reduction reader, and into a cat that Inductor lowers as
+    pointwise code (`pointwise_cat`); not into a ConcatKernel, whose inputs are realized."""
+    if not all(node_kind(n) is Kind.POINTWISE and not n.scatter for n in producer.nodes):
+        return False
+    if not consumer.indexed:
+        return True
+    readers = [n for n in consumer.nodes if set(n.reads) & producer.writes]
+    return all(n.target == "aten.cat.default" and pointwise_cat(n, ir) for n in readers)
+
+
+def into_concat_kernel(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    return any(n.target == "aten.cat.default" and set(n.reads) & producer.writes
+               for n in consumer.nodes)
+
+
+MAX_POINTWISE_CAT_INPUTS = 8  # Inductor's max_complex_pointwise_cat_inputs
+
+
+def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
+    """Inductor's `cat` lowering (lowering.py, on a GPU-like device): a pointwise kernel that
+    loads each piece where it falls (pointwise_cat), or a ConcatKernel whose inputs are
+    realized, each producer writing its slice. Pointwise when there are at most 8 pieces,
+    none also read by another pointwise op, and either the cat's readers are all pointwise
+    and a piece is computed (not a stored buffer), or every piece needs a copy anyway and
+    none is, or reads, a reduction (a pointwise cat would recompute it per element)."""
+    if len(cat.reads) > MAX_POINTWISE_CAT_INPUTS:
+        return False
+    producers = [ir.buffers[b].producer for b in cat.reads]
+    users = ir.node_users()
+    for producer in producers:
+        others = [u for u in users.get(producer, ()) if u != cat.name] if producer else []
+        if others and (lowered_pointwise(ir.by_name[producer]) or any(
+                ir.by_name[u].kind is Kind.POINTWISE for u in others)):
+            return False  # has_multi_consumers: the piece would be computed twice
+    lowered = [lowered_as_piece(p, ir) for p in producers]
+    readers = users.get(cat.name, set())
+    pointwise_uses = bool(readers) and not any(ir.buffers[b].is_output for b in cat.writes) \
+        and all(ir.by_name[u].kind is Kind.POINTWISE for u in readers)
+    if any(lowered) and pointwise_uses:
+        return True
+    return all(lowered) and not any(
+        p is not None and reads_reduction(ir.by_name[p], ir) for p in producers)
+
+
+def lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:
+    """Inductor's should_lower_cat_input: a piece the cat must compute or copy itself -- a
+    stored buffer (a graph input, an extern's output) or pointwise code not yet realized. A
+    reduction, or pointwise code realized for its many loads, can write its slice itself."""
+    if producer is None or ir.by_name[producer].kind in (Kind.EXTERN, Kind.TEMPLATE):
+        return True
+    node = ir.by_name[producer]
+    return lowered_pointwise(node) and loads(
+        FusedSchedulerNode(inlined_cone(node, ir))) <= REALIZE_ACC_READS
+
+
+def inlined_cone(node: SchedulerNode, ir: GraphIR) -> list[SchedulerNode]:
+    """The node and the pointwise producers Inductor inlines into it (one user each)."""
+    cone, stack = [node], [node]
+    while stack:
+        for buf in stack.pop().reads:
+            name = ir.buffers[buf].producer
+            producer = ir.by_name.get(name) if name else None
+            if producer is not None and lowered_pointwise(producer) and \
+                    len(ir.users.get(buf, ())) == 1 and producer not in cone:
+                cone.append(producer)
+                stack.append(producer)
+    return cone
+
+
+def lowered_pointwise(node: SchedulerNode) -> bool:
+    return node_kind(node) is Kind.POINTWISE and not node.scatter
+
+
+def reads_reduction(node: SchedulerNode, ir: GraphIR) -> bool:
+    """A reduction, or pointwise code that reads one through other pointwise code
+    (Inductor's can_fuse_reduction)."""
+    if node_kind(node) is Kind.REDUCTION:
+        return True
+    if not lowered_pointwise(node):
+        return False
+    return any(ir.buffers[b].producer is not None
+               and reads_reduction(ir.by_name[ir.buffers[b].producer], ir) for b in node.reads)
+
+
+REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
+
+
+def loads(g: FusedSchedulerNode) -> int:
+    """Values a pointwise kernel loads per element: one per buffer it reads from memory, a
+    whole window for a pool, each term of an unrolled reduction (a sum over 5 embedding rows
+    loads 5 indices and 5 rows: Inductor's num_reads counts every distinct load)."""
+    terms = max([n.rnumel for n in g.nodes if n.unrolled] or [1])
+    return len(g.reads) * terms + sum(n.loads - len(n.reads) for n in g.nodes)
+
+
+def large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """realize_opcount_threshold: Inductor stores a value whose loop body, with all it
+    inlined, has more than 30 operations (opcount.py estimates the count)."""
+    return any(n.large_body and set(n.writes) & consumer.reads for n in producer.nodes)
