@@ -69,6 +69,14 @@ def P(*private: str, params: dict | None = None, alias: bool = False, check=None
     return Pin(tuple(private), params, alias, check)
 
 
+def _pin_reduction_hint(fn):
+    """The hint reads back by name from a kernel's inductor_meta ("" for a pointwise one)."""
+    from torch._inductor.runtime.hints import ReductionHint
+
+    kernel = type("A", (), {"inductor_meta": {"reduction_hint": ReductionHint.OUTER}})()
+    assert fn(kernel) == "OUTER" and fn(type("B", (), {"inductor_meta": {}})()) == ""
+
+
 def _keys_of_cpu_tensor(c):
     names = c.dispatch_key_names(c.dispatch_key_bits(torch.ones(1)))
     assert names[-1] == "CPU" and names[0] != "CPU", names  # highest priority first
@@ -303,6 +311,8 @@ INDUCTOR: dict[str, Pin] = {
     "interpreter_launch": P(
         "torch._inductor.runtime.triton_heuristics.CachingAutotuner._interpret_args_grid"),
     "kernel_source": P(check=lambda fn: "def " in fn(type("A", (), {"fn": _pin_src})())),
+    "reduction_hint": P("torch._inductor.runtime.hints.ReductionHint",
+                        check=lambda fn: _pin_reduction_hint(fn)),
     "kernel_name_of": P(check=lambda fn: fn(
         type("A", (), {"inductor_meta": {"kernel_name": "k0"}, "fn": _pin_src})()) == "k0"),
     "add_kernel_estimates": P(

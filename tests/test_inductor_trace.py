@@ -88,3 +88,25 @@ def test_existing_views_draw_the_launches(traced_step, tmp_path):
     forward = [e for e in events if e.phase == "forward"]  # backward ones show as "backward"
     assert sum(ev.get("cat") == "compiled" for ev in chrome) == 2 * len(forward)
     json.dumps(chrome)
+
+
+def test_a_persistent_column_sum_is_priced_by_the_config_it_launched_with():
+    """The second step of a split column sum (32 partial rows, OUTER hint) launches with 128
+    columns a program, the config Inductor's rule gives: the launch hook reads the same from
+    the kernel's hint and source (on a GPU profile it takes that config's own floor)."""
+    x = torch.randn(4096, 1024)
+    torch.compiler.reset()
+    run = torch.compile(lambda x: x.sum(0))
+    costs = []
+    triton_launch.LISTENERS.append(lambda lnch, cost, span: costs.append((lnch, cost)))
+    try:
+        out = run(x.to(DEVICE))
+    finally:
+        triton_launch.LISTENERS.pop()
+    torch.testing.assert_close(out.cpu(), x.sum(0), rtol=1e-4, atol=1e-3)
+    persistent = [(lnch, cost) for lnch, cost in costs
+                  if lnch.kernel.name.startswith("triton_per_")]
+    assert persistent and all(cost.block_columns == lnch.blocks["XBLOCK"] == 128
+                              for lnch, cost in persistent)
+    assert all(cost.block_columns == 0 for lnch, cost in costs
+               if not lnch.kernel.name.startswith("triton_per_"))  # the looped first step

@@ -18,8 +18,8 @@ import mtia_lab
 from mtia_lab.tour import _setup
 from mtia_lab.viz import trace_summary, trace_tree
 from mtia_lab.viz.text_fit import abbreviate, wrap_line
-from mtia_lab.viz.trace_explorer import event_details, page_text
 from mtia_lab.viz.trace_format import op_short, rich_text
+from mtia_lab.viz.trace_pages import event_details, page_text
 
 WIDTHS = [80, 100, 160]
 SUMMARY_COLUMNS = {"op", "events", "native", "fallback", "view", "comp.", "bwd", "host", "sim",

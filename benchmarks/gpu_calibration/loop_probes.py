@@ -2,7 +2,7 @@
 
 Standalone like gpu_side.py (torch with CUDA and Triton only):
 
-    python3 benchmarks/gpu_calibration/loop_probes.py --out loops.json
+    python3 benchmarks/gpu_calibration/loop_probes.py --out loops.json [--families family]
 
 The calibrated backward passes have looped reductions that run at a third to two thirds of the
 copy bandwidth while reduction_probes.py's looped sums of one to three inputs reach it. These
@@ -55,8 +55,9 @@ def sums(loads: int, accumulators: int, axis: int):
     return fn
 
 
-def _cases() -> list[tuple[str, dict, object, list, bool]]:
-    """(family, facts, function, inputs, backward)."""
+def _cases(families: tuple[str, ...] = ("grid", "inner", "family")
+           ) -> list[tuple[str, dict, object, list, bool]]:
+    """(family, facts, function, inputs, backward) of the chosen families."""
     cases = []
     for dtype, grid in ((torch.float32, GRID), (torch.bfloat16, GRID_BF16)):
         for loads, accumulators in grid:
@@ -83,17 +84,17 @@ def _cases() -> list[tuple[str, dict, object, list, bool]]:
         norm = torch.nn.BatchNorm2d(shape[1]).to("cuda").train()
         cases.append(("family", {"what": "batch_norm_relu", "shape": list(shape)},
                       lambda x, norm=norm: (F.relu(norm(x)) * 1.5,), [x], True))
-    return cases
+    return [case for case in cases if case[0] in families]
 
 
-def measure() -> list[dict]:
+def measure(families: tuple[str, ...] = ("grid", "inner", "family")) -> list[dict]:
     import torch._inductor.config as inductor_config
     from torch._inductor.utils import run_and_get_code
     from torch.profiler import ProfilerActivity, profile
 
     inductor_config.benchmark_kernel = True
     rows = []
-    for family, facts, fn, args, backward in _cases():
+    for family, facts, fn, args, backward in _cases(families):
         torch.compiler.reset()
         compiled = torch.compile(fn)
 
@@ -138,6 +139,8 @@ def measure() -> list[dict]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--families", nargs="+", default=["grid", "inner", "family"],
+                        help="which probe families to run (a short run: family)")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     result = {"environment": gpu_side.environment(), "peaks": {}}
@@ -146,7 +149,7 @@ def main(argv=None) -> None:
     us, _ = gpu_side.kernel_us(lambda x=x, y=y: torch.mul(x, 1.0, out=y), 20)
     result["peaks"]["copy_bandwidth"] = 2 * x.nbytes / (us * 1e-6)
     del x, y
-    result["loops"] = measure()
+    result["loops"] = measure(tuple(args.families))
     gpu_side.save(result, args.out)
     print(f"wrote {args.out}: {len(result['loops'])} rows, copy "
           f"{result['peaks']['copy_bandwidth'] / 1e12:.2f} TB/s")

@@ -27,7 +27,7 @@ import torch
 from ..backend.runtime import cost
 from ..backend.runtime.profile import ChipProfile
 from .measurements import Measurements, load
-from .profiles import gpu_profile
+from .profiles import block_columns, gpu_profile, model_hints
 from .sequence import kernel_bandwidths
 
 aten = torch.ops.aten
@@ -111,7 +111,8 @@ def _bound(profile: ChipProfile, price: cost.KernelCost) -> str:
     efficiency, latency = 1.0, 0.0
     if price.row_op:
         efficiency, latency = cost.row_figures(profile, price.row_op, low, price.row_length)
-    memory = moved / (bandwidth * efficiency)
+        bandwidth = cost.row_bandwidth(profile, bandwidth, efficiency)
+    memory = moved / bandwidth
     if price.gathers and profile.gather_rate:
         memory += price.gathers / profile.gather_rate
     largest = max(gemm, vector, memory)
@@ -158,6 +159,7 @@ def inductor_rows(measured: Measurements, profile: ChipProfile,
     """Inductor's Triton kernels priced; `sequences=False`: each from its own working set, as
     if it ran back to back (the model before the launch sequences were recorded)."""
     rates = sequence_rates(measured, profile) if sequences else {}
+    hints = model_hints(measured.chip)
     rows = []
     for kernel in measured.inductor:
         name = (f"{kernel['model']} {'train' if kernel.get('train') else 'eval'}: "
@@ -173,7 +175,8 @@ def inductor_rows(measured: Measurements, profile: ChipProfile,
         price = cost.KernelCost(0.0, float(kernel.get("kernel_flop") or elements), total, 0, 0,
                                 kernel.get("dtype") in ("bfloat16", "float16"),
                                 reduction=kernel["kernel"].startswith(cost.REDUCTION_PREFIXES),
-                                gathers=cost.loop_gathers(kernel.get("source") or ""))
+                                gathers=cost.loop_gathers(kernel.get("source") or ""),
+                                block_columns=_block_columns(kernel, hints))
         launches = rates.get((kernel["model"], kernel.get("train", False)), {})
         prices = [replace(price, bandwidth=rate) for rate in launches.get(kernel["kernel"], ())]
         prices = prices or [price]  # not in the recorded sequence: its own working set
@@ -181,6 +184,13 @@ def inductor_rows(measured: Measurements, profile: ChipProfile,
         rows.append(Row("inductor", name, "device", kernel["device_us"], predicted,
                         _bound(profile, prices[0])))
     return rows
+
+
+def _block_columns(kernel: dict, hints: dict) -> int:
+    """Columns a program of this persistent reduction took, from its recorded hint and config."""
+    hint, config = hints.get((kernel["model"], kernel.get("train", False), kernel["kernel"]),
+                             (None, None))
+    return block_columns({**kernel, "hint": hint, "config": config})
 
 
 # Known ways a kernel leaves the roofline, each with what gives it away. A row off by more than

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from functools import cache
 
-from ..backend.runtime.cost import loop_gathers
+from ..backend.runtime.cost import (
+    WIDE_BLOCK_COLUMNS,
+    loop_gathers,
+    outer_block_columns,
+    source_numel,
+)
 from ..backend.runtime.profile import GB, TB, ChipProfile, GiB, MiB
 from .measurements import available, load
 
@@ -47,14 +52,22 @@ SOURCES = {
                    "bytes over its time less the pointwise launch floor",
     "row_efficiency": "measured (reduction_probes.py): ATen's sum, softmax and layer norm over "
                       "2^25 elements in rows of 256 to 16384, bytes over time over the copy "
-                      "bandwidth",
+                      "bandwidth (in the L2: a pass at the L2's rate plus the rows' own work, "
+                      "cost.row_bandwidth)",
     "row_latency_us": "measured (reduction_probes.py): the same kernels over 16 rows of 256 to "
                       "16384",
-    "gather_rate": "measured (loop_probes.py, H100; the H200 borrows it: the same SMs and clock, "
-                   "the gathers are issued by the SMs): a layer norm backward's looped column "
-                   "sum in bf16 at (4, 768, 1536), its time less the reduction floor and its "
-                   "bytes at the run's elementwise rate, over the elements it gathers",
+    "gather_rate": "measured (loop_probes.py, on each chip): a layer norm backward's looped "
+                   "column sum in bf16 at (4, 768, 1536), its time less the reduction floor and "
+                   "its bytes at the run's elementwise rate, over the elements it gathers",
+    "wide_reduction_launch_us": "measured (persistent_probes.py on the H200; reduction_probes.py "
+                                "on both): the median time of Inductor's persistent reductions "
+                                "launched with 128 columns a program (by their recorded config, "
+                                "else Inductor's rule for an OUTER hint), at sizes none of the "
+                                "calibrated kernels has",
     # not profile fields: what the calibration prices Inductor's kernels with besides them
+    "model_hints": "recorded (persistent_probes.py --models, H200; Inductor's choice, the same "
+                   "on both chips): each calibrated Triton kernel's reduction hint and launched "
+                   "config, which its stored source (from @triton.jit on) does not show",
     "launch_sequences": "recorded (launch_sequence.py): the address ranges each kernel of one "
                         "eval call or training step reads and writes, in launch order; each "
                         "byte's reuse distance is priced on cache_curve (no new figure)",
@@ -130,9 +143,55 @@ def gather_rate(probes: dict, peaks: dict) -> float:
     return sum(rates) / len(rates) if rates else 0.0
 
 
+def block_columns(row: dict) -> int:
+    """Columns a program of a persistent reduction took: its launched XBLOCK where recorded,
+    else what Inductor's config rule gives for its reduction hint (cost.outer_block_columns)."""
+    if not row.get("kernel", "").startswith("triton_per_"):
+        return 0
+    config = row.get("config") or {}
+    if "XBLOCK" in config:
+        return int(config["XBLOCK"])
+    numel = row.get("numel") or source_numel(row.get("source") or "")
+    return outer_block_columns(row.get("hint") or "", numel.get("xnumel", 0),
+                               numel.get("r0_numel", 0))
+
+
+def calibrated_sizes() -> set:
+    """(xnumel, r0_numel) of every calibrated Triton kernel, on either chip: probes that set a
+    figure must have none of them."""
+    return {tuple(sorted(k["numel"].items())) for chip in available()
+            for k in load(chip).inductor if k.get("numel")}
+
+
+def wide_reduction_floor(probes: dict) -> float:
+    """The median time of the probes' persistent reductions launched with 128 columns a
+    program (`block_columns`), at sizes none of the calibrated kernels has; 0 where none."""
+    excluded = calibrated_sizes()
+    times = sorted(row["device_us"] for part in ("inductor", "persistent")
+                   for row in probes.get(part, [])
+                   if "device_us" in row and block_columns(row) >= WIDE_BLOCK_COLUMNS
+                   and tuple(sorted(row.get("numel", {}).items())) not in excluded)
+    if not times:
+        return 0.0
+    middle = len(times) // 2
+    return times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+
+
+def model_hints(chip: str) -> dict:
+    """(model, train, kernel) -> (reduction hint, launched config) of the calibrated kernels:
+    `chip`'s record, else another chip's (Inductor's choice: the hint follows from the graph
+    and the SM count, 132 on both chips)."""
+    for name in [chip, *(c for c in available() if c != chip)]:
+        rows = load(name).probes.get("model_hints")
+        if rows:
+            return {(r["model"], r["train"], r["kernel"]): (r.get("hint"), r.get("config"))
+                    for r in rows}
+    return {}
+
+
 def loop_probes(chip: str):
     """The measurements whose loop_probes.py rows `chip` is priced with: its own, else those of
-    the first other chip that has them (the H200's run of the probes came back on an H100)."""
+    the first other chip that has them (both chips now have their own run)."""
     for name in [chip, *(c for c in available() if c != chip)]:
         measured = load(name)
         if measured.probes.get("loops"):
@@ -172,4 +231,5 @@ def gpu_profile(chip: str = "h100", row_figures_from: str | None = None) -> Chip
         gemm_launch_us=max(peaks.get("gemm_floor_us_bfloat16", 0.0),
                            peaks.get("gemm_floor_us_float32", 0.0)),
         cache_bytes=peaks.get("l2_bytes") or 0, cache_bandwidth=cache_bandwidth(peaks),
-        cache_curve=cache_curve(peaks, measured.probes), gather_rate=gathers, **rows)
+        cache_curve=cache_curve(peaks, measured.probes), gather_rate=gathers,
+        wide_reduction_launch_us=wide_reduction_floor(measured.probes), **rows)

@@ -579,6 +579,13 @@ def kernel_source(autotuner) -> str:
         return ""
 
 
+def reduction_hint(autotuner) -> str:
+    """The reduction hint Inductor gave a kernel ("INNER", "OUTER", "OUTER_TINY", "DEFAULT"),
+    from the heuristics' inductor_meta; "" for a pointwise kernel."""
+    hint = autotuner.inductor_meta.get("reduction_hint")
+    return getattr(hint, "name", str(hint or ""))
+
+
 def kernel_name_of(autotuner) -> str:
     """The kernel's name as Inductor wrote it in the wrapper (`triton_poi_fused_add_0`)."""
     return autotuner.inductor_meta.get("kernel_name") or getattr(autotuner.fn, "__name__", "")

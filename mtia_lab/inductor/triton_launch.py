@@ -26,7 +26,13 @@ import torch
 
 from ..backend.aten import graph_capture
 from ..backend.aten.tensor import MTIATensor
-from ..backend.runtime.cost import REDUCTION_PREFIXES, KernelCost, loop_gathers
+from ..backend.runtime.cost import (
+    REDUCTION_PREFIXES,
+    KernelCost,
+    loop_gathers,
+    outer_block_columns,
+    source_numel,
+)
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import charge
 from . import _compat, errors
@@ -59,10 +65,17 @@ def launch_cost(autotuner, args) -> KernelCost:
     elements = sum(a.numel() for n, a in zip(names, args, strict=False)
                    if n in mutated and isinstance(a, torch.Tensor))
     low = any(isinstance(a, torch.Tensor) and a.dtype in _LOW for a in args)
-    reduction = _compat.kernel_name_of(autotuner).startswith(REDUCTION_PREFIXES)
-    gathers = loop_gathers(_compat.kernel_source(autotuner)) if reduction else 0
+    name = _compat.kernel_name_of(autotuner)
+    reduction = name.startswith(REDUCTION_PREFIXES)
+    source = _compat.kernel_source(autotuner) if reduction else ""
+    gathers = loop_gathers(source) if reduction else 0
+    columns = 0  # a persistent reduction's columns a program, where its hint sets its config
+    if name.startswith("triton_per_"):
+        numel = source_numel(source)
+        columns = outer_block_columns(_compat.reduction_hint(autotuner),
+                                      numel.get("xnumel", 0), numel.get("r0_numel", 0))
     return KernelCost(0.0, float(flops or elements), max(total - written, 0), written, 0, low,
-                      reduction=reduction, gathers=gathers)
+                      reduction=reduction, gathers=gathers, block_columns=columns)
 
 
 def _split(autotuner, args) -> tuple[tuple, tuple]:

@@ -57,13 +57,14 @@ class KernelCost:
     row_length: int = 0  # ... and the length of the rows it reduces
     bandwidth: float = 0.0  # the rate its bytes move at, where known (0: from its working set)
     gathers: int = 0  # elements gathered across a strided reduction's tile (loop_gathers)
+    block_columns: int = 0  # columns a program of a persistent reduction takes, where known
 
     def duration_us(self, profile: ChipProfile) -> float:
         return roofline_us(
             profile, self.gemm_flops, self.vector_flops,
             self.bytes_read + self.bytes_written + self.spill_bytes, self.host_link_bytes,
             self.low_precision, self.sram_bytes, self.int8, self.reduction, self.row_op,
-            self.row_length, self.bandwidth, self.gathers,
+            self.row_length, self.bandwidth, self.gathers, self.block_columns,
         )
 
     def __add__(self, other: KernelCost) -> KernelCost:
@@ -82,6 +83,7 @@ class KernelCost:
             self.row_op if self.row_op == other.row_op else "",
             max(self.row_length, other.row_length),
             gathers=self.gathers + other.gathers,
+            block_columns=max(self.block_columns, other.block_columns),
         )
 
 
@@ -99,6 +101,7 @@ def roofline_us(
     row_length: int = 0,
     bandwidth: float = 0.0,
     gathers: int = 0,
+    block_columns: int = 0,
 ) -> float:
     """The formula of the module docstring, in microseconds (`bytes_moved`: DRAM bytes).
 
@@ -106,7 +109,9 @@ def roofline_us(
     kernels moves its bytes at its measured share of the bandwidth, and takes no less than a
     kernel of a few such rows took (`row_figures`). `gathers` elements gathered across a
     strided reduction's tile (`loop_gathers`) take their own time on a profile that measured
-    `gather_rate`, after the streaming bytes (one loop issues both)."""
+    `gather_rate`, after the streaming bytes (one loop issues both). A persistent reduction
+    whose config takes `block_columns` >= 128 columns a program (`outer_block_columns`) has the
+    profile's `wide_reduction_launch_us` as its floor, where measured."""
     if int8:
         gemm_peak, vector_peak = profile.gemm_ops_int8, profile.vector_ops_int8
     elif low_precision:
@@ -120,7 +125,7 @@ def roofline_us(
     latency = 0.0
     if row_op and profile.row_efficiency:
         efficiency, latency = row_figures(profile, row_op, low_precision, row_length)
-        bandwidth *= efficiency
+        bandwidth = row_bandwidth(profile, bandwidth, efficiency)
     memory = bytes_moved / bandwidth + sram_bytes / profile.sram_bandwidth
     if gathers and profile.gather_rate:
         memory += gathers / profile.gather_rate
@@ -131,7 +136,21 @@ def roofline_us(
         floor = profile.gemm_launch_us
     elif reduction:
         floor = profile.reduction_launch_us
+        if block_columns >= WIDE_BLOCK_COLUMNS and profile.wide_reduction_launch_us:
+            floor = profile.wide_reduction_launch_us
     return max(latency, (floor or profile.kernel_launch_us) + seconds * 1e6)
+
+
+def row_bandwidth(profile: ChipProfile, bandwidth: float, efficiency: float) -> float:
+    """The rate a library row kernel moves its bytes at, in two terms: one pass over its
+    bytes at `bandwidth` (DRAM's, or the cache's where the working set fits), plus the rows'
+    own work, which is the time its measured `efficiency` (taken past the L2) adds to a pass
+    at DRAM's rate. The L2 speeds up the pass, not the per-row work: a layer norm's rows cost
+    as much in the L2 as past it. (A variant that takes the slower of the two as a bound of its
+    own priced the L2-resident sums and fp32 softmaxes of the held-out probes at DRAM's work
+    rate, up to 1.5x over; not kept.)"""
+    extra = 1 / (profile.dram_bandwidth * efficiency) - 1 / profile.dram_bandwidth
+    return 1 / (1 / bandwidth + max(0.0, extra))
 
 
 def memory_bandwidth(profile: ChipProfile, bytes_moved: float) -> float:
@@ -201,7 +220,7 @@ def loop_gathers(source: str) -> int:
     norm backward's per-row mean and rstd), each of the latter is one element per tile entry,
     gathered, not streamed: xnumel * r0_numel per such load. 0 for any other kernel, or where
     the sizes are not constants of the source (dynamic shapes)."""
-    numel = dict(re.findall(r"^    (xnumel|r0_numel) = (\d+)$", source, re.M))
+    numel = source_numel(source)
     loop = re.search(r"^    for r0_offset in .*?:\n((?:        .*\n)+)", source, re.M)
     if loop is None or len(numel) < 2:
         return 0
@@ -217,6 +236,38 @@ def loop_gathers(source: str) -> int:
     if not strided:
         return 0
     return along * int(numel["xnumel"]) * int(numel["r0_numel"])
+
+
+# Inductor's persistent reductions (_persistent_reduction_configs): candidate XBLOCKs, the
+# most elements one program holds, and the XBLOCK whose programs take their own floor
+_PERSISTENT_XBLOCKS = (1, 8, 32, 128)
+_MAX_PERSISTENT_BLOCK_NUMEL = 4096
+WIDE_BLOCK_COLUMNS = 128
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def outer_block_columns(hint: str, xnumel: int, r0_numel: int) -> int:
+    """Columns (XBLOCK) a program of an Inductor persistent reduction takes, where its config
+    follows from its reduction hint and sizes alone: with an OUTER hint Inductor keeps only the
+    last candidate, the largest XBLOCK of (1, 8, 32, 128) with XBLOCK * r0 <= 4096 and XBLOCK
+    <= xnumel (sizes rounded up to powers of two, as its size hints are). So a second step of a
+    split column sum of 32 or fewer partial rows takes 128 columns a program. 0 where the hint
+    is not OUTER (INNER and OUTER_TINY have other rules; DEFAULT is autotuned) or a size is
+    unknown."""
+    if hint != "OUTER" or not xnumel or not r0_numel:
+        return 0
+    x, r = _next_power_of_2(xnumel), _next_power_of_2(r0_numel)
+    return [b for b in _PERSISTENT_XBLOCKS
+            if b == 1 or (r * b <= _MAX_PERSISTENT_BLOCK_NUMEL and b <= x)][-1]
+
+
+def source_numel(source: str) -> dict:
+    """{"xnumel": n, "r0_numel": m} of an Inductor Triton kernel whose sizes are constants of
+    its source ({} for dynamic shapes)."""
+    return {k: int(v) for k, v in re.findall(r"^    (xnumel|r0_numel) = (\d+)$", source, re.M)}
 
 
 def is_reduction(func) -> bool:

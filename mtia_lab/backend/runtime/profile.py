@@ -75,6 +75,11 @@ class ChipProfile:
     # those elements are gathered one by one across the tile, at `gather_rate` elements per
     # second, on top of the streaming bytes (loop_probes.py). 0: not modelled (MTIA profiles).
     gather_rate: float = 0.0
+    # Inductor's persistent reductions with an OUTER hint run the one config its heuristic keeps:
+    # 128 columns a program when the reduction is 32 long or less (cost.outer_block_columns).
+    # Such a kernel takes at least `wide_reduction_launch_us`, not `reduction_launch_us`
+    # (persistent_probes.py). 0: not modelled (the MTIA profiles).
+    wide_reduction_launch_us: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.vector_ops_int8:
