@@ -36,6 +36,10 @@ def ip():
     )
     yield shell
     shell.display_formatter.active_types = saved
+    # The shell outlives this module: drop the cells' device tensors and compiled graphs, so
+    # later tests start from a clean allocator.
+    shell.reset(new_session=False)
+    torch.compiler.reset()
 
 
 @pytest.fixture
