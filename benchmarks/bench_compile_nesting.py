@@ -53,8 +53,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", nargs="+", default=["mtia_lab", "inductor"])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
+    parser.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS),
+                        help="at least two different depths (a growth rate needs two points)")
     args = parser.parse_args()
+    if len(set(args.depths)) < 2 or min(args.depths) < 1:
+        parser.error(f"--depths {' '.join(map(str, args.depths))}: give at least two different "
+                     "depths of 1 or more (the growth rate is fitted through them)")
     print("| engine | depth | guards | dynamo s | aot_autograd s | scheduler s | backward s "
           "| total s | cpu s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
