@@ -123,6 +123,10 @@ def growth_rate(depths: list[int], seconds: list[float]) -> float:
     """The exponent k of seconds ~ depth**k, by least squares on log-log (1: linear)."""
     import math
 
+    if len(set(depths)) < 2 or min(depths) < 1:
+        raise ValueError(f"growth_rate: depths {list(depths)}: give at least two different "
+                         "depths of 1 or more (a line needs two points)")
+
     xs = [math.log(d) for d in depths]
     ys = [math.log(max(s, 1e-9)) for s in seconds]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
