@@ -3,7 +3,7 @@
 import pytest
 
 from mtia_lab.instruments.examples import Nest
-from mtia_lab.instruments.nesting import compile_cost, deepest_guard
+from mtia_lab.instruments.nesting import compile_cost, deepest_guard, growth_rate
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # tests/conftest.py
 
@@ -24,3 +24,11 @@ def test_the_deepest_guard_walks_the_dotted_path():
 def test_a_nest_needs_one_level():
     with pytest.raises(ValueError, match="depth=0"):
         Nest(0)
+
+
+def test_a_growth_rate_needs_two_depths():
+    assert growth_rate([1, 2, 4], [0.1, 0.4, 1.6]) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="two different depths"):
+        growth_rate([8], [0.1])
+    with pytest.raises(ValueError, match="two different depths"):
+        growth_rate([4, 4], [0.1, 0.2])
