@@ -64,6 +64,22 @@ def _device_index(args) -> int | None:
     return None
 
 
+def _is_collective(kernel: Kernel) -> bool:
+    """A kernel made of functional collectives ("all_reduce: _c10d_functional.all_reduce...")."""
+    nodes = kernel.aten_nodes
+    return bool(nodes) and all("_c10d_functional" in node for node in nodes)
+
+
+def _collective_context(program: Program) -> Callable | None:
+    """distributed's `device_context` when the graph has collectives (imported only then: a
+    graph without one does not pay for torch.distributed)."""
+    if not any(_is_collective(k) for k in program.kernels):
+        return None
+    from ..distributed.collective_steps import device_context
+
+    return device_context
+
+
 def _lifetimes(program: Program) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     """Per kernel: the intermediates it writes, and those it is the last reader of. Graph
     outputs are not intermediates (they outlive the call as device tensors)."""
@@ -95,6 +111,8 @@ class Runner:
                          if (symbol := size_symbol(n.meta.get("val"))) is not None]
         self._costs: dict[tuple[int, ...], list[KernelCost]] = {}  # sizes -> cost per kernel
         self._held, self._last_read = _lifetimes(program)
+        self._collective = [_is_collective(k) for k in program.kernels]
+        self._device_context = _collective_context(program)
         # AOTAutograd passes one list of arguments, which we may clear. An instance attribute,
         # so that the wrappers AOTAutograd puts around us (functools.wraps) copy it.
         self._boxed_call = True
@@ -113,7 +131,7 @@ class Runner:
         try:
             for i, kernel in enumerate(program.kernels):
                 try:
-                    outs = kernel.fn(*[env[name] for name in kernel.inputs])
+                    outs = self._run(i, kernel, env, index)
                 except RuntimeError as error:  # a host allocation failure is the device's OOM
                     if index is None:
                         raise
@@ -123,7 +141,8 @@ class Runner:
                     for name in self._held[i]:
                         blocks[name] = state.allocator.malloc(
                             env[name].untyped_storage().nbytes(), f"compiled {kernel.name}")
-                self._charge(kernel, state, combo_of.get(kernel.group.index), costs)
+                if not (self._collective[i] and state is not None):  # mtia_ccl charged it
+                    self._charge(kernel, state, combo_of.get(kernel.group.index), costs)
                 for name in self._last_read[i]:  # its last reader ran: free it
                     env.pop(name, None)
                     if name in blocks:
@@ -133,6 +152,14 @@ class Runner:
                 state.allocator.free(block)
         result = program.outputs.fn(*[env[name] for name in program.outputs.inputs])
         return list(result)
+
+    def _run(self, i: int, kernel: Kernel, env: dict, index: int | None):
+        """Run one kernel; a collective's host tensors are device `index`'s memory."""
+        args = [env[name] for name in kernel.inputs]
+        if not self._collective[i] or index is None:
+            return kernel.fn(*args)
+        with self._device_context(index):
+            return kernel.fn(*args)
 
     def costs_at(self, sizes: tuple[int, ...]) -> list[KernelCost]:
         """The cost of each kernel of the plan when the graph's size inputs are `sizes`."""
