@@ -266,3 +266,48 @@ def rank_1_stuck() -> None:
     if dist.get_rank() == 1:
         time.sleep(120)
     dist.all_reduce(torch.ones(4, device=DEVICE))
+
+
+# -- collectives inside torch.compile ----------------------------------------------------------
+def _scaled_all_reduce(x: torch.Tensor) -> torch.Tensor:
+    return fc.all_reduce(x * 2, "sum", dist.group.WORLD) + 1
+
+
+def _collective_record(fn, x: torch.Tensor) -> dict:
+    """fn(x) once to compile, then traced: its result, its collective events, the clock's move."""
+    fn(x)
+    before = current_stream(0).clock_us
+    with mtia_lab.trace(f"rank {dist.get_rank()}") as trace:
+        result = fn(x)
+    collectives = [e for e in trace.events if e.kind == "collective" and e.op.startswith("c10d::")]
+    return {
+        "result": result.cpu(), "clock_us": current_stream(0).clock_us - before,
+        "collectives": [(e.op, e.reason, [(r.shape, r.nbytes) for r in e.inputs],
+                         e.sim_end_us - e.sim_start_us) for e in collectives],
+        "ids": [e.call for e in collectives],
+    }
+
+
+def _mismatched_compiled(fn) -> str | None:
+    """An all_reduce of 4 elements on rank 0 and 8 on the others, inside compiled code."""
+    x = torch.ones(4 + 4 * (dist.get_rank() != 0), device=DEVICE)
+    try:
+        fn(x)
+    except CollectiveMismatchError as error:
+        return str(error)
+    return None
+
+
+def compiled_collectives() -> dict:
+    """Eager, the teaching compiler and Inductor on the same all_reduce; then a mismatch."""
+    x = rank_input(dist.get_rank(), 8).to(DEVICE)
+    paths = {"eager": _scaled_all_reduce,
+             "mtia_lab": torch.compile(_scaled_all_reduce, backend="mtia_lab", dynamic=False),
+             "inductor": torch.compile(_scaled_all_reduce, dynamic=False)}
+    out = {name: _collective_record(fn, x) for name, fn in paths.items()}
+    for name in ("mtia_lab", "inductor"):
+        torch._dynamo.reset()
+        fn = torch.compile(_scaled_all_reduce, dynamic=False,
+                           **({"backend": "mtia_lab"} if name == "mtia_lab" else {}))
+        out[f"{name} mismatch"] = _mismatched_compiled(fn)
+    return out

@@ -423,3 +423,26 @@ def test_launch_error_names_the_rank_that_failed_first():
     stuck = [RankOutcome(0, "raised", 1, "CollectiveError", "... it timed out after 3 s ...",
                          ended_s=3.0), RankOutcome(1, "stopped", None, ended_s=5.0)]
     assert LaunchError(stuck, 2).rank == 1  # its peer timed out waiting for it
+
+
+def test_compiled_collectives_match_eager_in_values_trace_and_clock():
+    """Both compile paths run the graph's all_reduce through mtia_ccl, as eager does."""
+    result = launch(dist_ranks.compiled_collectives, nprocs=2, timeout=300, echo=False)
+    inputs = [dist_ranks.rank_input(r, 8) for r in range(2)]
+    expected = sum(x * 2 for x in inputs) + 1
+    for rank, out in enumerate(result.values):
+        eager = out["eager"]
+        for name in ("eager", "mtia_lab", "inductor"):
+            torch.testing.assert_close(out[name]["result"], expected, msg=f"{name} rank {rank}")
+        for name in ("mtia_lab", "inductor"):
+            compiled = out[name]
+            assert len(compiled["collectives"]) == 1, name
+            (op, reason, inputs_, duration), = compiled["collectives"]
+            (e_op, e_reason, e_inputs, e_duration), = eager["collectives"]
+            assert (op, reason, inputs_) == (e_op, e_reason, e_inputs), name
+            assert duration == pytest.approx(e_duration, abs=1e-3), name
+            assert compiled["clock_us"] == pytest.approx(eager["clock_us"], abs=1e-2), name
+            # the same collective id on both ranks: the merged trace joins them
+            assert compiled["ids"] == result.values[1 - rank][name]["ids"], name
+            error = out[f"{name} mismatch"]
+            assert error is not None and "allreduce" in error and "shape" in error, (name, error)
