@@ -65,9 +65,9 @@ def _device_index(args) -> int | None:
 
 
 def _is_collective(kernel: Kernel) -> bool:
-    """A kernel made of functional collectives ("all_reduce: _c10d_functional.all_reduce...")."""
-    nodes = kernel.aten_nodes
-    return bool(nodes) and all("_c10d_functional" in node for node in nodes)
+    """A kernel of a functional collective ("all_reduce: _c10d_functional.all_reduce..."). A
+    collective is an extern node, never fused: at most views (getitem) share its kernel."""
+    return any("_c10d_functional" in node for node in kernel.aten_nodes)
 
 
 def _collective_context(program: Program) -> Callable | None:
