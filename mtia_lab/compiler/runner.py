@@ -70,10 +70,10 @@ def _is_collective(kernel: Kernel) -> bool:
     return any("_c10d_functional" in node for node in kernel.aten_nodes)
 
 
-def _collective_context(program: Program) -> Callable | None:
+def _collective_context(has_collective: bool) -> Callable | None:
     """distributed's `device_context` when the graph has collectives (imported only then: a
     graph without one does not pay for torch.distributed)."""
-    if not any(_is_collective(k) for k in program.kernels):
+    if not has_collective:
         return None
     from ..distributed.collective_steps import device_context
 
@@ -112,7 +112,7 @@ class Runner:
         self._costs: dict[tuple[int, ...], list[KernelCost]] = {}  # sizes -> cost per kernel
         self._held, self._last_read = _lifetimes(program)
         self._collective = [_is_collective(k) for k in program.kernels]
-        self._device_context = _collective_context(program)
+        self._device_context = _collective_context(any(self._collective))
         # AOTAutograd passes one list of arguments, which we may clear. An instance attribute,
         # so that the wrappers AOTAutograd puts around us (functools.wraps) copy it.
         self._boxed_call = True
