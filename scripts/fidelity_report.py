@@ -1,14 +1,15 @@
 """Print the scheduler-fidelity tables: our plans against Inductor's device plans, for the
 TUNING suite (tests/fidelity_graphs.py and fidelity_tuning_hf.py: the graphs the rules were
 changed against), the HELD-OUT suite (tests/fidelity_heldout.py: transformers' modules, looked
-at once the first rules were in) and the HELD-OUT-2 suite (tests/fidelity_heldout2.py: families
-in neither, written before any tuning against it, never tuned on: its figure is the honest one),
-each graph audited launch by launch against Inductor's generated wrapper.
+at once the first rules were in), the HELD-OUT-2 suite (tests/fidelity_heldout2.py: families
+in neither, written before any tuning against it, never tuned on) and the HELD-OUT-3 suite
+(tests/fidelity_heldout3.py: families in none of them, written blind while the rules were being
+tuned elsewhere), each graph audited launch by launch against Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
-SUITE: tuning, heldout, heldout2 (default: all three, one after the other).
+SUITE: tuning, heldout, heldout2, heldout3 (default: all four, one after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -22,6 +23,7 @@ sys.path.insert(0, str(root / "tests"))
 from fidelity_graphs import GRAPHS, INDUCTOR_CONFIG, TUNING  # noqa: E402
 from fidelity_heldout import heldout_graphs  # noqa: E402
 from fidelity_heldout2 import heldout2_graphs  # noqa: E402
+from fidelity_heldout3 import heldout3_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -31,6 +33,7 @@ SUITES = {
     "tuning": ("TUNING", lambda: {**GRAPHS, **TUNING, **tuning_hf_graphs()}),
     "heldout": ("HELD-OUT", heldout_graphs),
     "heldout2": ("HELD-OUT-2", heldout2_graphs),
+    "heldout3": ("HELD-OUT-3", heldout3_graphs),
 }
 
 if __name__ == "__main__":
