@@ -40,6 +40,16 @@ models contain, before anything was measured:
   depthwise conv1d, the input-dependent discretization, the selective scan unrolled over four
   steps, a SiLU gate.
 
+All fifteen compile on both paths (fullgraph) and match eager on the device, ours and
+Inductor's. Two are left out of the suite (in `NOT_ALIGNED`, below), dropped after the first
+audit for a reason in the comparison, not in the scheduler: their graphs hold host tensors
+that the model code creates without a device (DeBERTa's `torch.tensor(...)` in
+make_log_bucket_position, BEiT's relative position index), and Inductor launches host work for
+them that `compare/launches.wrapper_launches` does not read as launches and the plan names
+only `opN`: a C++ kernel (`cpp_fused_log_3(...)`, deberta_v2_encoder) and host-to-device
+copies (`buf15.copy_(arg1_1, False)`, three in beit_layer). Put them back once the comparison
+counts those launches.
+
 Each entry: a function of tensors and a maker of small CPU inputs. Do not change the
 scheduler's rules while looking at these graphs: the figure is only honest while no rule was
 tuned against them."""
@@ -284,10 +294,8 @@ _BUILDERS = {
     "bit_bottleneck": _bit_bottleneck,
     "regnet_y_layer": _regnet_y_layer,
     "focalnet_layer": _focalnet_layer,
-    "deberta_v2_encoder": _deberta_v2_encoder,
     "roformer_layer": _roformer_layer,
     "mpnet_encoder": _mpnet_encoder,
-    "beit_layer": _beit_layer,
     "falcon_layer_bf16": _falcon_layer_bf16,
     "qwen2_moe_block": _qwen2_moe_block,
     "switch_router_losses": _switch_router_losses,
@@ -295,6 +303,11 @@ _BUILDERS = {
     "albert_mlm_head_loss": _albert_mlm_head_loss,
     "siglip_pooling_head": _siglip_pooling_head,
     "mamba_block": _mamba_block,
+}
+
+NOT_ALIGNED = {  # written with the suite; the audit fails on them (see the module docstring)
+    "deberta_v2_encoder": _deberta_v2_encoder,
+    "beit_layer": _beit_layer,
 }
 
 
