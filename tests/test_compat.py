@@ -329,6 +329,7 @@ INDUCTOR: dict[str, Pin] = {
                       check=lambda _: _shape_env_fields()),
     "combo_kernel_class": P("torch._inductor.codegen.triton_combo_kernel.ComboKernel"),
     "triton_scheduling": P("torch._inductor.codegen.triton.TritonScheduling"),
+    "cpp_scheduling": P("torch._inductor.codegen.cpp.CppScheduling"),
     "run_and_get_code": P("torch._inductor.utils.run_and_get_code"),
     "fresh_inductor_cache": P("torch._inductor.utils.fresh_cache"),
     "accept_device_tangents": P(

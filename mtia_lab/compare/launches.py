@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch.fx
 
-from ..records.plan import FusionPlan
+from ..records.plan import DEVICE_COPY_LAUNCH, FusionPlan
 
 
 @dataclass
@@ -113,18 +113,25 @@ def roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
 
 _TRITON = re.compile(r"^\s*(\w+)\.run\(")
 _EXTERN = re.compile(r"^\s*(?:\w+ = )?(extern_kernels\.\w+|torch\.ops\.[\w.]+|aten\.[\w.]+)\(")
+_HOST_KERNEL = re.compile(r"^\s*(cpp_\w+)\(")  # a C++ kernel Inductor runs on the host
+# A copy between devices (`codegen_device_copy`: a host tensor the graph made, moved over)
+_DEVICE_COPY = re.compile(r"^\s*\w+\.copy_\(\w+, (?:True|False)\)$")
 
 
 def wrapper_launches(code: str) -> list[str]:
-    """The kernels a generated wrapper's `call` launches, in order: Triton kernels' `.run(`
-    and extern calls (extern_kernels.mm, torch.ops.aten.sort.stable, aten.scatter_.src)."""
+    """The kernels a generated wrapper's `call` launches, in order: Triton kernels' `.run(`,
+    extern calls (extern_kernels.mm, torch.ops.aten.sort.stable, aten.scatter_.src), C++
+    kernels for host tensors the graph creates (`cpp_fused_log_3(...)`) and copies between
+    devices (`buf15.copy_(arg1_1, False)`, named `device_copy`)."""
     body = code[code.find("def call("):]
     body = body[:body.find("\nrunner = ")] if "\nrunner = " in body else body
     out = []
     for line in body.splitlines():
-        found = _TRITON.match(line) or _EXTERN.match(line)
+        found = _TRITON.match(line) or _EXTERN.match(line) or _HOST_KERNEL.match(line)
         if found:
             out.append(found.group(1))
+        elif _DEVICE_COPY.match(line):
+            out.append(DEVICE_COPY_LAUNCH)
     return out
 
 

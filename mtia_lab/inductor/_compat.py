@@ -679,6 +679,13 @@ def triton_scheduling() -> type:
     return TritonScheduling
 
 
+def cpp_scheduling() -> type:
+    """Inductor's CppScheduling: the host backend that codegens C++ kernels."""
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    return CppScheduling
+
+
 def run_and_get_code(fn, *args, **kwargs):
     """Run `fn` and return (its result, the source of every module Inductor wrote)."""
     from torch._inductor.utils import run_and_get_code as run

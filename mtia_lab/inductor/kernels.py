@@ -81,6 +81,11 @@ def kernel_info(name: str, source: str) -> KernelInfo:
 
 
 def install() -> None:
+    _install_triton()
+    _install_cpp()
+
+
+def _install_triton() -> None:
     cls = _compat.triton_scheduling()
     original = cls.define_kernel
     if getattr(original, "_mtia_lab", False):
@@ -96,6 +101,27 @@ def install() -> None:
             origins = fx_origins(snodes)
             _INFOS.append(KernelInfo(name, c.name, tuple(describe(o) for o in origins),
                                      tuple(o.name for o in origins), _jit_source(src_code, name)))
+        return name
+
+    define_kernel._mtia_lab = True
+    cls.define_kernel = define_kernel
+
+
+def _install_cpp() -> None:
+    """C++ kernels too: a graph for mtia_sim may still compute a host tensor it creates
+    itself (`torch.tensor(...)` in model code) in a C++ kernel; the plan names that launch
+    as the wrapper calls it (`cpp_fused_log_3`)."""
+    cls = _compat.cpp_scheduling()
+    original = cls.define_kernel
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    @functools.wraps(original)
+    def define_kernel(self, src_code, nodes, *args, **kwargs):
+        name = original(self, src_code, nodes, *args, **kwargs)
+        c = current()
+        if c is not None:
+            c.kernels.append((name, [n for n in nodes if hasattr(n, "get_nodes")], src_code))
         return name
 
     define_kernel._mtia_lab = True

@@ -34,7 +34,13 @@ import torch
 from ..backend.runtime.cost import KernelCost
 from ..backend.runtime.device_state import RUNTIME
 from ..records.input_names import user_name
-from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
+from ..records.plan import (
+    DEVICE_COPY_LAUNCH,
+    FusionDecision,
+    FusionPlan,
+    KernelGroup,
+    PlanTotals,
+)
 from ..source import node_source
 from . import _compat
 from .fusion_observer import Collector, rule_of
@@ -160,6 +166,11 @@ def _values(snode, by_name: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def _is_device_copy(snode) -> bool:
+    """A copy between devices (Inductor's DeviceCopy): its wrapper line names no kernel."""
+    return type(getattr(snode, "node", None)).__name__ == "DeviceCopy"
+
+
 def build_plan(c: Collector) -> FusionPlan:
     """The FusionPlan of one collected scheduler (see the module docstring)."""
     profile = RUNTIME.device().profile
@@ -225,7 +236,8 @@ def build_plan(c: Collector) -> FusionPlan:
         kname = next((name_of[id(sub)] for sub in snode.get_nodes()
                       if name_of.get(id(sub))), None)
         if kname is None and kind == "extern":
-            kname = str(getattr(snode.node, "python_kernel_name", "") or snode.get_name())
+            kname = (DEVICE_COPY_LAUNCH if _is_device_copy(snode) else
+                     str(getattr(snode.node, "python_kernel_name", "") or snode.get_name()))
         info.kernel_names[i] = kname or snode.get_name()
     info.kernels_of = {n: tuple(w) for n, w in kernels_of.items()}
     info.origins = {i: tuple(sorted(names)) for i, names in enumerate(origin_sets)}

@@ -12,6 +12,10 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..backend.runtime.cost import KernelCost
 
+# The launch name of a copy between devices (a host tensor the graph made, moved to the
+# device): Inductor's wrapper writes it as `buf15.copy_(arg1_1, False)`, with no kernel name.
+DEVICE_COPY_LAUNCH = "device_copy"
+
 
 @dataclass(frozen=True)
 class FusionDecision:

@@ -1,0 +1,44 @@
+"""The comparison counts every launch of Inductor's wrapper, also the host work a graph for
+the device carries: model code that makes a tensor without a device (`torch.arange(n)`,
+`torch.tensor(...)`) gets it computed by a C++ kernel on the host and copied over
+(`buf3.copy_(arg1_1, False)`), and both are launches the comparison must hold."""
+
+import torch
+
+import mtia_lab  # noqa: F401
+from mtia_lab.compare import compare
+from mtia_lab.compare.launches import wrapper_launches
+from mtia_lab.records.plan import DEVICE_COPY_LAUNCH
+
+
+def test_a_host_kernel_and_its_copy_to_the_device_are_launches_of_inductors():
+    def fn(x):
+        scale = torch.log(torch.tensor(7.0))  # a host tensor: DeBERTa's log-bucket positions
+        table = torch.tensor([float(i) for i in range(16)])  # made on the host, moved over
+        return x / scale + table.to(x.device)
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 16, device="mtia_sim")
+    (c,) = compare(fn, x)
+    c.check()
+    names = c.placed.wrapper_launches
+    assert any(n.startswith("cpp_") for n in names), names
+    assert DEVICE_COPY_LAUNCH in names, names
+    assert [launch.name for launch in c.placed.launches] == names
+    torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(x).cpu(), fn(x.cpu()))
+
+
+def test_wrapper_launches_reads_each_kind_of_line():
+    wrapper = """
+def call(args):
+    triton_poi_fused_add_0.run(buf0, 16, stream=raw_stream0)
+    extern_kernels.mm(buf0, arg1_1, out=buf1)
+    cpp_fused_log_1(buf2)
+    buf3.copy_(buf2, False)
+    buf4 = torch.ops.aten.sort.stable(buf3)
+    arg1_1 = copy_if_misaligned(arg1_1)
+    return (buf4, )
+"""
+    assert wrapper_launches(wrapper) == [
+        "triton_poi_fused_add_0", "extern_kernels.mm", "cpp_fused_log_1", DEVICE_COPY_LAUNCH,
+        "torch.ops.aten.sort.stable"]
