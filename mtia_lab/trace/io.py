@@ -19,7 +19,7 @@ from dataclasses import fields
 
 from ..progress import progress
 from .chrome import save_chrome_trace, to_chrome_trace  # noqa: F401  (re-exported)
-from .events import DispatchPath, OpEvent, TensorRecord, Trace
+from .events import DispatchPath, OpEvent, TensorRecord, Trace, require_trace
 from .files import write_atomically
 
 PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
@@ -54,6 +54,7 @@ def trace_to_json(trace: Trace) -> dict:
     """The JSON object of a trace (what `save_trace` writes): of `trace.to_plain()`, so a Trace
     subclass whose events hold more (a RankedTrace's ranks) saves itself as OpEvents and
     metadata."""
+    require_trace(trace, "trace_to_json")
     trace = trace.to_plain()
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
@@ -94,6 +95,7 @@ def trace_to_json(trace: Trace) -> dict:
 
 def save_trace(trace: Trace, path) -> None:
     """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md), atomically."""
+    require_trace(trace, "save_trace")
     write_atomically(path, trace_to_json(trace))
 
 
