@@ -408,14 +408,28 @@ def set_autograd_engine(engine_class: type) -> None:
         Variable._execution_engine = engine_class()
 
 
-def wrap_module_backward_hooks(wrap) -> None:
-    """nn.Module full backward (pre) hooks run as hooks on an autograd Node that
-    torch.utils.hooks.BackwardHook registers in `_apply_on_tensors(fn, args)`: replace that
-    method by `wrap(method)` once."""
-    from torch.utils.hooks import BackwardHook
+def wrap_node_hook_registration(wrap) -> None:
+    """Hooks registered on an autograd Node (`grad_fn.register_hook` / `register_prehook`, and
+    nn.Module full backward hooks, which torch.utils.hooks.BackwardHook registers that way) are
+    stored by C++ `callRegisterFn` (python_cpp_function.cpp) calling
+    `torch.autograd.Function._register_hook(hooks_dict, hook)`: store `wrap(hook)`, once."""
+    from torch.autograd import Function
 
-    if getattr(BackwardHook._apply_on_tensors, "__wrapped__", None) is None:
-        BackwardHook._apply_on_tensors = wrap(BackwardHook._apply_on_tensors)
+    original = Function._register_hook
+    if getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def _register_hook(backward_hooks, hook):
+        return original(backward_hooks, wrap(hook))
+
+    _register_hook.__wrapped__ = original
+    Function._register_hook = staticmethod(_register_hook)
+
+
+def autograd_node_devices(node) -> list[torch.device]:
+    """The devices of an autograd Node's inputs (the gradients it receives): the engine runs
+    the node under a stream guard of the first non-CPU one."""
+    return [meta.device for meta in node._input_metadata]
 
 
 def wrap_storage_new(wrap) -> None:

@@ -311,3 +311,109 @@ def compiled_collectives() -> dict:
                            **({"backend": "mtia_lab"} if name == "mtia_lab" else {}))
         out[f"{name} mismatch"] = _mismatched_compiled(fn)
     return out
+
+
+# -- gathers, scatters and backward collectives inside torch.compile ---------------------------
+def _scaled_all_gather(x: torch.Tensor) -> torch.Tensor:
+    return fc.all_gather_tensor(x * 2, 0, dist.group.WORLD) + 1
+
+
+def _scaled_reduce_scatter(x: torch.Tensor) -> torch.Tensor:
+    return fc.reduce_scatter_tensor(x * 2, "sum", 0, dist.group.WORLD) + 1
+
+
+class _SumGradOverRanks(torch.autograd.Function):
+    """Identity forward; backward all-reduces the gradient, as DDP does to gradients."""
+
+    @staticmethod
+    def forward(ctx, w):
+        return w.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return fc.all_reduce(grad, "sum", dist.group.WORLD)
+
+
+def _ddp_like_loss(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return (_SumGradOverRanks.apply(w) * x).sin().sum()
+
+
+def _gathered_loss(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """all_gather with autograd: its backward is a reduce_scatter."""
+    return fc.all_gather_tensor_autograd(w * x, 0, dist.group.WORLD).sin().sum()
+
+
+def _compiled(fn, path: str):
+    torch._dynamo.reset()
+    if path == "eager":
+        return fn
+    return torch.compile(fn, dynamic=False, **({"backend": "mtia_lab"} if path == "mtia_lab"
+                                                 else {}))
+
+
+def _step_record(fn, args: tuple) -> dict:
+    """fn(*args) (and backward, when args[0] requires grad) once to compile, then traced: the
+    result, the gradient, the collective events, and the clock's move split into the time of
+    the other timed events and the rest."""
+    training = args[0].requires_grad
+
+    def step():
+        args[0].grad = None
+        result = fn(*args)
+        if training:
+            result.backward()
+        return result
+
+    step()
+    before = current_stream(0).clock_us
+    with mtia_lab.trace(f"rank {dist.get_rank()}") as trace:
+        result = step()
+    clock_us = current_stream(0).clock_us - before  # before the copies to the host below
+    timed = [e for e in trace.events if e.sim_start_us is not None]
+    collectives = [e for e in timed if e.kind == "collective"]
+    return {
+        "result": result.detach().cpu(), "grad": args[0].grad.cpu() if training else None,
+        "clock_us": clock_us,
+        "compute_us": sum(e.sim_end_us - e.sim_start_us for e in timed if e.kind != "collective"),
+        "collectives": [(e.op, e.reason, [(r.shape, r.nbytes) for r in e.inputs],
+                         e.sim_end_us - e.sim_start_us) for e in collectives],
+        "ids": [e.call for e in collectives],
+    }
+
+
+def _mismatch(fn, *args, backward: bool = False) -> str | None:
+    """The CollectiveMismatchError that fn(*args) (and its backward) raises, as text."""
+    try:
+        result = fn(*args)
+        if backward:
+            result.backward()
+    except CollectiveMismatchError as error:
+        return str(error)
+    return None
+
+
+def compiled_collectives_gather_scatter_backward() -> dict:
+    """Eager, the teaching compiler and Inductor on all_gather and reduce_scatter (forward) and
+    on collectives in backward (a DDP-like gradient all_reduce, all_gather's reduce_scatter);
+    then the same calls with rank 0's tensors of another size, and a step after that."""
+    rank = dist.get_rank()
+    x = rank_input(rank, 8).to(DEVICE)
+    w = (torch.arange(4.0) / 10 + rank).to(DEVICE).requires_grad_()
+    scale = (torch.arange(4.0) + 1).to(DEVICE)
+    cases = {"all_gather": (_scaled_all_gather, (x,)),
+             "reduce_scatter": (_scaled_reduce_scatter, (x,)),
+             "ddp_like backward": (_ddp_like_loss, (w, scale)),
+             "all_gather autograd": (_gathered_loss, (w, scale))}
+    out = {(case, path): _step_record(_compiled(fn, path), args)
+           for case, (fn, args) in cases.items() for path in ("eager", "mtia_lab", "inductor")}
+    n = 4 + 4 * (rank != 0)
+    for path in ("mtia_lab", "inductor"):
+        wrong = torch.ones(n, device=DEVICE, requires_grad=True)
+        ddp_like = _compiled(_ddp_like_loss, path)
+        out[("mismatch in backward", path)] = _mismatch(
+            ddp_like, wrong, torch.ones(n, device=DEVICE), backward=True)
+        for case in ("all_gather", "reduce_scatter"):
+            out[(f"mismatch in {case}", path)] = _mismatch(
+                _compiled(cases[case][0], path), torch.ones(n, device=DEVICE))
+        out[("after the mismatches", path)] = _step_record(ddp_like, (w, scale))
+    return out

@@ -124,3 +124,94 @@ def test_exceptions_in_backward_surface_instead_of_aborting():
     result = run_python(CASES)
     assert result.returncode == 0, (result.returncode, result.stdout, result.stderr[-3000:])
     assert result.stdout.count("OK") == 10 and "ALIVE" in result.stdout, result.stdout
+
+
+NODE_HOOKS = r'''
+import gc, torch, mtia_lab
+D = "mtia_sim"
+NOTE = "backward on mtia_sim"
+
+def outcome(run):
+    """(exception type name, whether mtia_lab noted it) of run(), or None."""
+    try:
+        run()
+    except Exception as error:
+        return type(error).__name__, any(NOTE in n for n in getattr(error, "__notes__", []))
+    return None
+
+def graph(device, prehook, hook, node=lambda y: y.grad_fn):
+    x = torch.randn(4, device=device, requires_grad=True)
+    y = x.sin() * 2
+    target = node(y)
+    (target.register_prehook if prehook else target.register_hook)(hook)
+    return lambda: y.sum().backward()
+
+def raising(*args):
+    raise ZeroDivisionError("node hook")
+
+accumulate = lambda y: y.grad_fn.next_functions[0][0].next_functions[0][0]
+base = torch.mtia_sim.memory_allocated()
+results = {}
+for pre in (False, True):
+    for where, node in (("grad_fn", lambda y: y.grad_fn), ("AccumulateGrad", accumulate)):
+        for device in ("cpu", D):
+            results[(pre, where, device)] = outcome(graph(device, pre, raising, node))
+    # a result PyTorch refuses with a Python error: not a tuple, a tuple holding a non-tensor
+    for bad in ("junk", ("junk",)):
+        results[(pre, repr(bad), D)] = outcome(graph(D, pre, lambda *args, bad=bad: bad))
+    x = torch.randn(4, device=D, requires_grad=True)
+    y = x * 2
+    (y.grad_fn.register_prehook if pre else y.grad_fn.register_hook)(raising).remove()
+    results[(pre, "removed", D)] = outcome(lambda: y.sum().backward())
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        return a * 2
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+x = torch.randn(3, device=D, requires_grad=True)
+y = Twice.apply(x)
+y.grad_fn.register_hook(raising)
+results["Function node, autograd.grad"] = outcome(lambda: torch.autograd.grad(y.sum(), x))
+a = torch.randn(3, requires_grad=True)  # a CPU node in a graph that reaches the device
+b = a * 2
+b.grad_fn.register_hook(raising)
+results["CPU node before the device"] = outcome(lambda: (b.to(D) * 3).sum().backward())
+del x, y, a, b
+gc.collect()
+results["bytes left"] = torch.mtia_sim.memory_allocated() - base
+
+# Afterwards: backward on the device works, and a node hook that does not raise still runs
+# and replaces the gradient as on CPU.
+grads = {}
+for device in ("cpu", D):
+    x = torch.ones(3, device=device, requires_grad=True)
+    y = x * 2
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, gi[1]))
+    y.sum().backward()
+    grads[device] = x.grad.cpu().tolist()
+results["grads"] = grads
+print(repr(results))
+'''
+
+
+def test_raising_hooks_on_autograd_nodes_surface_and_leave_the_device_working():
+    """`y.grad_fn.register_hook(fn)` / `register_prehook(fn)` whose fn raises (or returns what
+    PyTorch refuses): the caller gets the exception, as on CPU; nothing stays allocated."""
+    result = run_python(NODE_HOOKS)
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr[-3000:])
+    results = eval(result.stdout.strip().splitlines()[-1])
+    for pre in (False, True):
+        for where in ("grad_fn", "AccumulateGrad"):
+            assert results[(pre, where, "cpu")] == ("ZeroDivisionError", False)
+            assert results[(pre, where, "mtia_sim")] == ("ZeroDivisionError", True)
+        assert results[(pre, "'junk'", "mtia_sim")] == ("TypeError", True)
+        assert results[(pre, "('junk',)", "mtia_sim")] == ("TypeError", True)
+        assert results[(pre, "removed", "mtia_sim")] is None
+    assert results["Function node, autograd.grad"] == ("ZeroDivisionError", True)
+    assert results["CPU node before the device"] == ("ZeroDivisionError", False)
+    assert results["bytes left"] == 0
+    assert results["grads"]["mtia_sim"] == results["grads"]["cpu"] == [20.0] * 3

@@ -204,7 +204,9 @@ CORE: dict[str, Pin] = {
                  check=lambda fn: not fn(torch.ones(1))),
     "autograd_engine_class": P("torch._C._ImperativeEngine"),
     "set_autograd_engine": P("torch.autograd.variable.Variable._execution_engine"),
-    "wrap_module_backward_hooks": P("torch.utils.hooks.BackwardHook._apply_on_tensors"),
+    "wrap_node_hook_registration": P("torch.autograd.Function._register_hook"),
+    "autograd_node_devices": P(check=lambda fn: fn(
+        (torch.ones(1, requires_grad=True) * 2).grad_fn) == [torch.device("cpu")]),
     "wrap_storage_new": P("torch.UntypedStorage.__new__"),
     "torch_function_mode_on_top": P("torch.overrides._get_current_function_mode"),
     "remove_global_module_hooks_of": P("torch.nn.modules.module._global_forward_pre_hooks",

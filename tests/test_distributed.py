@@ -446,3 +446,42 @@ def test_compiled_collectives_match_eager_in_values_trace_and_clock():
             assert compiled["ids"] == result.values[1 - rank][name]["ids"], name
             error = out[f"{name} mismatch"]
             assert error is not None and "allreduce" in error and "shape" in error, (name, error)
+
+
+def test_compiled_gathers_scatters_and_backward_collectives_match_eager():
+    """all_gather / reduce_scatter in compiled forward, and collectives in compiled backward
+    (a DDP-like gradient all_reduce; all_gather's autograd reduce_scatter), on both compile
+    paths: eager's values, gradients and collective events; the clock moves by the compiled
+    kernels plus the collectives' interconnect time; a mismatch raises on every rank."""
+    result = launch(dist_ranks.compiled_collectives_gather_scatter_backward, nprocs=2,
+                    timeout=300, echo=False)
+    cases = ("all_gather", "reduce_scatter", "ddp_like backward", "all_gather autograd")
+    for rank, out in enumerate(result.values):
+        peer = result.values[1 - rank]
+        for case in cases:
+            eager = out[(case, "eager")]
+            assert eager["collectives"], case
+            for path in ("mtia_lab", "inductor"):
+                compiled, where = out[(case, path)], f"{case}, {path}, rank {rank}"
+                torch.testing.assert_close(compiled["result"], eager["result"], msg=where)
+                if eager["grad"] is not None:
+                    torch.testing.assert_close(compiled["grad"], eager["grad"], msg=where)
+                assert len(compiled["collectives"]) == len(eager["collectives"]), where
+                for mine, theirs in zip(compiled["collectives"], eager["collectives"],
+                                        strict=True):
+                    assert mine[:3] == theirs[:3], where
+                    assert mine[3] == pytest.approx(theirs[3], abs=1e-3), where
+                on_wire = sum(c[3] for c in compiled["collectives"])
+                assert compiled["clock_us"] == pytest.approx(
+                    compiled["compute_us"] + on_wire, abs=1e-2), where
+                assert compiled["ids"] == peer[(case, path)]["ids"], where
+        for path in ("mtia_lab", "inductor"):
+            for case, op in (("backward", "allreduce"), ("all_gather", "allgather"),
+                             ("reduce_scatter", "reduce_scatter")):
+                error = out[(f"mismatch in {case}", path)]
+                assert error is not None and op in error and "float32[4]" in error, (path, error)
+            after = out[("after the mismatches", path)]
+            torch.testing.assert_close(after["grad"], out[("ddp_like backward", "eager")]["grad"])
+    # the DDP-like gradient is the sum over ranks: both ranks hold the same one
+    torch.testing.assert_close(result.values[0][("ddp_like backward", "eager")]["grad"],
+                               result.values[1][("ddp_like backward", "eager")]["grad"])

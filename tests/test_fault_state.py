@@ -46,25 +46,58 @@ WRONG_STREAMS = {
     "graph(g, stream=x)": lambda: torch.mtia_sim.graph(torch.mtia_sim.MTIAGraph(), stream="x"),
     "Stream.wait_event(x)": lambda: torch.mtia_sim.Stream().wait_event("x"),
     "Stream.wait_stream(x)": lambda: torch.mtia_sim.Stream().wait_stream("x"),
+    "Event.elapsed_time(x)": lambda: torch.mtia_sim.Event(enable_timing=True).elapsed_time("x"),
+    "Stream(priority=x)": lambda: torch.mtia_sim.Stream(priority="x"),
 }
 
 
 @pytest.mark.parametrize("call", WRONG_STREAMS.values(), ids=WRONG_STREAMS.keys())
 def test_a_wrong_type_stream_argument_is_a_type_error_naming_it(device, call):
-    with pytest.raises(TypeError, match=r"(stream|event)\b.*got 'x' \(str\)"):
+    with pytest.raises(TypeError, match=r"(?i)(stream|event)\b.*got 'x' \(str\)"):
         call()
     assert torch.mtia_sim.current_stream() == torch.mtia_sim.default_stream()
 
 
-def test_views_name_a_wrong_type_argument():
-    from mtia_lab.viz.layout import layout_view
-    from mtia_lab.viz.trace_summary import trace_summary, trace_tree
+def _trace_readers() -> dict:
+    """Every public function that reads a whole trace, by the name its error gives."""
+    from mtia_lab import viz
+    from mtia_lab.trace import io
 
-    for view in (trace_summary, trace_tree):
-        with pytest.raises(TypeError, match=r"\(trace\): expected a Trace.*got str"):
-            view("x")
-    with pytest.raises(TypeError, match=r"layout_view\(tensor\): expected a tensor.*got str"):
-        layout_view("x")
+    return {"trace_summary": viz.trace_summary, "trace_tree": viz.trace_tree,
+            "timeline_of": viz.timeline_of, "timeline_view": viz.timeline_view,
+            "trace_table": viz.trace_table, "trace_explorer": viz.trace_explorer,
+            "trace_graph": viz.trace_graph, "trace_to_json": io.trace_to_json,
+            "to_chrome_trace": io.to_chrome_trace,
+            "save_trace": lambda t: io.save_trace(t, "/nonexistent/never-written.json")}
+
+
+@pytest.mark.parametrize("wrong", ["x", 3, None], ids=["str", "int", "None"])
+def test_views_name_a_wrong_type_argument(wrong):
+    from mtia_lab.viz import activation_view, layout_view, trade_view
+
+    kind = type(wrong).__name__
+    for name, reader in _trace_readers().items():
+        with pytest.raises(TypeError, match=rf"^{name}\(trace\): expected a Trace.*got {kind}$"):
+            reader(wrong)
+    with pytest.raises(TypeError, match=rf"layout_view\(tensor\): expected a tensor.*got {kind}"):
+        layout_view(wrong)
+    with pytest.raises(TypeError, match=rf"activation_view\(timeline\): expected an "
+                                        rf"ActivationTimeline.*got {kind}$"):
+        activation_view(wrong)
+    with pytest.raises(TypeError, match=rf"trade_view\(trade\): expected a CheckpointTrade.*"
+                                        rf"got {kind}$"):
+        trade_view(wrong)
+
+
+def test_trace_views_still_take_traces_and_lists_of_events(device):
+    import mtia_lab
+    from mtia_lab.viz import timeline_of
+
+    with mtia_lab.trace("events") as t:
+        torch.ones(4, device=device).add_(1)
+    assert timeline_of(t).lanes and timeline_of(list(t.events)) == timeline_of(t)
+    with pytest.raises(TypeError, match=r"^trace\(label\): expected a string, got 1 \(int\)$"):
+        mtia_lab.trace(1)
 
 
 def test_a_checkpoint_bigger_than_the_device_is_out_of_memory(device, clean_memory, tmp_path):

@@ -102,6 +102,8 @@ def _mutations():
         ("metadata label not a string", lambda d: d["metadata"].__setitem__("label", ["x"])),
         ("metadata sim start not numbers", lambda d: d["metadata"].__setitem__(
             "sim_start_us", {"0": "zero"})),
+        ("metadata sim start infinite", lambda d: d["metadata"].__setitem__(
+            "sim_start_us", {"0": float("-inf")})),
         ("wrong version", lambda d: d.__setitem__("version", 99)),
         ("not a trace", lambda d: d.clear()),
     ]
@@ -115,6 +117,48 @@ def test_malformed_traces_raise_trace_format_error(tmp_path, recorded, name, dam
     path.write_text(json.dumps(data))
     with pytest.raises(TraceFormatError):
         load_trace(path)
+
+
+# json.dumps writes float("inf") and float("nan") as Infinity and NaN, and json.loads reads them
+# back: a number in a file is not yet a time.
+BAD_TIMES = {
+    "infinite start": ("sim_start_us", float("inf"), r"sim_start_us must be finite number"),
+    "infinite end": ("sim_end_us", float("inf"), r"sim_end_us must be finite number"),
+    "NaN end": ("sim_end_us", float("nan"), r"sim_end_us must be finite number"),
+    "start without an end": ("sim_end_us", None, r"sim_start_us is .* but sim_end_us is None"),
+    "end before start": ("sim_end_us", -1.0, r"sim_end_us -1.0 is before sim_start_us"),
+    "infinite host issue": ("host_issue_us", [0.0, float("inf")],
+                            r"host_issue_us must be pair of finite numbers"),
+    "host issue backwards": ("host_issue_us", [2.0, 1.0], r"host_issue_us ends before it starts"),
+}
+
+
+@pytest.mark.parametrize(("field", "value", "message"), BAD_TIMES.values(), ids=BAD_TIMES.keys())
+def test_times_that_are_not_intervals_are_refused_by_name(tmp_path, recorded, field, value,
+                                                         message):
+    """The views subtract start from end: a loaded trace holds finite, ordered times."""
+    timed = next(i for i, e in enumerate(recorded.events) if e.sim_start_us is not None)
+    data = copy.deepcopy(trace_to_json(recorded))
+    data["events"][timed][trace_to_json.__globals__["EVENT_FIELDS"].index(field)] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(TraceFormatError, match=rf"event {timed}: {message}"):
+        load_trace(path)
+
+
+def test_a_loaded_trace_renders_in_every_trace_view(tmp_path, recorded):
+    """What the loader lets through, the views draw as they draw the trace recorded (the
+    counterpart of the refusals above)."""
+    from mtia_lab import viz
+
+    path = tmp_path / "t.json"
+    save_trace(recorded, path)
+    loaded = load_trace(path)
+    for view in (viz.trace_summary, viz.trace_tree, viz.timeline_view, viz.trace_table,
+                 viz.trace_graph):
+        text = view(loaded)._repr_mimebundle_()["text/plain"]
+        assert text == view(recorded)._repr_mimebundle_()["text/plain"], view.__name__
+    assert viz.trace_explorer(loaded) is not None
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,9 @@ def to_chrome_trace(trace: Trace) -> dict:
     """The trace as Chrome trace events (Perfetto-compatible): `trace.chrome_trace()`, so a
     Trace subclass draws itself (a RankedTrace: one process per rank); a Trace's own is
     `plain_chrome_trace`."""
+    if not callable(getattr(trace, "chrome_trace", None)):  # events.py imports this module
+        raise TypeError(f"to_chrome_trace(trace): expected a Trace (from `with mtia_lab.trace() "
+                        f"as t:` or mtia_lab.load_trace), got {type(trace).__name__}")
     return trace.chrome_trace()
 
 

@@ -319,3 +319,16 @@ class Trace:
     def fallbacks(self) -> dict[str, str]:
         """op -> the reason the CPU fallback served it."""
         return {e.op: e.reason for e in self.events if e.kind == "fallback"}
+
+
+def require_trace(value, where: str, events: bool = False) -> None:
+    """A TypeError naming `where`'s argument unless `value` is a Trace (with `events`, also a
+    list of its events): a view handed anything else would fail deep inside, on an attribute."""
+    if isinstance(value, Trace):
+        return
+    if events and isinstance(value, (list, tuple)) and all(
+            isinstance(e, tuple) and hasattr(e, "sim_start_us") for e in value):
+        return
+    also = " or a list of its events" if events else ""
+    raise TypeError(f"{where}(trace): expected a Trace{also} (from `with mtia_lab.trace() as t:` "
+                    f"or mtia_lab.load_trace), got {type(value).__name__}")

@@ -12,13 +12,14 @@ importable from here too, as `mtia_lab.trace.io.to_chrome_trace`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from dataclasses import fields
 
 from ..progress import progress
 from .chrome import save_chrome_trace, to_chrome_trace  # noqa: F401  (re-exported)
-from .events import DispatchPath, OpEvent, TensorRecord, Trace
+from .events import DispatchPath, OpEvent, TensorRecord, Trace, require_trace
 from .files import write_atomically
 
 PROGRESS_FROM = 50_000  # events: a load this long shows a progress bar (tqdm.auto)
@@ -33,6 +34,7 @@ EVENT_FIELDS = list(OpEvent._fields)
 ADDED_EVENT_FIELDS = ["host_issue_us"]
 _FIRST_EVENT_FIELDS = EVENT_FIELDS[:len(EVENT_FIELDS) - len(ADDED_EVENT_FIELDS)]
 _HOST_ISSUE_AT = EVENT_FIELDS.index("host_issue_us")
+_SIM_START_AT, _SIM_END_AT = EVENT_FIELDS.index("sim_start_us"), EVENT_FIELDS.index("sim_end_us")
 _DISPATCH_AT = EVENT_FIELDS.index("dispatch")
 _INPUTS_AT = EVENT_FIELDS.index("inputs")
 _OUTPUTS_AT = EVENT_FIELDS.index("outputs")
@@ -52,6 +54,7 @@ def trace_to_json(trace: Trace) -> dict:
     """The JSON object of a trace (what `save_trace` writes): of `trace.to_plain()`, so a Trace
     subclass whose events hold more (a RankedTrace's ranks) saves itself as OpEvents and
     metadata."""
+    require_trace(trace, "trace_to_json")
     trace = trace.to_plain()
     tensor_ids: dict[int, int] = {}  # id(record) -> row; equal records are shared objects
     tensors: list[list] = []
@@ -92,6 +95,7 @@ def trace_to_json(trace: Trace) -> dict:
 
 def save_trace(trace: Trace, path) -> None:
     """Write `trace` to `path` in the mtia_lab trace format (docs/trace-format.md), atomically."""
+    require_trace(trace, "save_trace")
     write_atomically(path, trace_to_json(trace))
 
 
@@ -206,8 +210,9 @@ def _is(value, kind: str) -> bool:
         return value is None or _is(value, kind[:-5])
     if kind == _INT:
         return isinstance(value, int) and not isinstance(value, bool)
-    if kind == _NUMBER:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == _NUMBER:  # JSON from Python may hold Infinity and NaN: no time is either
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value))
     if kind == _STR:
         return isinstance(value, str)
     if kind == "ints":  # lists from JSON; tuples from trace_to_json used in memory
@@ -225,9 +230,25 @@ def _row(row, types: dict, what: str, at: int) -> list:
         raise ValueError(f"{what} {at} is not a list of {len(types)} values")
     for value, (name, kind) in zip(row, types.items(), strict=True):
         if not _is(value, kind):
-            raise TypeError(f"{what} {at}: {name} must be {kind.replace('|', ' or ')}, "
+            expected = kind.replace(_NUMBER, "finite number").replace("pair", "pair of "
+                                                                      "finite numbers")
+            raise TypeError(f"{what} {at}: {name} must be {expected.replace('|', ' or ')}, "
                             f"got {value!r}")
     return row
+
+
+def _check_intervals(row: list, at: int) -> None:
+    """The simulated times of event `at` form intervals: start and end both set or both None
+    (the views subtract one from the other), and no end before its start."""
+    start, end = row[_SIM_START_AT], row[_SIM_END_AT]
+    if (start is None) != (end is None):
+        raise ValueError(f"event {at}: sim_start_us is {start!r} but sim_end_us is {end!r}; "
+                         "both are numbers or both None")
+    if start is not None and end < start:
+        raise ValueError(f"event {at}: sim_end_us {end!r} is before sim_start_us {start!r}")
+    issue = row[_HOST_ISSUE_AT]
+    if issue is not None and issue[1] < issue[0]:
+        raise ValueError(f"event {at}: host_issue_us ends before it starts ({issue!r})")
 
 
 def _list(data: dict, key: str) -> list:
@@ -271,6 +292,7 @@ def _build(data: dict, known: int) -> Trace:
     for at, row in enumerate(progress(_list(data, "events"), desc="loading trace",
                                       min_total=PROGRESS_FROM)):
         row = list(_row(row, event_types, "event", at)) + missing
+        _check_intervals(row, at)
         row[_DISPATCH_AT] = _refs([row[_DISPATCH_AT]], paths, "dispatch path", at)[0]
         row[_INPUTS_AT] = tuple(_refs(row[_INPUTS_AT], tensors, "tensor", at))
         row[_OUTPUTS_AT] = tuple(_refs(row[_OUTPUTS_AT], tensors, "tensor", at))
@@ -285,5 +307,5 @@ def _build(data: dict, known: int) -> Trace:
             raise TypeError(f"metadata {key} must be a string, got {metadata[key]!r}")
     starts = metadata.get("sim_start_us", {})
     if not isinstance(starts, dict) or not all(_is(v, _NUMBER) for v in starts.values()):
-        raise TypeError("metadata sim_start_us must map device indices to numbers")
+        raise TypeError("metadata sim_start_us must map device indices to finite numbers")
     return Trace(events, metadata)

@@ -25,6 +25,9 @@ class Tracer:
     """
 
     def __init__(self, label: str = "") -> None:
+        if not isinstance(label, str):  # saved in the trace's metadata, which must load back
+            raise TypeError(f"trace(label): expected a string, got {label!r} "
+                            f"({type(label).__name__})")
         self.label = label
         self.trace: Trace | None = None
 

@@ -134,8 +134,19 @@ class TradeView(View):
 
 
 def activation_view(timeline: ActivationTimeline, **kwargs) -> ActivationView:
+    _require(timeline, ActivationTimeline, "activation_view(timeline)",
+             "mtia_lab.instruments.activation_timeline(step)")
     return ActivationView(timeline, **kwargs)
 
 
 def trade_view(trade: CheckpointTrade) -> TradeView:
+    _require(trade, CheckpointTrade, "trade_view(trade)",
+             "mtia_lab.instruments.checkpoint_trade(variants, ...)")
     return TradeView(trade)
+
+
+def _require(value, kind: type, where: str, source: str) -> None:
+    if not isinstance(value, kind):
+        article = "an" if kind.__name__[0] in "AEIOU" else "a"
+        raise TypeError(f"{where}: expected {article} {kind.__name__} (from {source}), "
+                        f"got {type(value).__name__}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..trace.events import OpEvent, Trace
+from ..trace.events import OpEvent, Trace, require_trace
 
 Lane_key = tuple[int, int]  # (device, stream)
 HOST = -1  # the stream of a device's host lane (it sorts above the device's streams)
@@ -152,6 +152,7 @@ class Timeline:
 
 def timeline_of(trace: Trace | list[OpEvent]) -> Timeline:
     """The timeline of a trace's events that did device work."""
+    require_trace(trace, "timeline_of", events=True)
     lanes: dict[Lane_key, list[Span]] = {}
     skipped = 0
     after_backward = False

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import math
 
-from ..trace.events import OpEvent, Trace
+from ..trace.events import OpEvent, Trace, require_trace
 from . import palette
 from .display import View
 from .text_fit import abbreviate
@@ -80,6 +80,7 @@ def timeline_view(trace: Trace | list[OpEvent], title: str = "", *,
     `same_scale_as`: another timeline view or trace (or a list of them) to compare with: the
     plot then covers the longest of their durations, so one microsecond is as wide in both
     pictures (draw the longer one first, or give each the other)."""
+    require_trace(trace, "timeline_view", events=True)
     label = getattr(trace, "metadata", {}).get("label", "") if title == "" else title
     view = TimelineView(timeline_of(trace), label or "simulated timeline")
     if same_scale_as is not None:

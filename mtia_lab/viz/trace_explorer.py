@@ -29,7 +29,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..inspect.layout import LayoutError, StridedLayout, layout_from_record
-from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace
+from ..trace.events import ALL_KINDS, KINDS, PHASES, OpEvent, Trace, require_trace
 from .display import View, text_html, widget_bundle
 from .layout_render import render_svg
 from .svg_html import svg_img_html
@@ -56,6 +56,7 @@ class TraceTable(View):
 
     def __init__(self, trace: Trace, *, page: int = 0, page_size: int = PAGE_SIZE,
                  sort: str = "order", times: bool = True, **filters) -> None:
+        require_trace(trace, "trace_table")
         check_paging(page, page_size)
         self.trace, self.page, self.page_size, self.times = trace, page, page_size, times
         self.sort, self.filters = sort, filters
@@ -83,6 +84,7 @@ class TraceExplorer(widgets.VBox):
     `.layout_record` are its state."""
 
     def __init__(self, trace: Trace, page_size: int = PAGE_SIZE, times: bool = True) -> None:
+        require_trace(trace, "trace_explorer")
         check_paging(0, page_size)
         self.trace, self.page_size, self.times = trace, page_size, times
         self.rows: list[OpEvent] = list(trace.events)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace.events import OpEvent, TensorRecord, Trace
+from ..trace.events import OpEvent, TensorRecord, Trace, require_trace
 from . import palette
 from .display import View
 from .graphviz_render import digraph, dot_to_svg, html_text, quote
@@ -145,6 +145,7 @@ class TraceGraph(View):
 
 def trace_graph(trace: Trace, max_events: int = MAX_EVENTS) -> TraceGraph:
     """The dataflow diagram of (the first `max_events` events of) a trace."""
+    require_trace(trace, "trace_graph")
     return TraceGraph(trace, max_events)
 
 

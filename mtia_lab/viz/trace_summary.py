@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records.display import register_view
-from ..trace.events import ALL_KINDS, KINDS, Trace
+from ..trace.events import ALL_KINDS, KINDS, Trace, require_trace
 from . import palette
 from .display import View
 from .text_fit import ELLIPSIS, abbreviate
@@ -394,19 +394,13 @@ class TraceTree(_RichView):
 
 def trace_summary(trace: Trace, **options) -> TraceSummary:
     """The per-op table of a trace: `trace_summary(t, times="sim", sort="count")`."""
-    _require_trace(trace, "trace_summary")
+    require_trace(trace, "trace_summary")
     return TraceSummary(trace, **options)
-
-
-def _require_trace(trace, where: str) -> None:
-    if not isinstance(trace, Trace):
-        raise TypeError(f"{where}(trace): expected a Trace (from `with mtia_lab.trace() as t:` "
-                        f"or mtia_lab.load_trace), got {type(trace).__name__}")
 
 
 def trace_tree(trace: Trace, **options) -> TraceTree:
     """The trace as a tree of nn.Module paths, forward and backward."""
-    _require_trace(trace, "trace_tree")
+    require_trace(trace, "trace_tree")
     return TraceTree(trace, **options)
 
 

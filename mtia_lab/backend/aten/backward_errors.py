@@ -19,9 +19,11 @@ Exceptions raised by `torch.autograd.Function.backward` need none of this (PyTor
 error indicator for those itself).
 
 Covered: our ops in backward, tensor hooks (`register_hook`, post-accumulate-grad hooks),
-nn.Module full backward (pre) hooks, saved-tensor unpack hooks (and checkpoint recomputation).
-Not covered: hooks registered directly on a Node (`y.grad_fn.register_hook(fn)`): Node types
-are immutable C types, so there is no place to wrap them; such a hook that raises still aborts.
+hooks on autograd Nodes (`y.grad_fn.register_hook(fn)` / `register_prehook`, and so nn.Module
+full backward (pre) hooks), saved-tensor unpack hooks (and checkpoint recomputation).
+Node types are immutable C types, but every Node hook is stored through one Python function,
+`torch.autograd.Function._register_hook`, which is wrapped; a Node hook's error is deferred only
+when the node runs for the device (under its guard): on CPU it propagates as PyTorch's own.
 """
 
 from __future__ import annotations
@@ -105,19 +107,57 @@ def surfacing_hook(hook):
 
 
 def surfacing_node_hook(hook):
-    """A hook on an autograd Node (a module's full backward hook registers these): on an
-    exception, a result of the wrong length, which PyTorch refuses in C++ naming the hook."""
+    """A hook on an autograd Node whose exceptions are deferred when the node runs for the
+    device: its result is then a tuple of the wrong length, which PyTorch refuses in C++
+    naming the hook. PyTorch refuses a result that is not a tuple of tensors or None with a
+    Python error (the abort again), so that check is made here first."""
+    if getattr(hook, _SURFACING, False):
+        return hook
+    name = getattr(hook, "__name__", repr(hook))
 
     def run(*args):
+        run.__name__ = name  # PyTorch names the hook by it in its own refusals
         try:
-            return hook(*args)
+            return _checked_node_hook_result(hook(*args), name)
         except BaseException as error:
+            if not _node_on_device(args):
+                raise
             run.__name__ = type(defer(error)).__name__
             grads = args[0] if args else ()
             return (*grads, None)
 
     run.__wrapped__ = hook
+    setattr(run, _SURFACING, True)
     return run
+
+
+def _checked_node_hook_result(result, name: str):
+    """`result` if PyTorch would take it from a Node hook (None, or a tuple of tensors or None);
+    else the TypeError PyTorch would raise (python_hook.cpp `check_result`)."""
+    if result is None:
+        return result
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook {name!r} returned {type(result).__name__!r}")
+    for item in result:
+        if item is not None and not isinstance(item, torch.Tensor):
+            raise TypeError(f"expected Tensor or None, but hook {name!r} returned "
+                            f"{type(item).__name__!r} in its tuple")
+    return result
+
+
+_SURFACING = "_mtia_sim_surfacing"
+
+
+def _node_on_device(args) -> bool:
+    """Whether the Node whose hook got `args` runs under the device's guard: it is running on
+    the device's inputs, or its gradients are on the device."""
+    node = _compat.current_autograd_node()
+    if node is None:
+        return False
+    if any(device.type == _compat.DEVICE_NAME for device in _compat.autograd_node_devices(node)):
+        return True
+    grads = [g for group in args if isinstance(group, tuple) for g in group]
+    return any(isinstance(g, torch.Tensor) and g.device.type == _compat.DEVICE_NAME for g in grads)
 
 
 def surfacing_unpack(unpack):
@@ -135,32 +175,6 @@ def surfacing_unpack(unpack):
 
     run.__wrapped__ = unpack
     return run
-
-
-class _NodeHooks:
-    """A Node seen by torch.utils.hooks.BackwardHook: its hooks are registered surfacing."""
-
-    def __init__(self, node) -> None:
-        self._node = node
-
-    def register_hook(self, hook):
-        return self._node.register_hook(surfacing_node_hook(hook))
-
-    def register_prehook(self, hook):
-        return self._node.register_prehook(surfacing_node_hook(hook))
-
-    def __getattr__(self, name):
-        return getattr(self._node, name)
-
-
-def _apply_on_tensors(original):
-    """BackwardHook._apply_on_tensors(fn, args) hands `fn` the Node to hook: a _NodeHooks."""
-
-    def apply(self, fn, args):
-        return original(self, lambda node: fn(_NodeHooks(node)), args)
-
-    apply.__wrapped__ = original
-    return apply
 
 
 def kept_error(error: Exception) -> BaseException | None:
@@ -212,6 +226,6 @@ def install(tensor_class) -> None:
         tensor_class.__torch_dispatch__ = classmethod(surfacing(dispatch))
     tensor_class.register_hook = _register_hook
     tensor_class.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
-    _compat.wrap_module_backward_hooks(_apply_on_tensors)
+    _compat.wrap_node_hook_registration(surfacing_node_hook)
     _compat.wrap_saved_tensor_unpack_hooks(surfacing_unpack)
     _compat.set_autograd_engine(_Engine)

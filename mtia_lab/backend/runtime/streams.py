@@ -32,6 +32,9 @@ class Stream(NativeStream):
     fields, so `torch.accelerator.current_stream()` is a torch.Stream that names its device."""
 
     def __new__(cls, device=None, priority: int = 0) -> Stream:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"Stream(priority): expected an int, got {priority!r} "
+                            f"({type(priority).__name__})")
         index = _device_index(device)  # None or a negative int: the current device, as on CUDA
         RUNTIME.device(index)  # a clear error for a device that does not exist
         stream_id = 0 if getattr(_local, "creating_default", False) else next(_stream_ids)
@@ -156,6 +159,7 @@ class Event(NativeEvent):
 
     def elapsed_time(self, end_event: Event) -> float:
         """Simulated milliseconds between this event and `end_event`, as CUDA reports them."""
+        _require_event(end_event, "Event.elapsed_time(end_event)")
         if not (self.enable_timing and end_event.enable_timing):
             if self.generic:  # torch.Event's own error
                 raise ValueError("Both events must be created with argument "
