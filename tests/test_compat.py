@@ -275,6 +275,10 @@ INDUCTOR: dict[str, Pin] = {
     "compile_fx_module": P("torch._inductor.compile_fx.compile_fx",
                            "torch._inductor.compile_fx.compile_fx_inner"),
     "detect_fake_mode": P("torch._guards.detect_fake_mode"),
+    "flatten_graph_inputs": P("torch._dynamo.utils.flatten_graph_inputs",
+                              "torch._dynamo.compiled_autograd.in_compiled_autograd_region",
+                              params={"torch._dynamo.utils.flatten_graph_inputs":
+                                      ("gm", "inputs", "compile_gm")}),
     "constants_made_on_host": P("torch._subclasses.fake_tensor.FakeTensorMode.avoid_device_init",
                                 check=lambda _: isinstance(resolve(
                                     "torch._subclasses.fake_tensor.FakeTensorMode"
