@@ -19,6 +19,7 @@ import torch
 
 from ..._compat import DEVICE_NAME, ExcludeDispatchKeys, OpOverload, dispatch_key_set
 from ..._compat import compile_session as _session
+from ..._compat import make_fx_watching as _make_fx_watching
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME, DeviceState
 from ..runtime.streams import charge
@@ -29,6 +30,19 @@ from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
 _CPU = torch.device("cpu")
+
+
+class UntrackedByMakeFx(RuntimeError):
+    """make_fx (real tracing) met a device op it does not track: its graph would be wrong."""
+
+
+def _untracked_message(func) -> str:
+    return (f"{func}: make_fx (tracing real tensors, as torch.func.linearize does) cannot "
+            "follow this op: a device tensor is a Python wrapper subclass, and one that make_fx "
+            "was not given as an input (a closure, a constant) leaves the op untracked, so its "
+            "graph would hold the result as a constant and ignore its inputs -- silently wrong "
+            "(PyTorch does the same for any wrapper subclass). Pass every device tensor as an "
+            "input, trace with tracing_mode='fake', or use torch.func.jvp in place of linearize")
 
 
 class StrictModeError(NotImplementedError):
@@ -185,6 +199,8 @@ _HOST_SYNCS = frozenset(
 def torch_dispatch(cls, func, types, args=(), kwargs=None):
     if _session._is_compiling_flag:  # torch.compile is tracing (fake tensors): see _traced
         return _traced(func, args, kwargs)
+    if _make_fx_watching():
+        raise UntrackedByMakeFx(_untracked_message(func))
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
         return _answer_query(func, args, kwargs)
