@@ -211,3 +211,12 @@ def test_opinfo_vjp_jvp_vmap_on_the_device_match_cpu(op_samples, name):
         for transform in cpu:
             torch.testing.assert_close(dev[transform], cpu[transform], rtol=1e-4, atol=1e-5,
                                        msg=lambda m, t=transform: f"{name} {t}: {m}")
+
+
+def test_a_device_tensor_moved_to_meta_is_a_meta_tensor_and_costs_no_device_time():
+    # PyTorch's ZeroTensor kernels compute an output's shape on `meta` copies of the operands.
+    x = torch.randn(3, 2, device=DEV)
+    clock = torch.mtia_sim.current_stream().clock_us
+    meta = x.t().to("meta")
+    assert (meta.device.type, meta.shape, meta.stride()) == ("meta", (2, 3), (1, 2))
+    assert torch.mtia_sim.current_stream().clock_us == clock

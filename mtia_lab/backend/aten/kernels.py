@@ -177,8 +177,11 @@ def _register_copies() -> None:
 
     @register_kernel(aten._to_copy.default, cross_device=True)
     def to_copy(func, args, kwargs, device):
-        # Device placement is the dispatcher's job; here only dtype/layout/format change.
-        kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "non_blocking")}
+        # Device placement is the dispatcher's job; here only dtype/layout/format change --
+        # and `meta` (no memory: a shape computation, as ZeroTensor kernels make) is kept.
+        meta = kwargs.get("device") is not None and torch.device(kwargs["device"]).type == "meta"
+        kwargs = {k: v for k, v in kwargs.items()
+                  if k not in ("device", "non_blocking") or (meta and k == "device")}
         return func(*args, **kwargs)
 
     @register_kernel(aten.copy_.default, cross_device=True)
