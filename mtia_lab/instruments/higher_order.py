@@ -96,8 +96,8 @@ class HvpResult:
         how = f"{self.route}{', compiled' if self.compiled else ''}"
         if self.error is None:
             return f"{how}: not supported -- {self.refusal}"
-        plans = (f" ({self.kernels} kernels, {self.time_us:.2f} simulated us)"
-                 if self.compiled else "")
+        plans = (f" ({self.kernels} kernel{'s' * (self.kernels != 1)}, {self.time_us:.2f} "
+                 "simulated us)" if self.compiled else "")
         return f"{how}: max |device - CPU| = {self.error:.2e}{plans}"
 
 

@@ -43,7 +43,7 @@ def _untracked_message(func) -> str:
             "was not given as an input (a closure, a constant) leaves the op untracked, so its "
             "graph would hold the result as a constant and ignore its inputs -- silently wrong "
             "(PyTorch does the same for any wrapper subclass). Pass every device tensor as an "
-            "input, trace with tracing_mode='fake', or use torch.func.jvp in place of linearize")
+            "input, or use torch.func.jvp in place of linearize")
 
 
 class StrictModeError(NotImplementedError):
