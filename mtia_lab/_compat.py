@@ -440,6 +440,18 @@ def wrap_storage_new(wrap) -> None:
         torch.UntypedStorage.__new__ = staticmethod(wrap(current))
 
 
+def make_fx_watching() -> bool:
+    """Is make_fx's proxy mode (`ProxyTorchDispatchMode`) on this thread's dispatch-mode stack?
+    It is there, while a device op runs, only when make_fx declined the op (an argument it does
+    not track); the dispatch-mode stack length is a C call, so the usual answer costs ~nothing."""
+    if not torch._C._len_torch_dispatch_stack():
+        return False
+    from torch.fx.experimental.proxy_tensor import ProxyTorchDispatchMode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return any(isinstance(m, ProxyTorchDispatchMode) for m in _get_current_dispatch_mode_stack())
+
+
 def torch_function_mode_on_top(mode) -> bool:
     """Is `mode` the innermost TorchFunctionMode of this thread (so exiting it is right)?"""
     from torch.overrides import _get_current_function_mode

@@ -209,6 +209,10 @@ CORE: dict[str, Pin] = {
         (torch.ones(1, requires_grad=True) * 2).grad_fn) == [torch.device("cpu")]),
     "wrap_storage_new": P("torch.UntypedStorage.__new__"),
     "torch_function_mode_on_top": P("torch.overrides._get_current_function_mode"),
+    "make_fx_watching": P("torch._C._len_torch_dispatch_stack",
+                          "torch.fx.experimental.proxy_tensor.ProxyTorchDispatchMode",
+                          "torch.utils._python_dispatch._get_current_dispatch_mode_stack",
+                          check=lambda fn: fn() is False),
     "remove_global_module_hooks_of": P("torch.nn.modules.module._global_forward_pre_hooks",
                                        "torch.nn.modules.module._global_forward_hooks",
                                        "torch.nn.modules.module._global_forward_hooks_always_called"),
@@ -277,6 +281,10 @@ INDUCTOR: dict[str, Pin] = {
     "compile_fx_module": P("torch._inductor.compile_fx.compile_fx",
                            "torch._inductor.compile_fx.compile_fx_inner"),
     "detect_fake_mode": P("torch._guards.detect_fake_mode"),
+    "flatten_graph_inputs": P("torch._dynamo.utils.flatten_graph_inputs",
+                              "torch._dynamo.compiled_autograd.in_compiled_autograd_region",
+                              params={"torch._dynamo.utils.flatten_graph_inputs":
+                                      ("gm", "inputs", "compile_gm")}),
     "constants_made_on_host": P("torch._subclasses.fake_tensor.FakeTensorMode.avoid_device_init",
                                 check=lambda _: isinstance(resolve(
                                     "torch._subclasses.fake_tensor.FakeTensorMode"

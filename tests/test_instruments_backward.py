@@ -48,14 +48,45 @@ def test_gradient_accumulation_captures_twice_then_reuses():
     assert result.grad_error < 1e-5
 
 
-def test_real_inductor_backward_matches_eager():
+def test_real_inductor_compiles_compiled_autograds_backward_for_the_device():
     model, x = model_and_input()
     result = compare_backward(model, x, engine="inductor")
     assert result.grads_match(atol=1e-5)
     assert result.aot_backward and result.captures == 1
+    # The captured graph's tensors reach Inductor as device tensors (not their inner host
+    # tensors), so Inductor plans it for mtia_sim: Triton kernels, bytes, simulated time.
+    assert set(result.ca_input_devices) == {"mtia_sim:0"}
+    assert len(result.ca_backward) == 1
+    kernels, moved, time_us = result.totals(result.ca_backward)
+    assert kernels > 0 and moved > 0 and time_us > 0
+    assert {g.kind for g in result.ca_backward[0].groups} >= {"extern", "reduction"}
+    # The same backward, plus the loss's own backward (eager under AOTAutograd, captured by
+    # compiled autograd): at least AOTAutograd's bytes.
+    assert moved >= result.totals(result.aot_backward)[1]
+    assert "no device plan" not in result.to_text()
+
+
+def test_real_inductor_gradient_accumulation_with_a_scaled_loss_matches_eager():
+    # `loss / n` saves n as a 0-d host tensor (a wrapped number) that compiled autograd hands
+    # to the device graph beside its device tensors.
+    model, _ = model_and_input()
+    batches = [torch.randn(8, 16, device=DEV) for _ in range(2)]
+    result = accumulate(model, batches, engine="inductor")
+    assert result.captures == [1, 1]
+    assert result.grad_error < 1e-5
 
 
 def test_unknown_engine_is_refused():
     model, x = model_and_input()
     with pytest.raises(ValueError, match="engine='tvm'"):
         compare_backward(model, x, engine="tvm")
+
+
+def test_real_inductor_compiled_autograd_with_a_new_batch_size_matches_eager():
+    # The second capture sees a new size: compiled autograd's graph takes symbolic sizes, and
+    # the device fakes of its list input must carry them.
+    model, _ = model_and_input()
+    batches = [torch.randn(n, 16, device=DEV) for n in (8, 5)]
+    result = accumulate(model, batches, engine="inductor")
+    assert result.captures == [1, 1]
+    assert result.grad_error < 1e-5

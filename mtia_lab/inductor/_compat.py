@@ -304,6 +304,16 @@ def compile_fx_module():
     return module
 
 
+def flatten_graph_inputs(gm, inputs, compile_flat):
+    """Dynamo's own handling of a graph whose inputs are not flat (compiled autograd's graph
+    takes its tensors as one list, `inputs`, which it steals): `compile_flat(wrapper, flat)`
+    compiles for the flat inputs; the function returned flattens each call's arguments the
+    same way (and clears the stolen list) before calling what `compile_flat` returned."""
+    from torch._dynamo.utils import flatten_graph_inputs as flatten
+
+    return flatten(gm, inputs, compile_flat)
+
+
 def detect_fake_mode(inputs):
     """The FakeTensorMode that `inputs` were traced in (None if none)."""
     from torch._guards import detect_fake_mode as detect

@@ -71,23 +71,92 @@ def _keep_as_fallbacks():
 
 
 def has_device_inputs(example_inputs) -> bool:
-    return any(isinstance(x, MTIATensor) for x in example_inputs)
+    """Is any input -- or any tensor of an input list -- a device tensor?"""
+    return any(isinstance(x, MTIATensor)
+               or (isinstance(x, (list, tuple)) and has_device_inputs(x))
+               for x in example_inputs)
 
 
-def device_fakes(gm: torch.fx.GraphModule, example_inputs) -> list:
+def _bumpy(example_inputs) -> bool:
+    """Does the graph take a list as one input? Compiled autograd's graph does: its tensors
+    come as one list, `inputs`, which Dynamo leaves whole (and steals, to free each tensor as
+    soon as the backward is done with it). Dynamo pre-flattens every other graph's inputs."""
+    return any(isinstance(x, (list, tuple)) for x in example_inputs)
+
+
+def _flat_nodes(gm: torch.fx.GraphModule, example_inputs) -> list:
+    """The FX node that holds Dynamo's fake of each input once list inputs are flattened
+    (Dynamo's order: a list's elements in place of the list): a plain input's placeholder,
+    a list element's `inputs[k]` node (None where the graph never reads that element)."""
+    import operator
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    nodes: list = []
+    for node, value in zip(placeholders, example_inputs, strict=False):
+        if not isinstance(value, (list, tuple)):
+            nodes.append(node)
+            continue
+        reads = {user.args[1]: user for user in node.users
+                 if user.op == "call_function" and user.target is operator.getitem}
+        nodes.extend(reads.get(k) for k in range(len(value)))
+    return nodes
+
+
+def compile_flattened(original, gm: torch.fx.GraphModule, example_inputs, *args, **kwargs):
+    """A graph with a list input (compiled autograd's backward), for the device: Dynamo's own
+    `flatten_graph_inputs` wraps it to take flat inputs -- as Inductor does for every device
+    -- and the flat graph compiles for the device as below, each element's fake read from the
+    node that took it out of the list. (Left to Inductor, the fakes of the list's MTIATensors
+    would be desugared to their inner host tensors: a graph compiled for the CPU.)"""
+    nodes = _flat_nodes(gm, example_inputs)
+
+    def compile_flat(wrapper, flat: list):
+        compiled = compile_for_device(original, wrapper, flat, *args, nodes=nodes, **kwargs)
+        return _numbers_as_tensors(compiled, [i for i, x in enumerate(flat)
+                                              if _host_scalar(x)])
+
+    return _compat.flatten_graph_inputs(gm, example_inputs, compile_flat)
+
+
+def _host_scalar(x) -> bool:
+    return type(x) is torch.Tensor and x.device.type == "cpu" and x.dim() == 0
+
+
+def _numbers_as_tensors(compiled, indices: list[int]):
+    """Autograd saves a Python number of the forward (`loss / n`) as a 0-d host tensor
+    flagged as a *wrapped number*; compiled autograd hands it over as is. Inductor reads a
+    host scalar in a device graph with `.item()`, and on a compiled graph's first call
+    AOTAutograd watches every op through a dispatch mode -- where PyTorch turns a wrapped number
+    back into a Python int, and `.item()` of an int fails. A copy of the scalar is an
+    ordinary tensor (same value, same dtype). `compiled` takes its inputs as one list."""
+    if not indices:
+        return compiled
+
+    def call(args: list):
+        for i in indices:
+            if _host_scalar(args[i]):
+                args[i] = args[i].clone()
+        return compiled(args)
+
+    return call
+
+
+def device_fakes(gm: torch.fx.Module, example_inputs, nodes: list | None = None) -> list:
     """Plain fake tensors on mtia_sim in place of the fake MTIATensors (see module docstring).
 
     Dynamo hands the backend the *real* inputs; their fakes, with symbolic sizes and strides
-    under dynamic shapes (`s0`, `s1*s0`), are the placeholders' example values. The device
-    fakes take those SymInts, in the same fake mode and shape env, so Inductor compiles one
-    graph for every size; SymInt inputs (the sizes themselves) pass through."""
-    mode = _compat.detect_fake_mode(example_inputs)
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    under dynamic shapes (`s0`, `s1*s0`), are the placeholders' example values (`nodes`, when
+    given: the nodes that hold them, one per input). The device fakes take those SymInts, in
+    the same fake mode and shape env, so Inductor compiles one graph for every size; SymInt
+    inputs (the sizes themselves) pass through."""
+    mode = _compat.detect_fake_mode([x for x in example_inputs if x is not None])
+    if nodes is None:
+        nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
     out = []
     with mode:
         for i, x in enumerate(example_inputs):
             if isinstance(x, MTIATensor):
-                like = _traced(placeholders[i] if i < len(placeholders) else None, x)
+                like = _traced(nodes[i] if i < len(nodes) else None, x)
                 fake = torch.empty_strided(like.shape, like.stride(), dtype=x.dtype,
                                            device=x.device)
                 if x.requires_grad:
@@ -95,11 +164,12 @@ def device_fakes(gm: torch.fx.GraphModule, example_inputs) -> list:
                 out.append(fake)
             else:
                 out.append(x)
-    for node, value in zip(placeholders, out, strict=False):
+    for node, value in zip(nodes, out, strict=False):
         for key in ("example_value", "val"):
-            if isinstance(node.meta.get(key), MTIATensor):
+            if node is not None and isinstance(node.meta.get(key), MTIATensor):
                 node.meta[key] = value
-    _without_inner(gm)
+    if isinstance(gm, torch.fx.GraphModule):
+        _without_inner(gm)
     return out
 
 
@@ -130,10 +200,12 @@ def _traced(node: torch.fx.Node | None, x: MTIATensor) -> torch.Tensor:
     return x
 
 
-def compile_for_device(original, gm, example_inputs, *args, **kwargs):
+def compile_for_device(original, gm, example_inputs, *args, nodes: list | None = None,
+                       **kwargs):
     """Inductor's compile_fx on a graph of mtia_sim tensors, for the device (the hooks of
-    `install_entry`'s `prepare` installed)."""
-    inputs = device_fakes(gm, example_inputs)
+    `install_entry`'s `prepare` installed). `nodes`: where Dynamo's fakes of the inputs are,
+    for a graph whose own placeholders do not hold them (see `compile_flattened`)."""
+    inputs = device_fakes(gm, example_inputs, nodes)
     kwargs["decompositions"] = decompositions(kwargs.get("decompositions"))
     kwargs["inner_compile"] = _inner(kwargs.get("inner_compile"), _STATE["keep_list"])
     patches = dict(kwargs.get("config_patches") or {})
@@ -228,6 +300,8 @@ def install_entry(prepare: Callable[[], None]) -> None:
     def compile_fx(model_, example_inputs_, *args, **kwargs):
         if isinstance(model_, torch.fx.GraphModule) and has_device_inputs(example_inputs_):
             prepare()
+            if _bumpy(example_inputs_):
+                return compile_flattened(original, model_, example_inputs_, *args, **kwargs)
             return compile_for_device(original, model_, example_inputs_, *args, **kwargs)
         return original(model_, example_inputs_, *args, **kwargs)
 

@@ -58,8 +58,9 @@ def backend_for(engine: str, devices: list[str] | None = None):
     real = dynamo_backend("mtia_lab" if engine == "mtia_lab" else "inductor")
 
     def backend(gm, example_inputs):
-        if devices is not None:
-            devices.extend(str(t.device) for t in example_inputs
+        if devices is not None:  # the list of tensors autograd hands the graph (the other
+            devices.extend(str(t.device) for inputs in example_inputs  # inputs carry sizes)
+                           if isinstance(inputs, list) for t in inputs
                            if isinstance(t, torch.Tensor))
         return real(gm, example_inputs)
 

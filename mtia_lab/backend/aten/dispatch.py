@@ -19,6 +19,7 @@ import torch
 
 from ..._compat import DEVICE_NAME, ExcludeDispatchKeys, OpOverload, dispatch_key_set
 from ..._compat import compile_session as _session
+from ..._compat import make_fx_watching as _make_fx_watching
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME, DeviceState
 from ..runtime.streams import charge
@@ -29,6 +30,20 @@ from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
 _CPU = torch.device("cpu")
+_META = torch.device("meta")
+
+
+class UntrackedByMakeFx(RuntimeError):
+    """make_fx (real tracing) met a device op it does not track: its graph would be wrong."""
+
+
+def _untracked_message(func) -> str:
+    return (f"{func}: make_fx (tracing real tensors, as torch.func.linearize does) cannot "
+            "follow this op: a device tensor is a Python wrapper subclass, and one that make_fx "
+            "was not given as an input (a closure, a constant) leaves the op untracked, so its "
+            "graph would hold the result as a constant and ignore its inputs -- silently wrong "
+            "(PyTorch does the same for any wrapper subclass). Pass every device tensor as an "
+            "input, or use torch.func.jvp in place of linearize")
 
 
 class StrictModeError(NotImplementedError):
@@ -84,6 +99,16 @@ def _unwrap(value, devices: list):
     if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
         return type(value)([_unwrap(item, devices) for item in value])
     return value
+
+
+def _inner_device(requested) -> torch.device:
+    """Where the inner op puts its result: on the host (the device's memory, or a copy that
+    leaves the device), except on `meta` -- no memory at all, which the inner op can make as
+    well. (`x.to("meta")`: PyTorch's ZeroTensor kernels ask it of every operand, to compute an
+    output's shape, and forward-over-reverse AD makes ZeroTensors.)"""
+    if requested is not None and torch.device(requested).type == "meta":
+        return _META
+    return _CPU
 
 
 def _target_device(kernel: Kernel | None, devices: list, kwargs: dict) -> int | torch.device:
@@ -185,6 +210,8 @@ _HOST_SYNCS = frozenset(
 def torch_dispatch(cls, func, types, args=(), kwargs=None):
     if _session._is_compiling_flag:  # torch.compile is tracing (fake tensors): see _traced
         return _traced(func, args, kwargs)
+    if _make_fx_watching():
+        raise UntrackedByMakeFx(_untracked_message(func))
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
         return _answer_query(func, args, kwargs)
@@ -200,7 +227,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     if kwargs:
         inner_kwargs = {k: _unwrap(v, devices) for k, v in kwargs.items()}
         if "device" in inner_kwargs:
-            inner_kwargs["device"] = _CPU
+            inner_kwargs["device"] = _inner_device(inner_kwargs["device"])
     else:
         kwargs, inner_kwargs = {}, {}
     target = _target_device(registered, devices, kwargs)
@@ -247,13 +274,13 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             raise oom.device_error(error, device.index, plan.name)  # noqa: B904
         if plan.layout is not None:
             out = plan.layout(func, inner_args, inner_kwargs, out)
-        if kernel.cross_device and not (
+        if kernel.cross_device and target != _META and not (
             type(target) is int and devices and all(d == target for d in devices)
         ):  # a copy between host and device, or between two devices: it crosses the link
             price = cost.transfer(cost.tensor_bytes(out) or cost.tensor_bytes(inner_args[1:2]))
             duration = price.duration_us(device.profile)
-        elif kind == "view":
-            duration = None  # views move no data: no device work
+        elif kind == "view" or target == _META:
+            duration = None  # views (and shapes computed on `meta`) move no data: no work
         elif kind == "collective":  # mtia_ccl charges the interconnect (distributed/)
             duration = None
         elif observer is not None and getattr(observer, "wants_prices", True):
@@ -314,7 +341,7 @@ def _traced(func, args, kwargs):
     kwargs = kwargs or {}
     inner_kwargs = {k: _unwrap_traced(v, devices) for k, v in kwargs.items()}
     if "device" in inner_kwargs:
-        inner_kwargs["device"] = _CPU
+        inner_kwargs["device"] = _inner_device(inner_kwargs["device"])
     target = _target_device(registered, devices, kwargs)  # still raises on mixed devices
     index = target if type(target) is int else next((d for d in devices if type(d) is int), 0)
     if plan.facts.has_generator and inner_kwargs.get("generator") is None:

@@ -25,6 +25,7 @@ FACTORIES = [
     "fill", "fill_", "zero_", "zero", "arange", "linspace", "new_empty",
     "new_empty_strided", "new_zeros", "new_ones", "new_full", "empty", "empty_strided",
     "scalar_tensor", "eye",
+    "_new_zeros_with_same_feature_meta",  # forward-mode AD: a tangent laid out like its primal
 ]
 RANDOM = [
     "normal", "normal_", "uniform", "uniform_", "bernoulli", "bernoulli_", "random_", "random",
@@ -91,6 +92,11 @@ IN_PLACE_VIEWS = [
 # `_has_compatible_shallow_copy_type`): dispatch.py lets PyTorch answer them from the wrappers
 # themselves. Kind "query": no device work, so it neither prices nor traces them.
 METADATA_QUERIES = ["_has_compatible_shallow_copy_type"]
+# Metadata questions about the memory behind two tensors, which forward-mode AD asks of a
+# primal and its tangent (`make_dual`, so torch.func.jvp and linearize): answered from the inner
+# tensors, which share the device storage's size, as a view is -- no data moved, no price.
+# Through the fallback they would copy every storage to the host, in full, to compare two sizes.
+STORAGE_QUERIES = ["is_same_size", "_has_same_storage_numel"]
 # out= overloads that PyTorch decomposes (CompositeImplicitAutograd) and whose decomposition
 # forgets `out` for tensor subclasses (it rebinds the C++ reference instead of writing): a
 # PrivateUse1 entry stops the decomposition, so the op reaches the device whole and runs there.
@@ -126,7 +132,7 @@ def register_native_families() -> None:
     for names in NATIVE_FAMILIES.values():
         for packet in _packets(names):
             register_kernel(packet)(run_on_device)
-    for packet in _packets(VIEWS + IN_PLACE_VIEWS):
+    for packet in _packets(VIEWS + IN_PLACE_VIEWS + STORAGE_QUERIES):
         register_kernel(packet, kind="view")(run_on_device)
     for packet in _packets(METADATA_QUERIES):
         register_kernel(packet, kind="query")(run_on_device)
@@ -171,8 +177,11 @@ def _register_copies() -> None:
 
     @register_kernel(aten._to_copy.default, cross_device=True)
     def to_copy(func, args, kwargs, device):
-        # Device placement is the dispatcher's job; here only dtype/layout/format change.
-        kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "non_blocking")}
+        # Device placement is the dispatcher's job; here only dtype/layout/format change --
+        # and `meta` (no memory: a shape computation, as ZeroTensor kernels make) is kept.
+        meta = kwargs.get("device") is not None and torch.device(kwargs["device"]).type == "meta"
+        kwargs = {k: v for k, v in kwargs.items()
+                  if k not in ("device", "non_blocking") or (meta and k == "device")}
         return func(*args, **kwargs)
 
     @register_kernel(aten.copy_.default, cross_device=True)

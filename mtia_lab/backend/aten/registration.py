@@ -101,8 +101,21 @@ def _boxed_fallback(keyset, op, *args, **kwargs):
     except RuntimeError as error:  # a host allocation failure is the device's OOM
         raise oom.device_error(error, index, name)  # noqa: B904
     if isinstance(out, torch.Tensor):
+        if out._is_zerotensor():
+            out = _materialized_zeros(out)
         return wrap(out.clone() if out._base is not None else out, index, name)
     return out
+
+
+def _materialized_zeros(zero: torch.Tensor) -> torch.Tensor:
+    """Real zeros in place of a *ZeroTensor* (`torch._efficientzerotensor`, which autograd and
+    forward-mode AD make for a gradient or tangent known to be zero): a tensor with no memory,
+    whose ZeroTensor dispatch key answers every op on it. Wrapped as a device tensor's inner,
+    that key is never reached -- the wrapper does not carry it, and under functorch's
+    transforms it is excluded where the device computes -- so a host kernel would read its
+    null data pointer and kill the process. Zeros cost the memory a ZeroTensor saves, and
+    give the same results."""
+    return torch.zeros(zero.size(), dtype=zero.dtype)
 
 
 def _refuse_foreign_tensors(name: str, args, kwargs) -> None:
