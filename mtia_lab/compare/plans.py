@@ -199,9 +199,11 @@ def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted:
     """Is `holder` a kernel of ours that Inductor never stores: each of its nodes computed
     inline in a launch (`how` "computed", none written), one of them read by several nodes?
     Inductor's lowering inlines such a value into every reader (should_realize_on_reuse says
-    no); our computed_once departure gives it a kernel of its own."""
-    if not set(holder.nodes) <= wanted or any(placed.how.get(n) != "computed"
-                                              for n in holder.nodes):
+    no); our computed_once departure gives it a kernel of its own. Nodes Inductor removed
+    (a cast to the same dtype, absorbed with their kernel-mates) are stored nowhere either."""
+    steps = [placed.how.get(n, "") for n in holder.nodes]
+    if not set(holder.nodes) <= wanted or "computed" not in steps or any(
+            s != "computed" and not s.startswith("absorbed with") for s in steps):
         return False
     users = ours.ir.node_users() if ours.ir is not None else {}
     return any(len(users.get(n, ()) - set(holder.nodes)) > 1 for n in holder.nodes)

@@ -419,15 +419,22 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
 def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
                       buffers: dict[str, Buffer], base_of: dict[str, str]) -> None:
     """Inductor lays a 4-d convolution's input out channels-last (its layout optimization):
-    the op that writes it loops in that order (`SchedulerNode.channels_last`)."""
+    the op that writes it loops in that order (`SchedulerNode.channels_last`). An input of
+    one pixel (a squeeze-excite's pooled vector) or one channel is laid out the same either
+    way: its writer keeps the graph's order (Inductor's memory deps are equal)."""
     by_name = {n.name: n for n in nodes}
     for fx_node in gm.graph.nodes:
         if fx_node.target is not aten.convolution.default:
             continue
         source = fx_node.args[0]
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
-        if buf is not None and buf.producer in by_name and len(buf.shape) == 4:
+        if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape):
             by_name[buf.producer].channels_last = True
+
+
+def _layouts_differ(shape: tuple[int, ...]) -> bool:
+    """Are channels-last and contiguous strides different orders of memory for `shape`?"""
+    return len(shape) == 4 and shape[1] > 1 and shape[2] * shape[3] > 1
 
 
 def _op_name(fx_node: torch.fx.Node) -> str:
