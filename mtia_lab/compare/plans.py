@@ -156,12 +156,14 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
         holders = shown = list({home[n].index: home[n] for n in group}.values())
         rules: list[str] = []
         reasons: list[str] = []
-        inlined = [h for h in holders if _inlined_into_readers(ours, placed, h, wanted)]
+        inlined = [h for h in holders if _inlined_into_readers(ours, placed, h, wanted)
+                   or set(h.nodes) & wanted <= recomputed]
         if inlined and len(holders) - len(inlined) == 1:  # the rest is one kernel of ours
             rules.append("computed_once")
-            reasons.append("Inductor computes " + ", ".join(n for h in inlined for n in h.nodes)
-                           + " inside the loop of each reader (never stored); we store a value "
-                           "with several readers once, in a kernel of its own")
+            reasons.append("Inductor computes " + ", ".join(
+                n for h in inlined for n in h.nodes if n in wanted) + " inside the loop of "
+                "each reader (never stored); we compute a value with several readers once, "
+                "in one kernel")
             holders = [h for h in holders if h not in inlined]
         pattern = [m for m in merged if m & wanted]
         split_by_pattern = len(holders) > 1 and pattern and _joined_by(pattern, holders)
@@ -179,6 +181,11 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                                f"[{'+'.join(b.nodes)}] share no buffer: never a candidate")
         for holder in holders:  # joined: which decision brought in nodes Inductor keeps apart
             extra = set(holder.nodes) - wanted
+            if extra and extra <= recomputed and extra <= set(launch.part_of):
+                rules.append("computed_once")
+                reasons.append(f"Inductor computes {', '.join(sorted(extra))} in this launch "
+                               "too (inlined into each reader); we compute it once, here")
+                continue
             if not extra:
                 continue
             d = _decision_between(ours, set(holder.nodes) & wanted, extra, True)
@@ -197,12 +204,13 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
 
 def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted: set) -> bool:
     """Is `holder` a kernel of ours that Inductor never stores: each of its nodes computed
-    inline in a launch (`how` "computed", none written), one of them read by several nodes?
+    inline in launches (`how` "computed", none written; this launch computes some of them),
+    one of them read by several nodes?
     Inductor's lowering inlines such a value into every reader (should_realize_on_reuse says
     no); our computed_once departure gives it a kernel of its own. Nodes Inductor removed
     (a cast to the same dtype, absorbed with their kernel-mates) are stored nowhere either."""
     steps = [placed.how.get(n, "") for n in holder.nodes]
-    if not set(holder.nodes) <= wanted or "computed" not in steps or any(
+    if not set(holder.nodes) & wanted or "computed" not in steps or any(
             s != "computed" and not s.startswith("absorbed with") for s in steps):
         return False
     users = ours.ir.node_users() if ours.ir is not None else {}

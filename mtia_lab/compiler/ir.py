@@ -123,13 +123,18 @@ class SchedulerNode:
     scatter: bool = False  # writes through an index (scatter, index_put)
     loads: int = 0  # values loaded per output element (a 3x3 pool: 9), for realize_acc_reads
     channels_last: bool = False  # writes a convolution's input (laid out channels-last)
-    inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
+    rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
+
+    @property
+    def inner(self) -> bool:
+        """A reduction over the innermost dims: its (numel, rnumel) split is in memory order."""
+        return not self.rorder
 
     def get_nodes(self) -> list[SchedulerNode]:
         return [self]
@@ -179,7 +184,8 @@ class FusedSchedulerNode:
     """A group of scheduler nodes that runs as one kernel (Inductor's name for it)."""
 
     __slots__ = ("nodes", "names", "reads", "writes", "kind", "numel", "rnumel", "index", "cache",
-                 "size", "indexed", "scatter", "inner", "min_order", "max_order")
+                 "size", "indexed", "scatter", "inner", "rorders", "min_order",
+                 "max_order")
 
     def __init__(self, nodes: list[SchedulerNode], size: int | None = None) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.index)
@@ -200,6 +206,7 @@ class FusedSchedulerNode:
         anchor = members[0]
         self.numel, self.rnumel = anchor.numel, (1 if anchor.unrolled else anchor.rnumel)
         self.inner = all(n.inner for n in members)
+        self.rorders = frozenset(n.rorder for n in members if node_kind(n) is Kind.REDUCTION)
         self.indexed = any(n.indexed for n in self.nodes)
         self.scatter = any(n.scatter for n in self.nodes)
         self.index = self.nodes[0].index
@@ -392,8 +399,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
                 for a in args),
             indexed=op_name in INDEXED, scatter=op_name in SCATTER,
             loads=_loads(fx_node, op_name, len(reads)),
-            inner=kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
-            or _reduces_inner(fx_node),
+            rorder=() if kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
+            else _outer_order(fx_node),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.gemm_flops = _gemm_flops(fx_node, size)
@@ -535,20 +542,29 @@ def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     """Does the reduction run over the innermost dims of its input (sum(-1), not sum(1) of a
     3-d tensor)? Only then can one loop nest serve it and a pointwise over its whole input: the
     (numel, rnumel) split of Inductor's SIMD kernels is in memory order."""
+    return not _outer_order(fx_node)
+
+
+def _outer_order(fx_node: torch.fx.Node) -> tuple:
+    """() for a reduction over the innermost dims of its input; else (input shape, reduced
+    dims): the order in which it reads its input, which two reductions must share to share
+    a loop (Inductor reorders a pointwise kernel's loops to fit, never a reduction's)."""
     source = fx_node.args[0].meta.get("val") if fx_node.args else None
     if not isinstance(source, torch.Tensor) or source.dim() == 0:
-        return True
+        return ()
     at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
     dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
     if dims is None or dims == []:
-        return True
+        return ()
     dims = [dims] if isinstance(dims, int) else list(dims)
     ndim = source.dim()
     reduced = {d % ndim for d in dims if isinstance(d, int)}
     if not reduced:
-        return True
+        return ()
     kept_after = [d for d in range(min(reduced), ndim) if d not in reduced]
-    return all(size_hint(source.shape[d]) == 1 for d in kept_after)
+    if all(size_hint(source.shape[d]) == 1 for d in kept_after):
+        return ()
+    return tuple(size_hint(d) for d in source.shape), tuple(sorted(reduced))
 
 
 def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:

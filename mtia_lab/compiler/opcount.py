@@ -81,8 +81,10 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
             buf = ir.base_of.get(arg.name)
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
             if producer is not None and producer not in realized and producer in bodies:
-                keys |= bodies[producer]
-                args.append(top[producer])
+                view = _view_of(node, buf)
+                keys |= bodies[producer] if view is None else {_at(k, view) for k in
+                                                               bodies[producer]}
+                args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
                 keys.add(key)
@@ -103,6 +105,25 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
     if node.unrolled:  # one load and one combine per term of the reduction
         keys |= {(value, i) for i in range(2 * node.rnumel)}
     return frozenset(keys), value
+
+
+def _view_of(node: SchedulerNode, buf: str) -> object:
+    """None when `node` reads `buf` whole, at its own index; else the view it reads (a slice,
+    a shift): an inlined producer is then computed at other indices, and Inductor's CSE
+    shares none of its operations with another read of it (sin of x[0::2], cos of
+    x[1::2] compute x's body twice)."""
+    hows = node.access.get(buf, {"full"})
+    views = [h for h in hows if h != "full" and not (isinstance(h, tuple) and h[0] == "indexed")]
+    return frozenset(views) if views else None
+
+
+def _at(key: object, view: object) -> object:
+    """An expression key computed at another index: a load or an operation again (it keeps
+    its kind, so loads are still counted as loads); a constant is the same constant."""
+    if isinstance(key, tuple) and key and key[0] == "const":
+        return key
+    kind = key[0] if isinstance(key, tuple) and key and isinstance(key[0], str) else "op"
+    return (kind, key, view)
 
 
 def _flat_args(fx_node: torch.fx.Node) -> list:
