@@ -186,6 +186,11 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                 reasons.append(f"Inductor computes {', '.join(sorted(extra))} in this launch "
                                "too (inlined into each reader); we compute it once, here")
                 continue
+            if extra and _stored_nowhere(ours, placed, extra):
+                rules.append("computed_once")
+                reasons.append(f"Inductor stores {', '.join(sorted(extra))} nowhere (each "
+                               "reader computes it); we compute it once, in this kernel")
+                continue
             if not extra:
                 continue
             d = _decision_between(ours, set(holder.nodes) & wanted, extra, True)
@@ -209,12 +214,20 @@ def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted:
     Inductor's lowering inlines such a value into every reader (should_realize_on_reuse says
     no); our computed_once departure gives it a kernel of its own. Nodes Inductor removed
     (a cast to the same dtype, absorbed with their kernel-mates) are stored nowhere either."""
-    steps = [placed.how.get(n, "") for n in holder.nodes]
-    if not set(holder.nodes) & wanted or "computed" not in steps or any(
+    inside = set(holder.nodes) & wanted
+    return bool(inside) and _stored_nowhere(ours, placed, inside)
+
+
+def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> bool:
+    """Are `names` values no launch of Inductor's writes (computed inline, or removed), one
+    of them read by several of our nodes outside them? Such a value is recomputed by each
+    reader: a kernel of ours storing it exists by our computed_once departure."""
+    steps = [placed.how.get(n, "") for n in names]
+    if "computed" not in steps or any(
             s != "computed" and not s.startswith("absorbed with") for s in steps):
         return False
     users = ours.ir.node_users() if ours.ir is not None else {}
-    return any(len(users.get(n, ()) - set(holder.nodes)) > 1 for n in holder.nodes)
+    return any(len(users.get(n, ()) - names) > 1 for n in names)
 
 
 def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:

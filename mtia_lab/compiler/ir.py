@@ -54,6 +54,11 @@ REDUCTIONS = {
 # (`_loop_space`).
 SCANS = {"cumsum", "cumprod", "logcumsumexp"}
 LOWERED_NORMS = {"native_group_norm"}
+# A sort along a dim of at most MAX_TRITON_SORT elements is a persistent Triton kernel over
+# rows of that dim (Inductor's sort lowering, `ir.Sort.create`: max_rblock 512); a longer one
+# calls aten.sort.
+SORTS = {"sort"}
+MAX_TRITON_SORT = 512
 # Not tagged pointwise in the schema, but elementwise all the same (factories read nothing;
 # random ops are pointwise too: Inductor draws from a seed buffer inside the kernel, which is
 # how dropout's mask math fuses).
@@ -348,6 +353,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         kind = classify(fx_node.target)
         if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
             kind = Kind.VIEW
+        kind = _lowered_kind(fx_node, kind, size)
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
         if _op_name(fx_node) in LIKE_FACTORIES:
             args = []  # reads only the metadata of its tensor argument
@@ -382,8 +388,9 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         for a in args:
             if base_of[a.name] in buffers:
                 access.setdefault(base_of[a.name], set()).add(
-                    indexed_how if a.name in through_index
-                    else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
+                    indexed_how if a.name in through_index else SHAPE_ONLY
+                    if _shape_only(fx_node, a) else
+                    _access(a.meta.get("val"), buffers[base_of[a.name]], size))
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
@@ -397,7 +404,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             int8=kind is Kind.TEMPLATE and any(
                 getattr(a.meta.get("val"), "dtype", None) in (torch.int8, torch.uint8)
                 for a in args),
-            indexed=op_name in INDEXED, scatter=op_name in SCATTER,
+            indexed=op_name in INDEXED, scatter=op_name in SCATTER and kind is not Kind.EXTERN,
             loads=_loads(fx_node, op_name, len(reads)),
             rorder=() if kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
             else _outer_order(fx_node),
@@ -528,14 +535,57 @@ def _loop_space(fx_node: torch.fx.Node, op_name: str, numel: int, rnumel: int,
     if not isinstance(source, torch.Tensor) or source.dim() == 0:
         return numel, rnumel
     total = _numel(source, size)
-    if op_name in SCANS:
-        length = size(source.shape[fx_node.args[1] % source.dim()])
+    if op_name in SCANS or op_name in SORTS:
+        length = size(source.shape[_scanned_dim(fx_node) % source.dim()])
         return total // max(length, 1), length
     if op_name in LOWERED_NORMS:  # native_group_norm(input, weight, bias, N, C, HxW, group, eps)
         groups = size(fx_node.args[1 + 5])
         outer = size(source.shape[0]) * groups
         return outer, total // max(outer, 1)
     return numel, rnumel
+
+
+SHAPE_ONLY = "shape"  # an argument whose sizes and dtype an op takes, never its values
+
+
+def _shape_only(fx_node: torch.fx.Node, arg: torch.fx.Node) -> bool:
+    """copy(self, src) is src in self's shape and dtype: Inductor's copy lowering never loads
+    self (the generated code still passes it, for its sizes). No load: no shared data, and
+    no read at other positions (`x[..., -1:] = 0` copies a zero into a slice of x)."""
+    return fx_node.target is aten.copy.default and arg is fx_node.args[0] and \
+        arg is not (fx_node.args[1] if len(fx_node.args) > 1 else None)
+
+
+def _scanned_dim(fx_node: torch.fx.Node) -> int:
+    """The dim a scan or a sort runs along (cumsum(x, dim); sort(x, dim=-1); sort.stable's
+    dim is keyword-only)."""
+    if fx_node.target is not aten.sort.stable and len(fx_node.args) > 1:
+        return int(fx_node.args[1])
+    return int(fx_node.kwargs.get("dim", -1))
+
+
+def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
+    """Where Inductor's lowering of an op depends on its sizes or dtypes: a short sort is a
+    Triton kernel (a reduction-shaped loop, SORTS); a scatter of int64 or bool values, or a
+    scatter_reduce other than a sum, calls ATen (`use_scatter_fallback`: Triton has no atomic
+    store of those dtypes)."""
+    op_name = _op_name(fx_node)
+    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    if op_name in SORTS and isinstance(source, torch.Tensor) and source.dim() > 0:
+        length = size(source.shape[_scanned_dim(fx_node) % source.dim()])
+        return Kind.REDUCTION if length <= MAX_TRITON_SORT else Kind.EXTERN
+    if op_name in ("scatter", "scatter_add", "scatter_reduce") and len(fx_node.args) > 3:
+        src = fx_node.args[3]
+        if not isinstance(src, torch.fx.Node):
+            return kind
+        reduce = fx_node.args[4] if len(fx_node.args) > 4 else fx_node.kwargs.get("reduce")
+        if op_name == "scatter_reduce" and reduce != "sum":
+            return Kind.EXTERN
+        if src.meta.get("val") is not None and src.meta["val"].dtype in (torch.int64,
+                                                                          torch.bool):
+            return Kind.EXTERN
+    return kind
 
 
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:

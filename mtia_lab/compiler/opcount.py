@@ -21,7 +21,7 @@ import numbers
 
 import torch
 
-from .ir import GraphIR, Kind, SchedulerNode, node_kind
+from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -79,6 +79,8 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
             buf = ir.base_of.get(arg.name)
+            if node.access.get(buf) == {SHAPE_ONLY}:
+                continue  # only its sizes are taken: nothing loaded, nothing inlined
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
             if producer is not None and producer not in realized and producer in bodies:
                 view = _view_of(node, buf)
