@@ -194,7 +194,12 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
             if not extra:
                 continue
             d = _decision_between(ours, set(holder.nodes) & wanted, extra, True)
-            if d is not None:
+            if d is not None and _shares_only_recomputed(ours, placed, d):
+                rules.append("computed_once")
+                reasons.append(f"{d} -- the only data they share is a value Inductor stores "
+                               "nowhere (each reader computes it from its inputs); we store "
+                               "it once, and its readers share it")
+            elif d is not None:
                 rules.append(d.rule)
                 reasons.append(str(d))
         if wanted & recomputed:
@@ -216,6 +221,22 @@ def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted:
     (a cast to the same dtype, absorbed with their kernel-mates) are stored nowhere either."""
     inside = set(holder.nodes) & wanted
     return bool(inside) and _stored_nowhere(ours, placed, inside)
+
+
+def _shares_only_recomputed(ours: FusionPlan, placed: Attribution, decision) -> bool:
+    """Did a horizontal fusion of ours join two kernels that share nothing but values Inductor
+    stores nowhere? Their sharing exists by our computed_once departure."""
+    if ours.ir is None or decision.rule != "horizontal":
+        return False
+    ir = ours.ir
+
+    def touched(names) -> set[str]:
+        return {b for n in names for b in (*ir.by_name[n].reads, *ir.by_name[n].writes)}
+
+    shared = touched(decision.first) & touched(decision.second)
+    producers = {ir.buffers[b].producer for b in shared}
+    return bool(shared) and None not in producers and all(
+        _stored_nowhere(ours, placed, {p}) for p in producers)
 
 
 def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> bool:
