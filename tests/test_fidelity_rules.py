@@ -312,3 +312,36 @@ def test_realize_opcount_a_value_read_through_two_slices_is_computed_twice(step)
     _same_as_inductor(c)
     outer = next(g.nodes for g in c.ours.groups if "cat_1" in g.nodes)
     assert ("sin" in outer) is (step == 0), _kernels(c)
+
+
+def test_the_copy_of_a_convolutions_output_is_on_the_launch_writing_its_value():
+    """SegFormer's sequence reduction: conv (with bias), flatten, transpose, contiguous, layer
+    norm. Inductor adds the conv's bias in a Triton launch of its own; the copy's value is
+    written there (or is that launch's value, where the channels-last layout made the copy
+    a no-op Inductor removed), never by the extern conv call."""
+    def fn(x, w, b, nw, nb):
+        h = F.conv2d(x, w, b, stride=2).flatten(2).transpose(1, 2).contiguous()
+        return F.layer_norm(h, (8,), nw, nb)
+
+    c = _compared(fn, (2, 8, 8, 8), (8, 8, 2, 2), (8,), (8,), (8,))
+    assert not c.unexplained, str(c)
+    clone = next(launch for launch in c.placed.launches if "clone" in launch.nodes)
+    assert clone.kind != "extern" and clone.nodes == ("clone",), c.placed.launches
+
+
+def test_siblings_that_share_only_a_value_inductor_recomputes_are_computed_once():
+    """CLIP's loss: cross entropy over the rows of logits and over its columns. We store the
+    scaled logits once (computed_once) and the row softmax and the transposed copy share it;
+    Inductor recomputes it in each reader, whose kernels share nothing: the difference is
+    named as our departure, not left unexplained."""
+    def fn(a, b, s):
+        logits = a @ b.t() * s.exp()
+        labels = torch.arange(8, device=a.device)
+        return F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)
+
+    torch.manual_seed(0)
+    (c,) = compare(fn, *(torch.randn(shape, device="mtia_sim")
+                         for shape in ((8, 16), (8, 16), ())))
+    c.check()
+    assert not c.unexplained, str(c)
+    assert any(d.rules == ("computed_once",) for d in c.differences), str(c)
