@@ -10,6 +10,9 @@ the reason recorded is the one Inductor would give:
                     a loop body over 30 operations (realize_opcount, opcount.py), a piece
                     of a cat lowered to a ConcatKernel (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
+                    (a kind can depend on the lowering: a sort of at most 512 elements is a
+                    reduction-shaped Triton kernel, a scatter of bool/int64 values an ATen
+                    call: ir._lowered_kind)
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
     4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*
