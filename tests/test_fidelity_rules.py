@@ -345,3 +345,22 @@ def test_siblings_that_share_only_a_value_inductor_recomputes_are_computed_once(
     c.check()
     assert not c.unexplained, str(c)
     assert any(d.rules == ("computed_once",) for d in c.differences), str(c)
+
+
+@pytest.mark.parametrize("loads", [8, 9])
+def test_realize_acc_reads_a_body_loading_more_than_8_values_is_stored(loads):
+    """u = a + b + c + d has two readers (Inductor inlines it into each: 4 loads); v adds
+    u to more inputs, so v's body, u inlined, loads `loads` values. At 9 Inductor stores v
+    (has_exceeded_max_reads, counted through the inlined u, not through our kernel of u)
+    and the broadcast copy that reads it is a kernel of its own; at 8 v is inlined there."""
+    def fn(*xs):
+        u = xs[0] + xs[1] + xs[2] + xs[3]
+        v = u
+        for x in xs[4:loads]:
+            v = v + x
+        return v[:, None].expand(8, 4, 16).clone(), u * 2
+
+    c = _compared(fn, *[(8, 16)] * loads)
+    assert not c.unexplained, str(c)
+    copy = next(g.nodes for g in c.ours.groups if "clone" in g.nodes)
+    assert (f"add_{loads - 2}" in copy) is (loads == 8), _kernels(c)

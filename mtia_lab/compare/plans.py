@@ -241,14 +241,19 @@ def _shares_only_recomputed(ours: FusionPlan, placed: Attribution, decision) -> 
 
 def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> bool:
     """Are `names` values no launch of Inductor's writes (computed inline, or removed), one
-    of them read by several of our nodes outside them? Such a value is recomputed by each
-    reader: a kernel of ours storing it exists by our computed_once departure."""
+    of them read by several nodes of ours, or by a node on another launch? Inductor inlines
+    such a value into each reader (recomputed by each launch that reads it, computed once
+    where CSE finds it twice in one launch); we compute a value with several readers once,
+    and where its kernel goes is our computed_once departure."""
     steps = [placed.how.get(n, "") for n in names]
     if "computed" not in steps or any(
             s != "computed" and not s.startswith("absorbed with") for s in steps):
         return False
     users = ours.ir.node_users() if ours.ir is not None else {}
-    return any(len(users.get(n, ()) - names) > 1 for n in names)
+    launch = {n: launch.index for launch in placed.launches for n in launch.nodes}
+    return any(len(users.get(n, ())) > 1 or any(
+        launch.get(u, -1) != launch.get(n, -1) for u in users.get(n, ()) - names)
+        for n in names)
 
 
 def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:

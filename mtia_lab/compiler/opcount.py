@@ -5,8 +5,11 @@ pointwise ops it reads, until something makes it store a value (realize it). One
 reasons is size: `has_large_inner_fn` counts the body's operations (`inner_fn_opcount`,
 after common-subexpression elimination: loads, constants, index expressions and ops) and
 realizes a value whose body exceeds `realize_opcount_threshold` (30) when it loads from more
-than one place, or when it has several readers (torch/_inductor/graph.py, `run_node`, and
-ir.py `StorageBox.has_exceeded_max_reads` / `should_realize_on_reuse`).
+than one place, or when it has several readers. Another is the loads the body accumulates:
+more than `realize_acc_reads_threshold` (8) distinct loads, and it is stored (an unrolled
+recurrence's state after a few steps). See torch/_inductor/graph.py `run_node`, and ir.py
+`StorageBox.has_exceeded_max_reads` (then `realize_hint`: more than one non-constant load)
+and `should_realize_on_reuse`.
 
 `large_bodies(ir)` imitates that count on our IR, in graph order as Inductor lowers: each
 node's body is a set of expression keys (equal keys are one operation, as Inductor's CSE
@@ -26,6 +29,7 @@ from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
 REALIZE_READS_ON_REUSE = 4  # realize_reads_threshold: a reused value loading more is stored
+REALIZE_ACC_READS = 8  # realize_acc_reads_threshold: a body loading more values is stored
 CAT_OPS_PER_PIECE = 5  # index_expr, bound, compare, masked load, where (pointwise_cat)
 FACTORIES = {
     "full": lambda args: args[1], "scalar_tensor": lambda args: args[0],
@@ -55,7 +59,7 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
         reused = len(users.get(node.name, ())) > 1
         output = any(ir.buffers[b].is_output for b in node.writes)
-        if ops > REALIZE_OPCOUNT and (loads > 1 or reused):
+        if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
             large[node.name] = ops
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 reused and loads > REALIZE_READS_ON_REUSE):
