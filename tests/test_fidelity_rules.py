@@ -212,3 +212,155 @@ def test_the_copies_of_an_attention_inductor_rewrote_are_found_by_order_not_by_n
     assert [index for _, index in clones] == sorted({index for _, index in clones}), clones
     for name, index in clones:
         assert "clone" in c.placed.launches[index].name, (name, c.placed.launches[index])
+
+
+@pytest.mark.parametrize("dims", [(2, 2), (1, 2)])
+def test_reduction_loop_order_two_reductions_over_other_dims_share_no_loop(dims):
+    """Two scans of one [2, 8, 8] input are both 16 rows of 8: along the same dim they read it
+    in one order and share a loop; along rows and columns (DETR's sine positions) they read
+    it in two orders, and Inductor never reorders a reduction's loops."""
+    def fn(x):
+        return x.cumsum(dims[0]), (x * 2).cumsum(dims[1])
+
+    c = _compared(fn, (2, 8, 8))
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 1) is (dims[0] == dims[1]), _kernels(c)
+    assert any(d.rule == "reduction_loop_order" for d in c.ours.decisions) is (
+        dims[0] != dims[1])
+
+
+@pytest.mark.parametrize("pooled", [True, False])
+def test_conv_input_layout_a_one_pixel_input_is_laid_out_as_the_graph(pooled):
+    """A squeeze-excite's pooled [N, C, 1, 1] input is the same memory channels-last or not:
+    its mean stays with the SiLU it reads. Pooled over W only ([N, C, H, 1]) channels-last
+    is another order, and the mean is a kernel of its own."""
+    def fn(x, w):
+        h = F.silu(x)
+        s = h.mean((2, 3) if pooled else 3, keepdim=True)
+        return F.conv2d(s, w), h
+
+    c = _compared(fn, (2, 8, 4, 4), (8, 8, 1, 1))
+    assert not c.unexplained, str(c)
+    mean = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
+    assert ("mul" in mean) is pooled, _kernels(c)  # SiLU: sigmoid, mul
+
+
+@pytest.mark.parametrize("length", [512, 513])
+def test_a_sort_of_at_most_512_elements_is_a_triton_kernel_that_fuses(length):
+    """Inductor lowers a sort along a dim of at most 512 elements to a persistent Triton
+    kernel (ir.Sort), which takes the softmax of the sorted values; a longer one calls
+    aten.sort, which nothing joins."""
+    def fn(x):
+        return torch.sort(x * 2, -1).values.softmax(-1)
+
+    c = _compared(fn, (2, length))
+    _same_as_inductor(c)
+    sort = next(g for g in c.ours.groups if "sort" in g.nodes)
+    assert (sort.kind == "reduction") is (length <= 512), _kernels(c)
+    assert ("amax" in sort.nodes) is (length <= 512)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool])
+def test_a_scatter_of_bool_values_calls_aten(dtype):
+    """Triton stores no bool or int64 through an index (use_scatter_fallback): such a scatter
+    is an ATen call after a copy of its input; a float scatter is one Triton kernel of ours
+    (Inductor's copy and indexed stores: our scatter_in_two_launches departure)."""
+    def fn(x, idx):
+        src = (x > 0) if dtype is torch.bool else x * 2
+        return src.scatter(1, idx, src)
+
+    torch.manual_seed(0)
+    idx = torch.stack([torch.randperm(16) for _ in range(4)]).to("mtia_sim")
+    (c,) = compare(fn, torch.randn(4, 16, device="mtia_sim"), idx)
+    c.check()
+    assert not c.unexplained, str(c)
+    scatter = next(g for g in c.ours.groups if "scatter" in g.nodes)
+    assert (scatter.kind == "extern") is (dtype is torch.bool), _kernels(c)
+    if dtype is torch.bool:
+        _same_as_inductor(c)
+
+
+def test_copy_into_a_slice_takes_only_its_shape_not_its_values():
+    """Top-p's `remove[..., -1:] = 0` copies a zero into a slice of the mask: aten.copy(self,
+    src) never loads self (Inductor's copy lowering), so the slice is no read at other
+    positions and the mask, its cumsum and the slice write are one kernel, as Inductor's."""
+    def fn(x):
+        remove = x.softmax(-1).cumsum(-1) <= 0.1
+        remove[..., -1:] = 0
+        return remove
+
+    c = _compared(fn, (4, 32))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)
+    assert not any(d.rule == "read_other_positions" for d in c.ours.decisions)
+
+
+@pytest.mark.parametrize("step", [0, 1])
+def test_realize_opcount_a_value_read_through_two_slices_is_computed_twice(step):
+    """sin(h[..., 0::2]) and cos(h[..., s::2]) stacked, then concatenated (DETR's sine
+    positions): read through two different slices, h's body is computed at two indices
+    (Inductor's CSE shares nothing), 37 operations > 30, and the stack is stored; through
+    one slice, h is computed once (26 operations) and the stack is inlined into the cat."""
+    def fn(x, z):
+        h = x
+        for _ in range(5):
+            h = h * 1.5 + 0.5
+        pos = torch.stack((h[..., 0::2].sin(), h[..., step::2].cos()), -1).flatten(-2)
+        return torch.cat([pos, z], -1)
+
+    c = _compared(fn, (8, 16), (8, 16))
+    _same_as_inductor(c)
+    outer = next(g.nodes for g in c.ours.groups if "cat_1" in g.nodes)
+    assert ("sin" in outer) is (step == 0), _kernels(c)
+
+
+def test_the_copy_of_a_convolutions_output_is_on_the_launch_writing_its_value():
+    """SegFormer's sequence reduction: conv (with bias), flatten, transpose, contiguous, layer
+    norm. Inductor adds the conv's bias in a Triton launch of its own; the copy's value is
+    written there (or is that launch's value, where the channels-last layout made the copy
+    a no-op Inductor removed), never by the extern conv call."""
+    def fn(x, w, b, nw, nb):
+        h = F.conv2d(x, w, b, stride=2).flatten(2).transpose(1, 2).contiguous()
+        return F.layer_norm(h, (8,), nw, nb)
+
+    c = _compared(fn, (2, 8, 8, 8), (8, 8, 2, 2), (8,), (8,), (8,))
+    assert not c.unexplained, str(c)
+    clone = next(launch for launch in c.placed.launches if "clone" in launch.nodes)
+    assert clone.kind != "extern" and clone.nodes == ("clone",), c.placed.launches
+
+
+def test_siblings_that_share_only_a_value_inductor_recomputes_are_computed_once():
+    """CLIP's loss: cross entropy over the rows of logits and over its columns. We store the
+    scaled logits once (computed_once) and the row softmax and the transposed copy share it;
+    Inductor recomputes it in each reader, whose kernels share nothing: the difference is
+    named as our departure, not left unexplained."""
+    def fn(a, b, s):
+        logits = a @ b.t() * s.exp()
+        labels = torch.arange(8, device=a.device)
+        return F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)
+
+    torch.manual_seed(0)
+    (c,) = compare(fn, *(torch.randn(shape, device="mtia_sim")
+                         for shape in ((8, 16), (8, 16), ())))
+    c.check()
+    assert not c.unexplained, str(c)
+    assert any(d.rules == ("computed_once",) for d in c.differences), str(c)
+
+
+@pytest.mark.parametrize("loads", [8, 9])
+def test_realize_acc_reads_a_body_loading_more_than_8_values_is_stored(loads):
+    """u = a + b + c + d has two readers (Inductor inlines it into each: 4 loads); v adds
+    u to more inputs, so v's body, u inlined, loads `loads` values. At 9 Inductor stores v
+    (has_exceeded_max_reads, counted through the inlined u, not through our kernel of u)
+    and the broadcast copy that reads it is a kernel of its own; at 8 v is inlined there."""
+    def fn(*xs):
+        u = xs[0] + xs[1] + xs[2] + xs[3]
+        v = u
+        for x in xs[4:loads]:
+            v = v + x
+        return v[:, None].expand(8, 4, 16).clone(), u * 2
+
+    c = _compared(fn, *[(8, 16)] * loads)
+    assert not c.unexplained, str(c)
+    copy = next(g.nodes for g in c.ours.groups if "clone" in g.nodes)
+    assert (f"add_{loads - 2}" in copy) is (loads == 8), _kernels(c)

@@ -77,16 +77,20 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
                 assert difference.rules, (row.name, str(difference))
     rules = {r for row in tuning for d in row.default.differences for r in d.rules}
     assert {"template_epilogue", "extern_in_triton"} <= rules
-    # What no rule of ours explains yet (see the report): at most 5% of the tuning suite.
+    # What no rule of ours explains yet (see the report): at most 5% of the tuning suite, 2%
+    # of the graphs not tuned on (held-out-2: RWKV's unrolled recurrence, 2 of 147).
     totals = suite_totals(tuning)
     assert totals["unexplained"] <= 0.05 * totals["launches"], fidelity_table(tuning)
+    for rows in (heldout, heldout2):
+        totals = suite_totals(rows)
+        assert totals["unexplained"] <= 0.02 * totals["launches"], fidelity_table(rows)
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2):
-    """Floors just under the measured fidelity (tuning 206/222 = 93%, held-out 108/122 = 89%,
-    held-out-2 129/147 = 88% when this was written): a regression guard, not the goal (95% on
+    """Floors just under the measured fidelity (tuning 206/222 = 93%, held-out 109/122 = 89%,
+    held-out-2 133/147 = 90% when this was written): a regression guard, not the goal (95% on
     graphs not tuned on)."""
-    for rows, floor in ((tuning, 0.92), (heldout, 0.88), (heldout2, 0.87)):
+    for rows, floor in ((tuning, 0.92), (heldout, 0.88), (heldout2, 0.89)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)

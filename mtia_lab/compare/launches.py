@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import torch.fx
 
+from ..compiler.ir import Kind, classify
 from ..records.plan import DEVICE_COPY_LAUNCH, FusionPlan
 
 
@@ -164,6 +165,7 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
             post[root].append(node.name)
         if not found:
             unrooted.setdefault(_source(node), []).append(node.name)
+    _match_by_inputs(ir, gm, post, unrooted, mine)
     left = [n for n in ir.nodes if not post[n.name]]
     sources = list(unrooted)
     matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
@@ -172,6 +174,51 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
         for i in range(block.size):
             post[left[block.a + i].name] = list(unrooted[sources[block.b + i]])
     return post
+
+
+def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
+                     unrooted: dict[tuple[str, str], list[str]], mine: set[str]) -> None:
+    """Before matching by order: a source no name reached and one of our nodes left are the
+    same op when they run the same aten op on the values of the same nodes of ours (a copy
+    of SDPA's math reads the output of our addmm through views, as our copy does). Order
+    alone would pair a copy Inductor removed (a clone its layout made a no-op) with the next
+    copy of the pattern's. Matched pairs leave both lists."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    producers = {n.name: frozenset(ir.buffers[b].producer for b in n.reads
+                                   if ir.buffers[b].producer is not None) for n in ir.nodes}
+    wanted: dict[tuple[str, frozenset], list[str]] = {}
+    for n in ir.nodes:
+        if not post[n.name] and producers[n.name]:
+            wanted.setdefault((n.target, producers[n.name]), []).append(n.name)
+    for source, names in list(unrooted.items()):
+        node = by_name.get(names[0])
+        key = (source[1], _input_roots(node, mine)) if node is not None else None
+        if key in wanted and wanted[key]:
+            post[wanted[key].pop(0)] = list(names)
+            del unrooted[source]
+
+
+def _input_roots(node: torch.fx.Node, mine: set[str]) -> frozenset:
+    """Our nodes whose values a post-grad node reads, through views."""
+    found: set[str] = set()
+    stack = [a for a in node.all_input_nodes]
+    seen: set[str] = set()
+    while stack:
+        arg = stack.pop()
+        if arg.name in seen or arg.op != "call_function":
+            continue
+        seen.add(arg.name)
+        r = roots(arg, mine)
+        if r:
+            found |= r
+        elif _is_view(arg):
+            stack.extend(arg.all_input_nodes)
+    return frozenset(found)
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    return classify(node.target) is Kind.VIEW or str(node.target).startswith(
+        ("aten.reshape", "aten.expand", "aten.view"))
 
 
 def _computes(theirs: FusionPlan) -> list[set[str]]:
@@ -224,7 +271,9 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             home[name], how[name] = computing[0], "computed"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
-    _absorb(ours, mine, home, how)
+    last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
+                    for name in mine if any(set(post[name]) & v for v in values)}
+    _absorb(ours, mine, home, how, last_written)
     held: list[list[str]] = [[] for _ in launches]
     for name in mine:
         if name in home:
@@ -262,11 +311,15 @@ def _absorb_order(target: str) -> tuple[str, str]:
     return ("producers", "users") if target.startswith(_COPIES) else ("users", "producers")
 
 
-def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str]):
+def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[str, str],
+            last_written: dict[str, int]):
     """Step 4: nodes no launch computes go where the neighbours our plan runs in the same
     kernel went (Inductor computes them nowhere: no difference to count), else where all
     their users went, else to the last launch of their producers (copies: producers first,
-    `_absorb_order`). Repeated until nothing moves, so chains of them resolve."""
+    `_absorb_order`). A producer's launch is the last one that writes its value: a copy of
+    a convolution's output that Inductor's layout made a no-op holds the value the launch
+    adding the bias writes, not the extern call's. Repeated until nothing moves, so chains
+    of them resolve."""
     ir = ours.ir
     users = ir.node_users()
     kernel_of = {n: g.index for g in ours.groups for n in g.nodes}
@@ -289,7 +342,8 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
                 continue
             for step in _absorb_order(ir.by_name[name].target):
                 near = users.get(name, ()) if step == "users" else producers.get(name, ())
-                places = {home.get(n) for n in near}
+                places = {home.get(n) if step == "users" or n not in home
+                          else max(home[n], last_written.get(n, home[n])) for n in near}
                 if not places or None in places or (step == "users" and len(places) > 1):
                     continue
                 # a cat its producers write piece by piece: the last of them completes it

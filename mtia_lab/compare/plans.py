@@ -156,12 +156,14 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
         holders = shown = list({home[n].index: home[n] for n in group}.values())
         rules: list[str] = []
         reasons: list[str] = []
-        inlined = [h for h in holders if _inlined_into_readers(ours, placed, h, wanted)]
+        inlined = [h for h in holders if _inlined_into_readers(ours, placed, h, wanted)
+                   or set(h.nodes) & wanted <= recomputed]
         if inlined and len(holders) - len(inlined) == 1:  # the rest is one kernel of ours
             rules.append("computed_once")
-            reasons.append("Inductor computes " + ", ".join(n for h in inlined for n in h.nodes)
-                           + " inside the loop of each reader (never stored); we store a value "
-                           "with several readers once, in a kernel of its own")
+            reasons.append("Inductor computes " + ", ".join(
+                n for h in inlined for n in h.nodes if n in wanted) + " inside the loop of "
+                "each reader (never stored); we compute a value with several readers once, "
+                "in one kernel")
             holders = [h for h in holders if h not in inlined]
         pattern = [m for m in merged if m & wanted]
         split_by_pattern = len(holders) > 1 and pattern and _joined_by(pattern, holders)
@@ -179,10 +181,25 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                                f"[{'+'.join(b.nodes)}] share no buffer: never a candidate")
         for holder in holders:  # joined: which decision brought in nodes Inductor keeps apart
             extra = set(holder.nodes) - wanted
+            if extra and extra <= recomputed and extra <= set(launch.part_of):
+                rules.append("computed_once")
+                reasons.append(f"Inductor computes {', '.join(sorted(extra))} in this launch "
+                               "too (inlined into each reader); we compute it once, here")
+                continue
+            if extra and _stored_nowhere(ours, placed, extra):
+                rules.append("computed_once")
+                reasons.append(f"Inductor stores {', '.join(sorted(extra))} nowhere (each "
+                               "reader computes it); we compute it once, in this kernel")
+                continue
             if not extra:
                 continue
             d = _decision_between(ours, set(holder.nodes) & wanted, extra, True)
-            if d is not None:
+            if d is not None and _shares_only_recomputed(ours, placed, d):
+                rules.append("computed_once")
+                reasons.append(f"{d} -- the only data they share is a value Inductor stores "
+                               "nowhere (each reader computes it from its inputs); we store "
+                               "it once, and its readers share it")
+            elif d is not None:
                 rules.append(d.rule)
                 reasons.append(str(d))
         if wanted & recomputed:
@@ -197,14 +214,46 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
 
 def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted: set) -> bool:
     """Is `holder` a kernel of ours that Inductor never stores: each of its nodes computed
-    inline in a launch (`how` "computed", none written), one of them read by several nodes?
+    inline in launches (`how` "computed", none written; this launch computes some of them),
+    one of them read by several nodes?
     Inductor's lowering inlines such a value into every reader (should_realize_on_reuse says
-    no); our computed_once departure gives it a kernel of its own."""
-    if not set(holder.nodes) <= wanted or any(placed.how.get(n) != "computed"
-                                              for n in holder.nodes):
+    no); our computed_once departure gives it a kernel of its own. Nodes Inductor removed
+    (a cast to the same dtype, absorbed with their kernel-mates) are stored nowhere either."""
+    inside = set(holder.nodes) & wanted
+    return bool(inside) and _stored_nowhere(ours, placed, inside)
+
+
+def _shares_only_recomputed(ours: FusionPlan, placed: Attribution, decision) -> bool:
+    """Did a horizontal fusion of ours join two kernels that share nothing but values Inductor
+    stores nowhere? Their sharing exists by our computed_once departure."""
+    if ours.ir is None or decision.rule != "horizontal":
+        return False
+    ir = ours.ir
+
+    def touched(names) -> set[str]:
+        return {b for n in names for b in (*ir.by_name[n].reads, *ir.by_name[n].writes)}
+
+    shared = touched(decision.first) & touched(decision.second)
+    producers = {ir.buffers[b].producer for b in shared}
+    return bool(shared) and None not in producers and all(
+        _stored_nowhere(ours, placed, {p}) for p in producers)
+
+
+def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> bool:
+    """Are `names` values no launch of Inductor's writes (computed inline, or removed), one
+    of them read by several nodes of ours, or by a node on another launch? Inductor inlines
+    such a value into each reader (recomputed by each launch that reads it, computed once
+    where CSE finds it twice in one launch); we compute a value with several readers once,
+    and where its kernel goes is our computed_once departure."""
+    steps = [placed.how.get(n, "") for n in names]
+    if "computed" not in steps or any(
+            s != "computed" and not s.startswith("absorbed with") for s in steps):
         return False
     users = ours.ir.node_users() if ours.ir is not None else {}
-    return any(len(users.get(n, ()) - set(holder.nodes)) > 1 for n in holder.nodes)
+    launch = {n: launch.index for launch in placed.launches for n in launch.nodes}
+    return any(len(users.get(n, ())) > 1 or any(
+        launch.get(u, -1) != launch.get(n, -1) for u in users.get(n, ()) - names)
+        for n in names)
 
 
 def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:

@@ -54,6 +54,11 @@ REDUCTIONS = {
 # (`_loop_space`).
 SCANS = {"cumsum", "cumprod", "logcumsumexp"}
 LOWERED_NORMS = {"native_group_norm"}
+# A sort along a dim of at most MAX_TRITON_SORT elements is a persistent Triton kernel over
+# rows of that dim (Inductor's sort lowering, `ir.Sort.create`: max_rblock 512); a longer one
+# calls aten.sort.
+SORTS = {"sort"}
+MAX_TRITON_SORT = 512
 # Not tagged pointwise in the schema, but elementwise all the same (factories read nothing;
 # random ops are pointwise too: Inductor draws from a seed buffer inside the kernel, which is
 # how dropout's mask math fuses).
@@ -123,13 +128,18 @@ class SchedulerNode:
     scatter: bool = False  # writes through an index (scatter, index_put)
     loads: int = 0  # values loaded per output element (a 3x3 pool: 9), for realize_acc_reads
     channels_last: bool = False  # writes a convolution's input (laid out channels-last)
-    inner: bool = True  # a reduction over the innermost dims: (numel, rnumel) splits in order
+    rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
+
+    @property
+    def inner(self) -> bool:
+        """A reduction over the innermost dims: its (numel, rnumel) split is in memory order."""
+        return not self.rorder
 
     def get_nodes(self) -> list[SchedulerNode]:
         return [self]
@@ -179,7 +189,8 @@ class FusedSchedulerNode:
     """A group of scheduler nodes that runs as one kernel (Inductor's name for it)."""
 
     __slots__ = ("nodes", "names", "reads", "writes", "kind", "numel", "rnumel", "index", "cache",
-                 "size", "indexed", "scatter", "inner", "min_order", "max_order")
+                 "size", "indexed", "scatter", "inner", "rorders", "min_order",
+                 "max_order")
 
     def __init__(self, nodes: list[SchedulerNode], size: int | None = None) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.index)
@@ -200,6 +211,7 @@ class FusedSchedulerNode:
         anchor = members[0]
         self.numel, self.rnumel = anchor.numel, (1 if anchor.unrolled else anchor.rnumel)
         self.inner = all(n.inner for n in members)
+        self.rorders = frozenset(n.rorder for n in members if node_kind(n) is Kind.REDUCTION)
         self.indexed = any(n.indexed for n in self.nodes)
         self.scatter = any(n.scatter for n in self.nodes)
         self.index = self.nodes[0].index
@@ -341,6 +353,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         kind = classify(fx_node.target)
         if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
             kind = Kind.VIEW
+        kind = _lowered_kind(fx_node, kind, size)
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
         if _op_name(fx_node) in LIKE_FACTORIES:
             args = []  # reads only the metadata of its tensor argument
@@ -375,8 +388,9 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         for a in args:
             if base_of[a.name] in buffers:
                 access.setdefault(base_of[a.name], set()).add(
-                    indexed_how if a.name in through_index
-                    else _access(a.meta.get("val"), buffers[base_of[a.name]], size))
+                    indexed_how if a.name in through_index else SHAPE_ONLY
+                    if _shape_only(fx_node, a) else
+                    _access(a.meta.get("val"), buffers[base_of[a.name]], size))
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
@@ -390,10 +404,10 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             int8=kind is Kind.TEMPLATE and any(
                 getattr(a.meta.get("val"), "dtype", None) in (torch.int8, torch.uint8)
                 for a in args),
-            indexed=op_name in INDEXED, scatter=op_name in SCATTER,
+            indexed=op_name in INDEXED, scatter=op_name in SCATTER and kind is not Kind.EXTERN,
             loads=_loads(fx_node, op_name, len(reads)),
-            inner=kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
-            or _reduces_inner(fx_node),
+            rorder=() if kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
+            else _outer_order(fx_node),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.gemm_flops = _gemm_flops(fx_node, size)
@@ -419,15 +433,22 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
 def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
                       buffers: dict[str, Buffer], base_of: dict[str, str]) -> None:
     """Inductor lays a 4-d convolution's input out channels-last (its layout optimization):
-    the op that writes it loops in that order (`SchedulerNode.channels_last`)."""
+    the op that writes it loops in that order (`SchedulerNode.channels_last`). An input of
+    one pixel (a squeeze-excite's pooled vector) or one channel is laid out the same either
+    way: its writer keeps the graph's order (Inductor's memory deps are equal)."""
     by_name = {n.name: n for n in nodes}
     for fx_node in gm.graph.nodes:
         if fx_node.target is not aten.convolution.default:
             continue
         source = fx_node.args[0]
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
-        if buf is not None and buf.producer in by_name and len(buf.shape) == 4:
+        if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape):
             by_name[buf.producer].channels_last = True
+
+
+def _layouts_differ(shape: tuple[int, ...]) -> bool:
+    """Are channels-last and contiguous strides different orders of memory for `shape`?"""
+    return len(shape) == 4 and shape[1] > 1 and shape[2] * shape[3] > 1
 
 
 def _op_name(fx_node: torch.fx.Node) -> str:
@@ -514,8 +535,8 @@ def _loop_space(fx_node: torch.fx.Node, op_name: str, numel: int, rnumel: int,
     if not isinstance(source, torch.Tensor) or source.dim() == 0:
         return numel, rnumel
     total = _numel(source, size)
-    if op_name in SCANS:
-        length = size(source.shape[fx_node.args[1] % source.dim()])
+    if op_name in SCANS or op_name in SORTS:
+        length = size(source.shape[_scanned_dim(fx_node) % source.dim()])
         return total // max(length, 1), length
     if op_name in LOWERED_NORMS:  # native_group_norm(input, weight, bias, N, C, HxW, group, eps)
         groups = size(fx_node.args[1 + 5])
@@ -524,24 +545,76 @@ def _loop_space(fx_node: torch.fx.Node, op_name: str, numel: int, rnumel: int,
     return numel, rnumel
 
 
+SHAPE_ONLY = "shape"  # an argument whose sizes and dtype an op takes, never its values
+
+
+def _shape_only(fx_node: torch.fx.Node, arg: torch.fx.Node) -> bool:
+    """copy(self, src) is src in self's shape and dtype: Inductor's copy lowering never loads
+    self (the generated code still passes it, for its sizes). No load: no shared data, and
+    no read at other positions (`x[..., -1:] = 0` copies a zero into a slice of x)."""
+    return fx_node.target is aten.copy.default and arg is fx_node.args[0] and \
+        arg is not (fx_node.args[1] if len(fx_node.args) > 1 else None)
+
+
+def _scanned_dim(fx_node: torch.fx.Node) -> int:
+    """The dim a scan or a sort runs along (cumsum(x, dim); sort(x, dim=-1); sort.stable's
+    dim is keyword-only)."""
+    if fx_node.target is not aten.sort.stable and len(fx_node.args) > 1:
+        return int(fx_node.args[1])
+    return int(fx_node.kwargs.get("dim", -1))
+
+
+def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
+    """Where Inductor's lowering of an op depends on its sizes or dtypes: a short sort is a
+    Triton kernel (a reduction-shaped loop, SORTS); a scatter of int64 or bool values, or a
+    scatter_reduce other than a sum, calls ATen (`use_scatter_fallback`: Triton has no atomic
+    store of those dtypes)."""
+    op_name = _op_name(fx_node)
+    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    if op_name in SORTS and isinstance(source, torch.Tensor) and source.dim() > 0:
+        length = size(source.shape[_scanned_dim(fx_node) % source.dim()])
+        return Kind.REDUCTION if length <= MAX_TRITON_SORT else Kind.EXTERN
+    if op_name in ("scatter", "scatter_add", "scatter_reduce") and len(fx_node.args) > 3:
+        src = fx_node.args[3]
+        if not isinstance(src, torch.fx.Node):
+            return kind
+        reduce = fx_node.args[4] if len(fx_node.args) > 4 else fx_node.kwargs.get("reduce")
+        if op_name == "scatter_reduce" and reduce != "sum":
+            return Kind.EXTERN
+        if src.meta.get("val") is not None and src.meta["val"].dtype in (torch.int64,
+                                                                          torch.bool):
+            return Kind.EXTERN
+    return kind
+
+
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     """Does the reduction run over the innermost dims of its input (sum(-1), not sum(1) of a
     3-d tensor)? Only then can one loop nest serve it and a pointwise over its whole input: the
     (numel, rnumel) split of Inductor's SIMD kernels is in memory order."""
+    return not _outer_order(fx_node)
+
+
+def _outer_order(fx_node: torch.fx.Node) -> tuple:
+    """() for a reduction over the innermost dims of its input; else (input shape, reduced
+    dims): the order in which it reads its input, which two reductions must share to share
+    a loop (Inductor reorders a pointwise kernel's loops to fit, never a reduction's)."""
     source = fx_node.args[0].meta.get("val") if fx_node.args else None
     if not isinstance(source, torch.Tensor) or source.dim() == 0:
-        return True
+        return ()
     at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
     dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
     if dims is None or dims == []:
-        return True
+        return ()
     dims = [dims] if isinstance(dims, int) else list(dims)
     ndim = source.dim()
     reduced = {d % ndim for d in dims if isinstance(d, int)}
     if not reduced:
-        return True
+        return ()
     kept_after = [d for d in range(min(reduced), ndim) if d not in reduced]
-    return all(size_hint(source.shape[d]) == 1 for d in kept_after)
+    if all(size_hint(source.shape[d]) == 1 for d in kept_after):
+        return ()
+    return tuple(size_hint(d) for d in source.shape), tuple(sorted(reduced))
 
 
 def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:

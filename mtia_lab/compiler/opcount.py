@@ -5,8 +5,11 @@ pointwise ops it reads, until something makes it store a value (realize it). One
 reasons is size: `has_large_inner_fn` counts the body's operations (`inner_fn_opcount`,
 after common-subexpression elimination: loads, constants, index expressions and ops) and
 realizes a value whose body exceeds `realize_opcount_threshold` (30) when it loads from more
-than one place, or when it has several readers (torch/_inductor/graph.py, `run_node`, and
-ir.py `StorageBox.has_exceeded_max_reads` / `should_realize_on_reuse`).
+than one place, or when it has several readers. Another is the loads the body accumulates:
+more than `realize_acc_reads_threshold` (8) distinct loads, and it is stored (an unrolled
+recurrence's state after a few steps). See torch/_inductor/graph.py `run_node`, and ir.py
+`StorageBox.has_exceeded_max_reads` (then `realize_hint`: more than one non-constant load)
+and `should_realize_on_reuse`.
 
 `large_bodies(ir)` imitates that count on our IR, in graph order as Inductor lowers: each
 node's body is a set of expression keys (equal keys are one operation, as Inductor's CSE
@@ -21,11 +24,12 @@ import numbers
 
 import torch
 
-from .ir import GraphIR, Kind, SchedulerNode, node_kind
+from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
 REALIZE_READS_ON_REUSE = 4  # realize_reads_threshold: a reused value loading more is stored
+REALIZE_ACC_READS = 8  # realize_acc_reads_threshold: a body loading more values is stored
 CAT_OPS_PER_PIECE = 5  # index_expr, bound, compare, masked load, where (pointwise_cat)
 FACTORIES = {
     "full": lambda args: args[1], "scalar_tensor": lambda args: args[0],
@@ -55,7 +59,7 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
         reused = len(users.get(node.name, ())) > 1
         output = any(ir.buffers[b].is_output for b in node.writes)
-        if ops > REALIZE_OPCOUNT and (loads > 1 or reused):
+        if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
             large[node.name] = ops
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 reused and loads > REALIZE_READS_ON_REUSE):
@@ -79,10 +83,14 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
             buf = ir.base_of.get(arg.name)
+            if node.access.get(buf) == {SHAPE_ONLY}:
+                continue  # only its sizes are taken: nothing loaded, nothing inlined
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
             if producer is not None and producer not in realized and producer in bodies:
-                keys |= bodies[producer]
-                args.append(top[producer])
+                view = _view_of(node, buf)
+                keys |= bodies[producer] if view is None else {_at(k, view) for k in
+                                                               bodies[producer]}
+                args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
                 keys.add(key)
@@ -103,6 +111,25 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
     if node.unrolled:  # one load and one combine per term of the reduction
         keys |= {(value, i) for i in range(2 * node.rnumel)}
     return frozenset(keys), value
+
+
+def _view_of(node: SchedulerNode, buf: str) -> object:
+    """None when `node` reads `buf` whole, at its own index; else the view it reads (a slice,
+    a shift): an inlined producer is then computed at other indices, and Inductor's CSE
+    shares none of its operations with another read of it (sin of x[0::2], cos of
+    x[1::2] compute x's body twice)."""
+    hows = node.access.get(buf, {"full"})
+    views = [h for h in hows if h != "full" and not (isinstance(h, tuple) and h[0] == "indexed")]
+    return frozenset(views) if views else None
+
+
+def _at(key: object, view: object) -> object:
+    """An expression key computed at another index: a load or an operation again (it keeps
+    its kind, so loads are still counted as loads); a constant is the same constant."""
+    if isinstance(key, tuple) and key and key[0] == "const":
+        return key
+    kind = key[0] if isinstance(key, tuple) and key and isinstance(key[0], str) else "op"
+    return (kind, key, view)
 
 
 def _flat_args(fx_node: torch.fx.Node) -> list:

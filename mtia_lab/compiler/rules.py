@@ -10,10 +10,13 @@ the reason recorded is the one Inductor would give:
                     a loop body over 30 operations (realize_opcount, opcount.py), a piece
                     of a cat lowered to a ConcatKernel (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
+                    (a kind can depend on the lowering: a sort of at most 512 elements is a
+                    reduction-shaped Triton kernel, a scatter of bool/int64 values an ATen
+                    call: ir._lowered_kind)
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*,
-                    vertical_pointwise
+    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*
+                    (reduction_loop_order), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -388,6 +391,8 @@ def reduction_fusion(p: Pair) -> Verdict | None:
     if ra and rb:
         same = (p.a.numel, p.a.rnumel) == (p.b.numel, p.b.rnumel)
         name = "reduction_vertical" if p.vertical else "horizontal"
+        if same and p.a.rorders != p.b.rorders:
+            return reduction_loop_order(p)
         return Verdict(same, name, f"reductions over {_space(p.a)} and {_space(p.b)}"
                        + (" share one loop" if same else " differ"))
     red, pw = (p.a, p.b) if ra else (p.b, p.a)
@@ -404,6 +409,17 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                    "reduction over outer dims (until the reorder round)")
         return Verdict(False, name, why)
     return Verdict(True, name, f"pointwise over the reduction's {fit}")
+
+
+def reduction_loop_order(p: Pair) -> Verdict:
+    """Two reductions over spaces of one size that reduce other dims of their input (a cumsum
+    along the rows, another along the columns) read it in other orders: no load is at the
+    same index in both (Inductor's score_fusion_memory is 0), and Inductor reorders the loops
+    of a pointwise kernel to fit, never a reduction's (`_try_reorder_loops_for_candidates`:
+    "Don't reorder loops since both nodes are reductions")."""
+    return Verdict(False, "reduction_loop_order", f"reductions over {_space(p.a)} and "
+                   f"{_space(p.b)} reduce other dims: they read their input in other orders, "
+                   "and a reduction's loops are never reordered")
 
 
 def vertical_pointwise(p: Pair) -> Verdict | None:
