@@ -42,3 +42,23 @@ def call(args):
     assert wrapper_launches(wrapper) == [
         "triton_poi_fused_add_0", "extern_kernels.mm", "cpp_fused_log_1", DEVICE_COPY_LAUNCH,
         "torch.ops.aten.sort.stable"]
+
+
+def test_values_only_a_copy_destinations_shape_is_taken_from_are_absorbed():
+    """copy(self, src) reads only self's shape: Inductor computes the chain that made `self`
+    nowhere, and the comparison absorbs it (with its users or kernel-mates) instead of giving
+    it to the device copy, whose origins name it. Longer chains with several readers (BEiT's
+    position index, held-out-3) take the lenient kernel-mates pass of `_absorb`."""
+    def fn(x):
+        table = torch.tensor([float(i) for i in range(16)])  # made on the host
+        slot = torch.where(torch.arange(16, device=x.device) == 0, x[0], x[1])
+        slot.copy_(table)  # only slot's shape survives
+        return x * slot
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 16, device="mtia_sim")
+    (c,) = compare(fn, x)
+    c.check()
+    assert DEVICE_COPY_LAUNCH in c.placed.wrapper_launches
+    assert "where" in c.placed.how and c.placed.how["where"].startswith("absorbed"), c.placed.how
+    torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(x).cpu(), fn(x.cpu()))

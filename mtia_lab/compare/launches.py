@@ -223,11 +223,15 @@ def _is_view(node: torch.fx.Node) -> bool:
 
 def _computes(theirs: FusionPlan) -> list[set[str]]:
     """Per launch, the post-grad nodes it computes itself: its origins, less those of the
-    launches whose buffers it reads (origins a copy inherits from what it copies)."""
+    launches whose buffers it reads (origins a copy inherits from what it copies). A copy
+    between devices computes only the value it moves (its origins also name its readers)."""
     info = theirs.ir
     writer = {b: g.index for g in theirs.groups for b in g.outputs}
     out = []
     for g in theirs.groups:
+        if info.kernel_names.get(g.index) == DEVICE_COPY_LAUNCH:  # it moves a tensor, no more
+            out.append(set(info.values.get(g.index, ())))
+            continue
         inherited: set[str] = set()
         for buf in g.inputs:
             if buf in writer and writer[buf] != g.index:
@@ -327,8 +331,10 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
     for user_of, names in users.items():
         for u in names:
             producers.setdefault(u, set()).add(user_of)
-    changed = True
-    while changed:
+    changed, lenient = True, False
+    while changed or not lenient:
+        if not changed:  # stuck: a chain of values only a shape was taken from (the `self`
+            lenient = True  # of copy(self, src)) goes with the kernel-mates that are placed
         changed = False
         for name in mine:
             if name in home:
@@ -336,6 +342,8 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
             # Inductor computes it nowhere: it stays with what our plan runs it beside
             mates = [home.get(n) for n in (*users.get(name, ()), *producers.get(name, ()))
                      if kernel_of[n] == kernel_of[name]]
+            if lenient:
+                mates = [m for m in mates if m is not None]
             if mates and None not in mates:
                 home[name], how[name] = max(mates), "absorbed with its kernel-mates"
                 changed = True

@@ -156,6 +156,8 @@ def _values(snode, by_name: dict) -> tuple[str, ...]:
     """The FX nodes whose value a launch writes: its buffers' `origin_node` (Inductor sets
     it on the buffer a node's lowering returned), and, for an extern with several outputs,
     the tuple elements (MultiOutput) that take its outputs apart."""
+    if _is_device_copy(snode):
+        return _copied_values(snode, by_name)
     found = []
     for sub in snode.get_nodes():
         node = getattr(sub, "node", None)
@@ -169,6 +171,23 @@ def _values(snode, by_name: dict) -> tuple[str, ...]:
 def _is_device_copy(snode) -> bool:
     """A copy between devices (Inductor's DeviceCopy): its wrapper line names no kernel."""
     return type(getattr(snode, "node", None)).__name__ == "DeviceCopy"
+
+
+_COPY_TARGETS = ("aten.copy.default", "aten._to_copy.default", "prims.device_put.default")
+
+
+def _copied_values(snode, by_name: dict) -> tuple[str, ...]:
+    """The FX nodes a DeviceCopy's buffer holds the value of: the copies (`copy(self, src)`,
+    `_to_copy`, `device_put`) of the host tensor it moves. Its buffer names no origin node,
+    and its origins also list the nodes being lowered when Inductor made it (its readers)."""
+    moved = {getattr(i, "get_name", lambda: "")() for i in getattr(snode.node, "inputs", ())}
+    found = []
+    for name in sorted(n.name for n in snode.node.origins if n.name in by_name):
+        node = by_name[name]
+        if str(node.target) in _COPY_TARGETS and any(
+                isinstance(a, torch.fx.Node) and a.name in moved for a in node.args):
+            found.append(name)
+    return tuple(found)
 
 
 def build_plan(c: Collector) -> FusionPlan:
