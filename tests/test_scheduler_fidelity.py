@@ -5,12 +5,13 @@ nineteen from real model code and four built from `transformers` modules, the gr
 were changed against. HELD-OUT (tests/fidelity_heldout.py): blocks built from `transformers`
 module code, looked at once the first rules were in. HELD-OUT-2 (tests/fidelity_heldout2.py):
 eleven blocks of families in neither, written before any rule was changed against them and
-never tuned on: its figure is the honest one. HELD-OUT-3 (tests/fidelity_heldout3.py): thirteen
+never tuned on: its figure is the honest one. HELD-OUT-3 (tests/fidelity_heldout3.py): fifteen
 blocks, heads and losses of families in none of them, written blind while the rules were tuned
-elsewhere; audited here, its figure measured by the report. Each graph is compiled by our backend
-(the plan that ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches
-are attributed to our aten nodes from Inductor's own records (compare/launches.py) and
-audited against the launches of Inductor's generated wrapper (`Comparison.check`).
+elsewhere; its figure was measured once the rules were in (blind) and is floored here. Each
+graph is compiled by our backend (the plan that ran) and by Inductor for mtia_sim
+(mtia_lab.inductor); Inductor's launches are attributed to our aten nodes from Inductor's own
+records (compare/launches.py) and audited against the launches of Inductor's generated
+wrapper (`Comparison.check`).
 `scripts/fidelity_report.py` prints the same comparison as tables.
 """
 
@@ -86,11 +87,12 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
         assert totals["unexplained"] <= 0.02 * totals["launches"], fidelity_table(rows)
 
 
-def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2):
+def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
+                                                                      heldout3):
     """Floors just under the measured fidelity (tuning 206/222 = 93%, held-out 109/122 = 89%,
-    held-out-2 133/147 = 90% when this was written): a regression guard, not the goal (95% on
-    graphs not tuned on)."""
-    for rows, floor in ((tuning, 0.92), (heldout, 0.88), (heldout2, 0.89)):
+    held-out-2 133/147 = 90%, held-out-3 204/248 = 82% measured blind, when this was written):
+    a regression guard, not the goal (95% on graphs not tuned on)."""
+    for rows, floor in ((tuning, 0.92), (heldout, 0.88), (heldout2, 0.89), (heldout3, 0.81)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
