@@ -96,8 +96,8 @@ class Runtime:
             index = self.current_index
         if index >= len(self.devices):
             raise RuntimeError(
-                f"The device index is out of range: mtia_sim:{index} does not exist: this process has {len(self.devices)} simulated "
-                f"device(s) (valid indices 0..{len(self.devices) - 1}). Ask for more with "
+                f"The device index is out of range: mtia_sim:{index} does not exist: this "
+                f"process has {len(self.devices)} simulated device(s) (valid indices 0..{len(self.devices) - 1}). Ask for more with "
                 "mtia_lab.configure(device_count=N) or MTIA_SIM_DEVICE_COUNT=N."
             )
         return self.devices[index]
