@@ -97,7 +97,8 @@ class Runtime:
         if index >= len(self.devices):
             raise RuntimeError(
                 f"The device index is out of range: mtia_sim:{index} does not exist: this "
-                f"process has {len(self.devices)} simulated device(s) (valid indices 0..{len(self.devices) - 1}). Ask for more with "
+                f"process has {len(self.devices)} simulated device(s) (valid indices "
+                f"0..{len(self.devices) - 1}). Ask for more with "
                 "mtia_lab.configure(device_count=N) or MTIA_SIM_DEVICE_COUNT=N."
             )
         return self.devices[index]
