@@ -250,3 +250,13 @@ def test_torch_accelerator_answers_for_the_device():
     with pytest.raises(RuntimeError, match="not supported on device type: mtia_sim"):
         acc.Graph()
     del x
+
+
+def test_the_capability_lists_complex32_and_no_quantized_dtype():
+    """complex32 (chalf) tensors work on the device, so the capability says so; quantized
+    dtypes do not (quantizing on the device is refused), so it leaves them out."""
+    dtypes = torch.accelerator.get_device_capability(DEVICE)["supported_dtypes"]
+    chalf = torch.tensor([1 + 2j], dtype=torch.complex32, device=DEVICE)
+    assert (chalf * 2).cpu().to(torch.complex64).tolist() == [2 + 4j]
+    assert torch.complex32 in dtypes
+    assert not {torch.qint8, torch.quint8, torch.qint32} & dtypes
