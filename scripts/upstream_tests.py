@@ -58,9 +58,11 @@ class FileResult:
 
 
 def adapt_openreg(source: str) -> str:
-    """torch_openreg's test, asking its questions of mtia_sim."""
-    source = re.sub(r"^import torch_openreg\b.*$", "import mtia_lab  # noqa: F401", source,
-                    flags=re.M)
+    """torch_openreg's test, asking its questions of mtia_sim. torch_openreg is loaded by
+    `import torch` itself (its `torch.backends` entry point), so some of its tests never import
+    it: the adapted test imports mtia_lab first, which a spawned child process needs too."""
+    source = re.sub(r"^import torch_openreg\b.*$", "", source, flags=re.M)
+    source = "import mtia_lab  # noqa: F401\n" + source
     return source.replace("openreg", "mtia_sim")
 
 

@@ -37,6 +37,11 @@ def test_openreg_tests_are_asked_of_mtia_sim():
     assert adapted.splitlines()[0].startswith("import mtia_lab")
     assert 'device="mtia_sim:1"' in adapted and "torch.mtia_sim.synchronize()" in adapted
     assert "openreg" not in adapted
+    # torch_openreg loads itself at `import torch`: a test that never imports it still gets
+    # the device (a spawned child process imports the test module, and needs it too)
+    autoloaded = upstream.adapt_openreg('import torch\nx = torch.ones(1, device="openreg")\n')
+    assert autoloaded.splitlines()[0].startswith("import mtia_lab")
+    assert autoloaded.count("import mtia_lab") == adapted.count("import mtia_lab") == 1
 
 
 def test_device_generic_files_run_for_the_device_only(tmp_path):
