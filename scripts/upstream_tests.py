@@ -63,7 +63,7 @@ def adapt_openreg(source: str) -> str:
     it: the adapted test imports mtia_lab first, which a spawned child process needs too."""
     source = re.sub(r"^import torch_openreg\b.*$", "", source, flags=re.M)
     source = "import mtia_lab  # noqa: F401\n" + source
-    return source.replace("openreg", "mtia_sim")
+    return source.replace("openreg", "mtia_sim").replace("OPENREG", "MTIA_SIM")
 
 
 def _junit_counts(report: Path, result: FileResult) -> None:

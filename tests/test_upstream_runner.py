@@ -32,11 +32,12 @@ instantiate_device_type_tests(TestProbe, globals())
 
 def test_openreg_tests_are_asked_of_mtia_sim():
     source = 'import torch_openreg  # noqa\nx = torch.ones(1, device="openreg:1")\n' \
-             'torch.openreg.synchronize()\n'
+             'torch.openreg.synchronize()\nactivity = ProfilerActivity.OPENREG\n'
     adapted = upstream.adapt_openreg(source)
     assert adapted.splitlines()[0].startswith("import mtia_lab")
     assert 'device="mtia_sim:1"' in adapted and "torch.mtia_sim.synchronize()" in adapted
-    assert "openreg" not in adapted
+    assert "ProfilerActivity.MTIA_SIM" in adapted  # the alias PyTorch makes from the name
+    assert "openreg" not in adapted.lower()
     # torch_openreg loads itself at `import torch`: a test that never imports it still gets
     # the device (a spawned child process imports the test module, and needs it too)
     autoloaded = upstream.adapt_openreg('import torch\nx = torch.ones(1, device="openreg")\n')
