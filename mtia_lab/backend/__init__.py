@@ -33,7 +33,7 @@ from .aten.dispatch import StrictModeError, set_strict, strict
 from .aten.fallback import fallback_counts, reset_fallback_counts
 from .aten.registry import KERNELS, register_kernel, unregister_kernel
 from .aten.tensor import MTIATensor, storage_of
-from .module import accelerator, device_module
+from .module import accelerator, device_module, profiler
 from .runtime.device_state import RUNTIME, configure
 
 __all__ = [
@@ -70,5 +70,6 @@ def register() -> None:
     storage_methods.register()  # storage.is_mtia_sim, storage.mtia_sim()
     dlpack.register()  # DLPack export of device tensors: a clear refusal
     accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
+    profiler.register()  # profile(use_device="mtia_sim"): host times, not C++ stubs' garbage
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
     _compat.enable_foreach_for(MTIATensor)  # torch.optim's multi-tensor path (kernels_nn.py)
