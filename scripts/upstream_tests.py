@@ -57,13 +57,28 @@ class FileResult:
         return self.passed + self.failed + self.errors
 
 
+# torch_openreg's Dynamo backend is named after its device (`backend="openreg"`); this
+# device's own Dynamo backend is `backend="mtia_lab"` (compare/engine.py).
+_DYNAMO_BACKEND = re.compile(r'(backend=|CompileCounterWithBackend\(|assertIn\()"openreg"'
+                             r'(\)|, backends\))?')
+
+
 def adapt_openreg(source: str) -> str:
     """torch_openreg's test, asking its questions of mtia_sim. torch_openreg is loaded by
     `import torch` itself (its `torch.backends` entry point), so some of its tests never import
-    it: the adapted test imports mtia_lab first, which a spawned child process needs too."""
+    it: the adapted test imports mtia_lab first, which a spawned child process needs too. Its
+    Dynamo backend becomes this device's (`_DYNAMO_BACKEND`)."""
     source = re.sub(r"^import torch_openreg\b.*$", "", source, flags=re.M)
+    source = _DYNAMO_BACKEND.sub(_to_mtia_lab_backend, source)
     source = "import mtia_lab  # noqa: F401\n" + source
     return source.replace("openreg", "mtia_sim").replace("OPENREG", "MTIA_SIM")
+
+
+def _to_mtia_lab_backend(match: re.Match) -> str:
+    prefix, suffix = match.group(1), match.group(2) or ""
+    if prefix == "assertIn(" and suffix != ", backends)":
+        return match.group(0)  # some other assertIn("openreg", ...): the device name
+    return f'{prefix}"mtia_lab"{suffix}'
 
 
 def _junit_counts(report: Path, result: FileResult) -> None:

@@ -40,6 +40,12 @@ def test_openreg_tests_are_asked_of_mtia_sim():
     assert "openreg" not in adapted.lower()
     # torch_openreg loads itself at `import torch`: a test that never imports it still gets
     # the device (a spawned child process imports the test module, and needs it too)
+    compiled = upstream.adapt_openreg(
+        '@torch.compile(backend="openreg")\ncounter = CompileCounterWithBackend("openreg")\n'
+        'self.assertIn("openreg", backends)\nself.assertIn("openreg", str(x.device))\n')
+    assert compiled.splitlines()[1:] == [  # the reference backend's Dynamo backend -> ours
+        '@torch.compile(backend="mtia_lab")', 'counter = CompileCounterWithBackend("mtia_lab")',
+        'self.assertIn("mtia_lab", backends)', 'self.assertIn("mtia_sim", str(x.device))']
     autoloaded = upstream.adapt_openreg('import torch\nx = torch.ones(1, device="openreg")\n')
     assert autoloaded.splitlines()[0].startswith("import mtia_lab")
     assert autoloaded.count("import mtia_lab") == adapted.count("import mtia_lab") == 1
