@@ -20,6 +20,7 @@ from .aten import (  # the parts register() below installs
     backward_errors,
     dispatch,
     dlpack,
+    ipc,
     kernels,
     pinned_memory,
     rebind,
@@ -63,6 +64,7 @@ def register() -> None:
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
+    ipc.register()  # a device tensor sent to another process stays on the device
     rebind.register()  # set_(tensor): rebind to other memory
     backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
     storages.install()  # torch.UntypedStorage(n, device="mtia_sim"): a clear error
