@@ -3,9 +3,12 @@ only, and torch_openreg's tests are asked of mtia_sim (checked on small files of
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "upstream_tests.py"
 spec = importlib.util.spec_from_file_location("upstream_tests", SCRIPT)
@@ -59,4 +62,17 @@ def test_device_generic_files_run_for_the_device_only(tmp_path):
     assert (result.passed, result.failed, result.errors) == (1, 1, 0), result
     missing = upstream.run(checkout, ["test/test_absent.py"], [], timeout=300)
     assert missing[0].note == "not in this checkout"
-    assert "total: 1 of 2 passed (50.0%)" in upstream.report([result, *missing])
+    text = upstream.report([result, *missing])
+    assert "total: 1 of 2 passed (50.0%)" in text
+    # every test that did not pass is listed under its reason; unknown ones as "unexplained"
+    listed = "1  unexplained\n         test_probe.py::TestProbePRIVATEUSE1::test_fails_on_purpose"
+    assert listed in text
+    known = {r"test_probe.py::.*::test_fails_on_purpose": "the probe fails on purpose"}
+    assert "1  the probe fails on purpose" in upstream.report([result], known)
+    assert "unexplained" not in upstream.report([result], known)
+
+
+def test_memory_capacity_sizes_are_read_as_bytes():
+    assert upstream._bytes("8GiB") == 8 * 2**30 and upstream._bytes("1024") == 1024
+    with pytest.raises(argparse.ArgumentTypeError, match="such as 8GiB"):
+        upstream._bytes("8 gigs")
