@@ -70,6 +70,10 @@ def test_device_generic_files_run_for_the_device_only(tmp_path):
     known = {r"test_probe.py::.*::test_fails_on_purpose": "the probe fails on purpose"}
     assert "1  the probe fails on purpose" in upstream.report([result], known)
     assert "unexplained" not in upstream.report([result], known)
+    # a failure the CPU shares says nothing of the device: the rate without it is given too
+    cpu_too = {r"test_fails_on_purpose": upstream.CPU_TOO.format("the probe")}
+    assert "not the device's" in upstream.report([result], cpu_too)
+    assert "1 of 1 (100.0%)" in upstream.report([result], cpu_too)
 
 
 def test_memory_capacity_sizes_are_read_as_bytes():
