@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 from multiprocessing.reduction import ForkingPickler
 
+import pytest
 import torch
 from ipc_child import describe_received
 
@@ -34,3 +35,10 @@ def test_a_spawned_process_receives_the_tensor_on_the_device():
         child.join(timeout=60)
     assert got == (f"{DEVICE}:0", [0.0, 2.0, 4.0, 6.0], (4,), (2,), True)
     assert child.exitcode == 0
+
+
+def test_sharing_a_device_storage_by_handle_is_refused_clearly():
+    """CUDA's `_share_device_` hands out an IPC handle; simulated memory has none to give."""
+    storage = torch.arange(4.0, device=DEVICE).untyped_storage()
+    with pytest.raises(RuntimeError, match="cannot be mapped into another process.*as a copy"):
+        storage._share_device_()
