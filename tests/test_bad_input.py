@@ -61,6 +61,8 @@ def test_set_strict_takes_booleans_only():
     ("make", "error", "message"),
     [
         (lambda: mt.Stream(device=7), RuntimeError, "mtia_sim:7 does not exist"),
+        (lambda: torch.accelerator.set_device_index(2), RuntimeError,
+         "The device index is out of range: mtia_sim:2 does not exist"),  # torch_openreg's words
         (lambda: mt.Stream(device="cpu"), ValueError, "expected a mtia_sim device"),
         (lambda: mt.Stream(device=1.0), TypeError, "device must be an int"),
         (lambda: mt.set_device("cuda:0"), ValueError, "expected a mtia_sim device"),

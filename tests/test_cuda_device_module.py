@@ -250,3 +250,28 @@ def test_torch_accelerator_answers_for_the_device():
     with pytest.raises(RuntimeError, match="not supported on device type: mtia_sim"):
         acc.Graph()
     del x
+
+
+def test_the_capability_lists_complex32_and_no_quantized_dtype():
+    """complex32 (chalf) tensors work on the device, so the capability says so; quantized
+    dtypes do not (quantizing on the device is refused), so it leaves them out."""
+    dtypes = torch.accelerator.get_device_capability(DEVICE)["supported_dtypes"]
+    chalf = torch.tensor([1 + 2j], dtype=torch.complex32, device=DEVICE)
+    assert (chalf * 2).cpu().to(torch.complex64).tolist() == [2 + 4j]
+    assert torch.complex32 in dtypes
+    assert not {torch.qint8, torch.quint8, torch.qint32} & dtypes
+
+
+def test_dynamo_knows_the_device_interface_without_inductor():
+    """As for CUDA, `get_interface_for_device` answers as soon as Dynamo's registry is imported
+    (torch_openreg's test_compile asks it directly), not only once Inductor has been loaded."""
+    from fresh_python import run_python
+
+    done = run_python(
+        "import sys, mtia_lab\n"
+        "from torch._dynamo.device_interface import get_interface_for_device\n"
+        "iface = get_interface_for_device('mtia_sim')\n"
+        "print(iface.device_count(), iface.current_device(), iface.is_available())\n"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["2", "0", "True"]

@@ -31,6 +31,34 @@ def test_device_count_and_current_device():
         torch.mtia_sim.set_device(0)
 
 
+def test_the_current_device_is_per_thread_as_on_cuda():
+    """Threads that set different devices do not move each other's tensors (CUDA's current
+    device is thread-local; a new thread starts on device 0)."""
+    import threading
+
+    seen, barrier = {}, threading.Barrier(2)
+
+    def worker(index: int) -> None:
+        seen[f"start {index}"] = torch.accelerator.current_device_index()
+        torch.accelerator.set_device_index(index)
+        barrier.wait()  # both threads have set their device before either makes tensors
+        x = torch.ones(4, device="mtia_sim")
+        seen[index] = (torch.accelerator.current_device_index(), x.device.index,
+                       (x + x).sum().device.index)
+
+    torch.accelerator.set_device_index(1)
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert torch.accelerator.current_device_index() == 1  # this thread's, untouched
+    finally:
+        torch.accelerator.set_device_index(0)
+    assert seen == {"start 0": 0, "start 1": 0, 0: (0, 0, 0), 1: (1, 1, 1)}
+
+
 def test_device_count_is_configurable():
     mtia_lab.configure(device_count=3)
     try:

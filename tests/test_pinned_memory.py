@@ -38,3 +38,18 @@ def test_dataloader_pins_its_batches(workers):
 def test_pinning_for_another_accelerator_is_refused_clearly():
     with pytest.warns(DeprecationWarning), pytest.raises(RuntimeError, match="mtia_sim only"):
         torch.randn(2).pin_memory("cuda")
+
+
+def test_memory_inside_a_pinned_block_is_pinned():
+    """A tensor over part of a pinned storage (a storage slice, as torch_openreg's
+    test_rewrapped_storage makes) is pinned too: CUDA asks whether the *address* lies in a
+    pinned block, not whether the storage object was the one pinned."""
+    pinned = torch.randn(10).pin_memory()
+    inside = torch.tensor((), dtype=torch.float32).set_(
+        pinned.untyped_storage()[8:], size=(5,), stride=(1,), storage_offset=0)
+    assert inside.is_pinned() and inside.data_ptr() == pinned.data_ptr() + 8
+    assert torch.equal(inside, pinned[2:7])
+    plain = torch.randn(10)
+    beside = torch.tensor((), dtype=torch.float32).set_(
+        plain.untyped_storage()[8:], size=(5,), stride=(1,), storage_offset=0)
+    assert not beside.is_pinned()

@@ -3,9 +3,12 @@ only, and torch_openreg's tests are asked of mtia_sim (checked on small files of
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "upstream_tests.py"
 spec = importlib.util.spec_from_file_location("upstream_tests", SCRIPT)
@@ -32,11 +35,23 @@ instantiate_device_type_tests(TestProbe, globals())
 
 def test_openreg_tests_are_asked_of_mtia_sim():
     source = 'import torch_openreg  # noqa\nx = torch.ones(1, device="openreg:1")\n' \
-             'torch.openreg.synchronize()\n'
+             'torch.openreg.synchronize()\nactivity = ProfilerActivity.OPENREG\n'
     adapted = upstream.adapt_openreg(source)
     assert adapted.splitlines()[0].startswith("import mtia_lab")
     assert 'device="mtia_sim:1"' in adapted and "torch.mtia_sim.synchronize()" in adapted
-    assert "openreg" not in adapted
+    assert "ProfilerActivity.MTIA_SIM" in adapted  # the alias PyTorch makes from the name
+    assert "openreg" not in adapted.lower()
+    # torch_openreg loads itself at `import torch`: a test that never imports it still gets
+    # the device (a spawned child process imports the test module, and needs it too)
+    compiled = upstream.adapt_openreg(
+        '@torch.compile(backend="openreg")\ncounter = CompileCounterWithBackend("openreg")\n'
+        'self.assertIn("openreg", backends)\nself.assertIn("openreg", str(x.device))\n')
+    assert compiled.splitlines()[1:] == [  # the reference backend's Dynamo backend -> ours
+        '@torch.compile(backend="mtia_lab")', 'counter = CompileCounterWithBackend("mtia_lab")',
+        'self.assertIn("mtia_lab", backends)', 'self.assertIn("mtia_sim", str(x.device))']
+    autoloaded = upstream.adapt_openreg('import torch\nx = torch.ones(1, device="openreg")\n')
+    assert autoloaded.splitlines()[0].startswith("import mtia_lab")
+    assert autoloaded.count("import mtia_lab") == adapted.count("import mtia_lab") == 1
 
 
 def test_device_generic_files_run_for_the_device_only(tmp_path):
@@ -47,4 +62,21 @@ def test_device_generic_files_run_for_the_device_only(tmp_path):
     assert (result.passed, result.failed, result.errors) == (1, 1, 0), result
     missing = upstream.run(checkout, ["test/test_absent.py"], [], timeout=300)
     assert missing[0].note == "not in this checkout"
-    assert "total: 1 of 2 passed (50.0%)" in upstream.report([result, *missing])
+    text = upstream.report([result, *missing])
+    assert "total: 1 of 2 passed (50.0%)" in text
+    # every test that did not pass is listed under its reason; unknown ones as "unexplained"
+    listed = "1  unexplained\n         test_probe.py::TestProbePRIVATEUSE1::test_fails_on_purpose"
+    assert listed in text
+    known = {r"test_probe.py::.*::test_fails_on_purpose": "the probe fails on purpose"}
+    assert "1  the probe fails on purpose" in upstream.report([result], known)
+    assert "unexplained" not in upstream.report([result], known)
+    # a failure the CPU shares says nothing of the device: the rate without it is given too
+    cpu_too = {r"test_fails_on_purpose": upstream.CPU_TOO.format("the probe")}
+    assert "not the device's" in upstream.report([result], cpu_too)
+    assert "1 of 1 (100.0%)" in upstream.report([result], cpu_too)
+
+
+def test_memory_capacity_sizes_are_read_as_bytes():
+    assert upstream._bytes("8GiB") == 8 * 2**30 and upstream._bytes("1024") == 1024
+    with pytest.raises(argparse.ArgumentTypeError, match="such as 8GiB"):
+        upstream._bytes("8 gigs")

@@ -20,6 +20,7 @@ from .aten import (  # the parts register() below installs
     backward_errors,
     dispatch,
     dlpack,
+    ipc,
     kernels,
     pinned_memory,
     rebind,
@@ -33,7 +34,7 @@ from .aten.dispatch import StrictModeError, set_strict, strict
 from .aten.fallback import fallback_counts, reset_fallback_counts
 from .aten.registry import KERNELS, register_kernel, unregister_kernel
 from .aten.tensor import MTIATensor, storage_of
-from .module import accelerator, device_module
+from .module import accelerator, device_module, profiler
 from .runtime.device_state import RUNTIME, configure
 
 __all__ = [
@@ -63,6 +64,7 @@ def register() -> None:
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
     serialization.register()  # torch.save / torch.load of device tensors
+    ipc.register()  # a device tensor sent to another process stays on the device
     rebind.register()  # set_(tensor): rebind to other memory
     backward_errors.install(MTIATensor)  # exceptions in backward reach the caller
     storages.install()  # torch.UntypedStorage(n, device="mtia_sim"): a clear error
@@ -70,5 +72,6 @@ def register() -> None:
     storage_methods.register()  # storage.is_mtia_sim, storage.mtia_sim()
     dlpack.register()  # DLPack export of device tensors: a clear refusal
     accelerator.register()  # torch.accelerator.* answered by torch.mtia_sim
+    profiler.register()  # profile(use_device="mtia_sim"): host times, not C++ stubs' garbage
     dispatch  # noqa: B018  (importing dispatch installs MTIATensor.__torch_dispatch__)
     _compat.enable_foreach_for(MTIATensor)  # torch.optim's multi-tensor path (kernels_nn.py)

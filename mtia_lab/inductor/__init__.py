@@ -42,7 +42,7 @@ from .._after_import import call_after_import
 from ..backend.aten.tensor import MTIATensor
 from ..records.guardrails import GUARDRAILS, inductor_values
 from ..records.plan import FusionSplitError, explain_split
-from . import _compat
+from . import _compat, device
 from .entry import install_entry
 from .entry import keep_list as _keep_list
 from .errors import InductorDeviceError
@@ -107,6 +107,7 @@ def install_entry_when_imported() -> None:
     if _compat.cpu_only_build() and "TRITON_INTERPRET" not in os.environ:
         _compat.interpreter_env()
     call_after_import(_compat.COMPILE_FX_MODULE, functools.partial(install_entry, install_hooks))
+    call_after_import(_compat.DEVICE_INTERFACE_MODULE, device.register_interface)
 
 
 def guardrail_settings() -> dict:

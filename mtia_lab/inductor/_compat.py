@@ -287,6 +287,7 @@ def trust_triton_for(device: str) -> None:
 # --- Inductor: entry, decompositions, lowering --------------------------------------------------
 # The module whose first import installs the device's entry (`import mtia_lab` waits for it).
 COMPILE_FX_MODULE = "torch._inductor.compile_fx"
+DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"  # Dynamo's registry of devices
 
 
 def inductor_triton_compat():

@@ -13,6 +13,8 @@ Inductor takes by device type is the one it takes for "mtia".
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from . import _compat
@@ -48,6 +50,7 @@ def assert_size_stride(tensor: torch.Tensor, size, stride, op_name: str | None =
 _CHECK = _compat.size_stride_check()
 
 
+@functools.cache  # one class, whichever registration comes first
 def _interface() -> type:
     module = getattr(torch, DEVICE)
 
@@ -156,12 +159,18 @@ def _wrapper_codegen() -> type:
 _done: list[bool] = []
 
 
+def register_interface() -> None:
+    """Dynamo's device interface, registered as soon as Dynamo's registry is imported (as
+    CUDA's is): `get_interface_for_device("mtia_sim")` answers without Inductor loaded."""
+    _compat.register_device_interface(DEVICE, _interface())
+
+
 def register() -> None:
     """Teach Inductor the device (idempotent)."""
     if _done:
         return
     _compat.add_gpu_type(DEVICE)
-    _compat.register_device_interface(DEVICE, _interface())
+    register_interface()
     _compat.register_device_codegen(DEVICE, _op_overrides(), _wrapper_codegen())
     _compat.mtia_config_heuristics(DEVICE)
     _compat.no_gemm_templates_for(DEVICE)

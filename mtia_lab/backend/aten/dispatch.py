@@ -134,6 +134,14 @@ def _target_device(kernel: Kernel | None, devices: list, kwargs: dict) -> int | 
     return index if index is not None else first
 
 
+# Ops whose CUDA kernel checks `out`'s device itself, in its own words (TensorIterator's
+# "Expected out tensor to have device ..." serves the rest).
+_CUDA_OUT_DEVICE_WORDS = {
+    "aten::nonzero.out": "expected self and out to be on the same device, but got out on "
+                         "{out} and self on {target}.",
+}
+
+
 def _check_written_on_device(op_facts, args, kwargs, target: int) -> None:
     """A host scalar may ride along as an input, but never as what the op writes (`out=`,
     in-place `self`): CUDA refuses it too, else the result would land on the host."""
@@ -141,9 +149,12 @@ def _check_written_on_device(op_facts, args, kwargs, target: int) -> None:
         written = op_facts.arg(args, kwargs, where)
         for tensor in written if isinstance(written, (list, tuple)) else (written,):
             if isinstance(tensor, torch.Tensor) and tensor.device.type != DEVICE_NAME:
+                cuda_words = _CUDA_OUT_DEVICE_WORDS.get(
+                    op_facts.name, "Expected out tensor to have device {target}, but got "
+                    "{out} instead.")
                 raise RuntimeError(  # CUDA's words first: PyTorch's tests match them
-                    f"Expected out tensor to have device {DEVICE_NAME}:{target}, but got "
-                    f"{tensor.device} instead. "
+                    cuda_words.format(out=tensor.device, target=f"{DEVICE_NAME}:{target}")
+                    + " "
                     f"{op_facts.name}: expected '{where[1]}' to be on {DEVICE_NAME}:{target}, "
                     f"but got a tensor on {tensor.device} (the op runs on {DEVICE_NAME}:{target} "
                     f"and writes its result there). Pass a tensor made on the device, e.g. "
@@ -230,7 +241,13 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
             inner_kwargs["device"] = _inner_device(inner_kwargs["device"])
     else:
         kwargs, inner_kwargs = {}, {}
-    target = _target_device(registered, devices, kwargs)
+    try:
+        target = _target_device(registered, devices, kwargs)
+    except RuntimeError:  # mixed devices; an op that checks its `out` first says so first
+        if op_facts.name in _CUDA_OUT_DEVICE_WORDS:
+            on_device = next((d for d in devices if type(d) is int), RUNTIME.current_index)
+            _check_written_on_device(op_facts, args, kwargs, on_device)
+        raise
     if op_facts.mutated and type(target) is int and not (kernel and kernel.cross_device):
         _check_written_on_device(op_facts, args, kwargs, target)
     if type(target) is int:

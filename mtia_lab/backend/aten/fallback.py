@@ -97,6 +97,14 @@ def _check_layouts(out, name: str) -> None:
     """The device stores strided tensors only: say so, rather than fail deep in the wrapper."""
     results = out if isinstance(out, (list, tuple)) else (out,)
     for result in results:
+        if isinstance(result, torch.Tensor) and result.is_quantized:
+            raise NotImplementedError(
+                f"{name} returns a quantized tensor ({result.dtype}), and mtia_sim stores "
+                "unquantized tensors only: a quantized tensor carries PyTorch's C++ quantizer, "
+                "which a Python-registered device cannot attach. Quantize on the CPU "
+                "(`torch.quantize_per_tensor(x.cpu(), ...)`) and keep the result there, or "
+                "keep the float values on the device."
+            )
         if isinstance(result, torch.Tensor) and result.layout != torch.strided:
             raise NotImplementedError(
                 f"{name} returns a {result.layout} tensor, and mtia_sim stores strided (dense) "

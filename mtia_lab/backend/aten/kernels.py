@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..._compat import OpOverloadPacket
+from . import kernels_rnn
 from .kernels_nn import NN_FAMILIES
 from .kernels_nn import register_prices as _register_nn_prices
 from .registry import register_kernel, run_on_device
@@ -140,6 +141,7 @@ def register_native_families() -> None:
     _register_device_random()
     _keep_whole(WHOLE_OUT_OPS)
     _register_nn_prices()
+    kernels_rnn.register()  # the fused LSTM / GRU cells PyTorch calls on an accelerator
 
 
 def _keep_whole(overloads: list[str]) -> None:

@@ -14,12 +14,17 @@ straight to the C++ allocator lookup and raise; use `.pin_memory()` on the resul
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from ..._compat import DEVICE_NAME
 
 _MARK = "_mtia_sim_pinned"  # on a host storage: this memory is pinned
 _LIBRARIES: list[torch.library.Library] = []
+# The pinned blocks, by address: start -> (end, the storage while it lives). A storage slice
+# (`pinned.untyped_storage()[2:]`) is a new storage object inside a pinned block.
+_BLOCKS: dict[int, tuple[int, weakref.ref]] = {}
 
 
 def _check_device(device) -> None:
@@ -35,14 +40,31 @@ def pin_memory(tensor: torch.Tensor, device=None) -> torch.Tensor:
     _check_device(device)
     pinned = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype)
     pinned.copy_(tensor)
-    setattr(pinned.untyped_storage(), _MARK, True)
+    storage = pinned.untyped_storage()
+    setattr(storage, _MARK, True)
+    start = storage.data_ptr()
+    if storage.nbytes():
+        _BLOCKS[start] = (start + storage.nbytes(), weakref.ref(storage))
     return pinned
 
 
 def is_pinned(tensor: torch.Tensor, device=None) -> bool:
-    """aten::is_pinned on the CPU: was this memory made by pin_memory?"""
+    """aten::is_pinned on the CPU: is this memory inside a block made by pin_memory? (CUDA's
+    question is about the address too: a view or storage slice of pinned memory is pinned.)"""
     _check_device(device)
-    return bool(getattr(tensor.untyped_storage(), _MARK, False))
+    storage = tensor.untyped_storage()
+    if getattr(storage, _MARK, False):
+        return True
+    return _in_pinned_block(storage.data_ptr()) if storage.nbytes() else False
+
+
+def _in_pinned_block(address: int) -> bool:
+    for start, (end, alive) in list(_BLOCKS.items()):
+        if alive() is None:  # freed: its addresses may be reused by plain memory
+            del _BLOCKS[start]
+        elif start <= address < end:
+            return True
+    return False
 
 
 def register() -> None:

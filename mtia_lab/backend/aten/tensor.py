@@ -137,6 +137,14 @@ class DeviceUntypedStorage(torch.UntypedStorage):
         memory = self._mtia_owner()
         return memory.address if memory is not None else 0
 
+    def _share_device_(self, *args, **kwargs):
+        """CUDA's IPC export of device memory: the simulator's cannot be shared that way."""
+        raise RuntimeError(
+            f"_share_device_: {DEVICE_NAME} memory cannot be mapped into another process (there "
+            f"is no IPC handle to give). Send the tensor through a torch.multiprocessing queue: "
+            f"it arrives on the same device as a copy (backend/aten/ipc.py)."
+        )
+
     def nbytes(self) -> int:
         return self._mtia_host.nbytes()
 

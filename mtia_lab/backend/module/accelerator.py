@@ -105,8 +105,8 @@ def _set_stream(stream) -> None:
 SUPPORTED_DTYPES = {
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16,
     torch.uint32, torch.uint64, torch.float16, torch.bfloat16, torch.float32, torch.float64,
-    torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
-}
+    torch.complex32, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
+}  # not the quantized dtypes: quantizing on the device is refused (see fallback._check_layouts)
 
 
 def _device_capability(device=None, /) -> dict:

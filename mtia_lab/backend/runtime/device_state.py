@@ -8,6 +8,7 @@ This is the only mutable global state of the backend. Everything that a real dri
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from dataclasses import dataclass, field
 
@@ -56,10 +57,20 @@ class Runtime:
         if self.visible is not None:
             count = len(self.visible)
         self.devices: list[DeviceState] = []
-        self.current_index = 0
+        self._thread = threading.local()  # holds `current_index`, one per thread
         self.strict = False  # True: an op without a native kernel raises instead of falling back
         self.record_alloc_source = True  # attribute each allocation to the user's source line
         self.set_device_count(count)
+
+    @property
+    def current_index(self) -> int:
+        """This thread's current device. Per thread, as CUDA's is: threads that switch devices
+        do not move each other's tensors, and a new thread starts on device 0."""
+        return getattr(self._thread, "index", 0)
+
+    @current_index.setter
+    def current_index(self, index: int) -> None:
+        self._thread.index = index
 
     def set_device_count(self, count: int) -> None:
         _check_int("device_count", count, 1, MAX_DEVICES)
@@ -85,8 +96,9 @@ class Runtime:
             index = self.current_index
         if index >= len(self.devices):
             raise RuntimeError(
-                f"mtia_sim:{index} does not exist: this process has {len(self.devices)} simulated "
-                f"device(s) (valid indices 0..{len(self.devices) - 1}). Ask for more with "
+                f"The device index is out of range: mtia_sim:{index} does not exist: this "
+                f"process has {len(self.devices)} simulated device(s) (valid indices "
+                f"0..{len(self.devices) - 1}). Ask for more with "
                 "mtia_lab.configure(device_count=N) or MTIA_SIM_DEVICE_COUNT=N."
             )
         return self.devices[index]
