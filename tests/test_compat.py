@@ -277,6 +277,7 @@ INDUCTOR: dict[str, Pin] = {
     "trust_triton_for": P("torch._inductor.scheduler.has_triton",
                           "torch._inductor.runtime.triton_helpers.set_driver_to_gpu"),
     "COMPILE_FX_MODULE": P("torch._inductor.compile_fx", check=importlib.import_module),
+    "DEVICE_INTERFACE_MODULE": P("torch._dynamo.device_interface", check=importlib.import_module),
     "inductor_triton_compat": P("torch._inductor.runtime.triton_compat.libdevice"),
     "compile_fx_module": P("torch._inductor.compile_fx.compile_fx",
                            "torch._inductor.compile_fx.compile_fx_inner"),
