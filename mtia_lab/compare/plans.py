@@ -138,21 +138,48 @@ def _decision_between(plan: FusionPlan, left: set, right: set, fused: bool):
     return found
 
 
+def launch_group(launch: Launch, ours: FusionPlan, placed: Attribution) -> tuple[str, ...]:
+    """The group of our nodes a launch computes: those it holds, and the values it computes
+    again that our plan recomputes too (computed_once=False). Inductor's records put a value
+    it recomputes in several launches on the first of them only (`placed.recomputed`)."""
+    again = set(launch.part_of) & placed.recomputed & set(ours.recomputed)
+    if not again:
+        return launch.nodes
+    wanted = set(launch.nodes) | again
+    return tuple(n.name for n in ours.ir.nodes if n.name in wanted)
+
+
+def _homes(ours: FusionPlan) -> dict[str, list]:
+    """Our node -> the kernels of ours that compute it (several only for a recomputed one)."""
+    homes: dict[str, list] = {}
+    for g in ours.groups:
+        for n in g.nodes:
+            homes.setdefault(n, []).append(g)
+    return homes
+
+
+def _holder(homes: dict[str, list], name: str, wanted: set[str]):
+    """The kernel of ours that computes `name` for a launch computing `wanted`: of the
+    kernels recomputing it, the one sharing most of the launch's other nodes."""
+    return max(homes[name], key=lambda g: len(set(g.nodes) & wanted))
+
+
 def differences(ours: FusionPlan, theirs: FusionPlan,
                 placed: Attribution) -> list[Difference]:
     """Every Inductor launch that is not one of our kernels, with the rules that explain it."""
     mine = {g.nodes for g in ours.groups}
-    home = {n: g for g in ours.groups for n in g.nodes}
+    homes = _homes(ours)
     recomputed, merged = placed.recomputed, _merged(ours, theirs, placed)
     out = []
     for launch in placed.launches:
-        group = launch.nodes
+        group = launch_group(launch, ours, placed)
         if not group:
             out.append(_launch_of_its_own(ours, launch))
             continue
         if group in mine:
             continue
         wanted = set(group)
+        home = {n: _holder(homes, n, wanted) for n in group}
         holders = shown = list({home[n].index: home[n] for n in group}.values())
         rules: list[str] = []
         reasons: list[str] = []
@@ -319,7 +346,8 @@ class Comparison:
     def identical(self) -> int:
         """Inductor launches whose node group is exactly one of our kernels."""
         mine = {g.nodes for g in self.ours.groups}
-        return sum(1 for g in self.groups if g and g in mine)
+        return sum(1 for launch in self.placed.launches if launch.nodes
+                   and launch_group(launch, self.ours, self.placed) in mine)
 
     @property
     def inductor_kernels(self) -> int:
@@ -331,6 +359,14 @@ class Comparison:
         counted that are not the wrapper's launches, a launch computing nothing of ours, a
         node on two launches. Returns self, so `compare(...)[0].check()` reads in one line."""
         problems = self.placed.problems()
+        kernels: dict[str, int] = {}
+        for g in self.ours.groups:
+            for name in g.nodes:
+                kernels[name] = kernels.get(name, 0) + 1
+        for name, count in kernels.items():  # only a value both recompute may be in several
+            if count > 1 and not (name in self.ours.recomputed and name in self.placed.recomputed):
+                problems.append(f"our node {name} is in {count} of our kernels, and Inductor "
+                                "does not compute it in several launches")
         seen: dict[str, int] = {}
         for index, group in enumerate(self.groups):
             for name in group:

@@ -42,6 +42,15 @@ IDENTITY = {"clone", "copy", "alias", "lift_fresh_copy", "expand", "contiguous"}
 
 def large_bodies(ir: GraphIR) -> dict[str, int]:
     """{node: estimated ops} for each pointwise node Inductor realizes for its body's size."""
+    return realize_decisions(ir)[0]
+
+
+def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
+    """({node: ops} realized for the body's size, {node with several readers left
+    unrealized}, {node realized}), deciding node by node in graph order as
+    `GraphLowering.run_node` does. A reused node is left unrealized when
+    `should_realize_on_reuse` says no: at most REALIZE_READS_ON_REUSE loads, a body of at
+    most REALIZE_OPCOUNT ops, not a graph output; each of its readers computes it inline."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     users = ir.node_users()
     bodies: dict[str, frozenset] = {}  # node -> the expression keys of its (inlined) body
@@ -49,6 +58,7 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
     interned: dict[tuple, int] = {}  # expression -> a small key (hashing stays cheap)
     realized: set[str] = set()
     large: dict[str, int] = {}
+    inline_reused: set[str] = set()
     for node in ir.nodes:
         if node_kind(node) is not Kind.POINTWISE or node.scatter:
             realized.add(node.name)
@@ -64,7 +74,9 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 reused and loads > REALIZE_READS_ON_REUSE):
             realized.add(node.name)
-    return large
+        elif reused:
+            inline_reused.add(node.name)
+    return large, inline_reused, realized
 
 
 def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict,
