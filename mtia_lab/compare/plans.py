@@ -143,10 +143,15 @@ def launch_group(launch: Launch, ours: FusionPlan, placed: Attribution) -> tuple
     again that our plan recomputes too (computed_once=False). Inductor's records put a value
     it recomputes in several launches on the first of them only (`placed.recomputed`)."""
     again = set(launch.part_of) & placed.recomputed & set(ours.recomputed)
-    if not again:
-        return launch.nodes
     wanted = set(launch.nodes) | again
-    return tuple(n.name for n in ours.ir.nodes if n.name in wanted)
+    ir = ours.ir
+    for name in reversed(ours.recomputed):  # computed nowhere: with each reader (folded)
+        if name not in wanted and placed.how.get(name, "").startswith("absorbed") and any(
+                u in wanted for u in ir.users.get(ir.by_name[name].writes[0], ())):
+            wanted.add(name)
+    if wanted == set(launch.nodes):
+        return launch.nodes
+    return tuple(n.name for n in ir.nodes if n.name in wanted)
 
 
 def _homes(ours: FusionPlan) -> dict[str, list]:
@@ -364,7 +369,7 @@ class Comparison:
             for name in g.nodes:
                 kernels[name] = kernels.get(name, 0) + 1
         for name, count in kernels.items():  # only a value both recompute may be in several
-            if count > 1 and not (name in self.ours.recomputed and name in self.placed.recomputed):
+            if count > 1 and not (name in self.ours.recomputed and self._recomputed(name)):
                 problems.append(f"our node {name} is in {count} of our kernels, and Inductor "
                                 "does not compute it in several launches")
         seen: dict[str, int] = {}
@@ -377,6 +382,13 @@ class Comparison:
             raise AlignmentError(f"{self.name}: the comparison with Inductor is not aligned:\n  "
                                  + "\n  ".join(problems))
         return self
+
+    def _recomputed(self, name: str) -> bool:
+        """Does Inductor compute our node `name` where it is read: inlined into several
+        launches, or in no launch at all (a constant folded into its readers, a cast to the
+        same dtype removed: `absorbed`)?"""
+        return name in self.placed.recomputed or self.placed.how.get(name, "").startswith(
+            "absorbed")
 
     @property
     def unexplained(self) -> list[Difference]:

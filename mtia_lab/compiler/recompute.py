@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import opcount
-from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
+from . import lowering, opcount
+from .ir import POOLS, SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
 
 SEP = "@"  # a clone of value `v` for reader `r` is named "v@r"
 
@@ -43,17 +43,26 @@ def candidates(ir: GraphIR) -> list[str]:
 
 
 def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool:
-    """A pointwise value with one buffer, read whole by at least `fewest_readers` loops that
-    can inline it (no extern, template, scatter or cat; no reader of its sizes only)."""
-    if len(node.writes) != 1 or node.indexed or node.scatter or \
+    """A pointwise value with one buffer (no pool, no cat Inductor makes a ConcatKernel of),
+    read by at least `fewest_readers` loops that can inline it (no extern, template, scatter
+    or ConcatKernel; no reader of its sizes only)."""
+    if len(node.writes) != 1 or node.scatter or _pool(node) or not _inlinable(node, ir) or \
             node_kind(node) is not Kind.POINTWISE or ir.buffers[node.writes[0]].is_output:
         return False
     buf = node.writes[0]
     readers = [ir.by_name[u] for u in ir.users.get(buf, ())]
     return len(readers) >= fewest_readers and all(
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
-        and r.target != "aten.cat.default" and r.access.get(buf) != {SHAPE_ONLY}
-        for r in readers)
+        and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY} for r in readers)
+
+
+def _pool(node: SchedulerNode) -> bool:
+    return node.target.split(".")[1] in POOLS if node.target.startswith("aten.") else False
+
+
+def _inlinable(node: SchedulerNode, ir: GraphIR) -> bool:
+    """Pointwise code to Inductor's lowering: anything but a cat lowered as a ConcatKernel."""
+    return node.target != "aten.cat.default" or lowering.pointwise_cat(node, ir)
 
 
 def origin(name: str) -> str:
