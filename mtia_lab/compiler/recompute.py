@@ -33,7 +33,9 @@ def candidates(ir: GraphIR) -> list[str]:
     docstring for those left out): values with several readers it leaves unrealized, and
     the unrealized values inlined into them (one reader each: recomputed with it)."""
     _, reused, realized = opcount.realize_decisions(ir)
-    chosen = {n.name for n in ir.nodes if n.name in reused and _recomputable(n, ir, 2)}
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    chosen = {n.name for n in ir.nodes if n.name in reused and _recomputable(n, ir, 2)
+              and not scaled_softmax_shift(fx[n.name])}
     for node in reversed(ir.nodes):  # a reader before its producers
         if node.name in chosen or node.name in realized or not _recomputable(node, ir, 1):
             continue
@@ -54,6 +56,21 @@ def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool
     return len(readers) >= fewest_readers and all(
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
         and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY} for r in readers)
+
+
+SCALES = ("aten.mul.Tensor", "aten.div.Tensor")
+
+
+def scaled_softmax_shift(fx_node) -> bool:
+    """`x - amax(x)` of a scaled input (`x = a * s` or `a / s`): Inductor's joint-graph
+    patterns (`mul_softmax_pattern`, `div_softmax_pattern`) rewrite it, before lowering, into
+    a shift whose body loads more than REALIZE_READS_ON_REUSE values: it is stored."""
+    if str(fx_node.target) != "aten.sub.Tensor" or len(fx_node.args) < 2:
+        return False
+    x, shift = fx_node.args[0], fx_node.args[1]
+    return (getattr(shift, "target", None) is not None and str(shift.target).startswith(
+        "aten.amax") and shift.args and shift.args[0] is x
+        and str(getattr(x, "target", "")) in SCALES)
 
 
 def _pool(node: SchedulerNode) -> bool:
