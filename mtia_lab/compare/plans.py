@@ -362,11 +362,17 @@ class Comparison:
     placed: Attribution  # how each of our nodes was placed on a launch (launches.py)
 
     @property
+    def computed_groups(self) -> list[tuple[str, ...]]:
+        """Each Inductor launch as the group of our nodes it computes: `groups`, plus the
+        values it recomputes that our plan recomputes too (`launch_group`)."""
+        return [launch_group(launch, self.ours, self.placed) for launch in self.placed.launches]
+
+    @property
     def identical(self) -> int:
         """Inductor launches whose node group is exactly one of our kernels."""
         mine = {g.nodes for g in self.ours.groups}
-        return sum(1 for launch in self.placed.launches if launch.nodes
-                   and launch_group(launch, self.ours, self.placed) in mine)
+        return sum(1 for launch, group in zip(self.placed.launches, self.computed_groups,
+                                               strict=True) if launch.nodes and group in mine)
 
     @property
     def inductor_kernels(self) -> int:
