@@ -24,7 +24,7 @@ import numbers
 
 import torch
 
-from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
+from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -72,11 +72,25 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
             large[node.name] = ops
         if output or node.name in large or ops > REALIZE_ALWAYS or (
-                reused and loads > REALIZE_READS_ON_REUSE):
+                fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE):
             realized.add(node.name)
         elif reused:
             inline_reused.add(node.name)
     return large, inline_reused, realized
+
+
+def fx_reused(fx_node: torch.fx.Node) -> bool:
+    """Does Inductor's `run_node` call mark_reuse on this value: more than one FX user of the
+    node itself, or of a view of it (a view's mark_reuse reaches the value's storage)? A
+    value read only through a split (whose result is a list, not a tensor) and its pieces
+    is never marked reused, however many pieces are read."""
+    if len(fx_node.users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
+        return True
+    return any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+
+
+def _fx_view(fx_node: torch.fx.Node) -> bool:
+    return fx_node.op == "call_function" and classify(fx_node.target) is Kind.VIEW
 
 
 def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict,

@@ -107,12 +107,13 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
         buf = node.writes[0]
         made = []
         for reader in users.pop(buf, []):
+            host = nodes[reader] if reader in nodes else _clone_named(clones, reader)
             clone = replace(node, name=f"{node.name}{SEP}{reader}",
-                            writes=(f"{buf}{SEP}{reader}",), access=dict(node.access))
+                            writes=(f"{buf}{SEP}{reader}",),
+                            access=_through(node.access, host.access.get(buf, {"full"})))
             new_buf = clone.writes[0]
             buffers[new_buf] = replace(buffers[buf], name=new_buf, producer=clone.name)
             users[new_buf] = [reader]
-            host = nodes[reader] if reader in nodes else _clone_named(clones, reader)
             host.reads = tuple(new_buf if b == buf else b for b in host.reads)
             host.access = {(new_buf if b == buf else b): how for b, how in host.access.items()}
             home[clone.name] = home.get(reader, reader)
@@ -127,6 +128,17 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
     for i, node in enumerate(ordered):
         node.index = i
     return GraphIR(ir.gm, ordered, buffers, users, ir.base_of, ir.inputs, ir.views, home=home)
+
+
+def _through(access: dict, how: set) -> dict:
+    """A clone's reads, when its reader reads the value through a view (a piece of a split,
+    a slice): the clone computes only those elements, so it reads its own inputs at the
+    positions the view picks -- other addresses than a clone for another piece (Inductor's
+    memory deps differ: no shared data between them)."""
+    if how == {"full"}:
+        return dict(access)
+    view = ("through", frozenset(how))
+    return {b: {view} for b in access}
 
 
 def _clone_named(clones: dict[str, list[SchedulerNode]], name: str) -> SchedulerNode:
