@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import mtia_lab  # noqa: F401
 from mtia_lab.compare import AlignmentError, compare
 from mtia_lab.compare.plans import compare_plans
-from mtia_lab.compiler import config
+from mtia_lab.compiler import COMPILED, config
 
 
 def _compared(fn, *shapes):
@@ -437,3 +437,20 @@ def test_the_audit_rejects_a_node_in_two_kernels_our_plan_does_not_say_it_recomp
     unrecorded = dataclasses.replace(c.ours, recomputed=())
     with pytest.raises(AlignmentError, match="add_2 is in 2 of our kernels"):
         compare_plans(unrecorded, c.inductor).check()
+
+
+def test_computed_once_off_a_random_draw_read_by_two_kernels_is_drawn_once():
+    """A mask drawn at random feeds two reductions over other dims: its comparison is
+    recomputed in each kernel, the draw itself is stored (recomputing it would draw another
+    mask in each kernel): both results use one mask, so their totals agree."""
+    def fn(x):
+        kept = x * (torch.rand_like(x) > 0.5)
+        return kept.sum(-1), kept.sum(0)
+
+    x = torch.randn(8, 16, device="mtia_sim")
+    with config.patch(computed_once=False):
+        torch._dynamo.reset()
+        rows, cols = torch.compile(fn, backend="mtia_lab")(x)
+        plan = COMPILED[-1].plan
+    assert "rand_like" not in plan.recomputed and plan.recomputed
+    torch.testing.assert_close(rows.sum().cpu(), cols.sum().cpu())

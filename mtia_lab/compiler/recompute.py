@@ -13,9 +13,11 @@ reader like any value with one user (`inlined_while_lowering`). The plan names t
 node in each kernel that holds one of its clones, and prices each clone: the recomputation
 is counted (its operations in each kernel, its inputs read by each).
 
-Left to Inductor's own realize rule (not recomputed here): a value an extern or a template
-reads (Inductor realizes an extern's inputs: `ExternKernel.realize_input`), a piece of a cat,
-a node writing several buffers, a value read through an index or a scatter.
+Stored, not recomputed: a value an extern or a template reads (Inductor realizes an
+extern's inputs: `ExternKernel.realize_input`), a cat lowered as a ConcatKernel and its
+pieces, a pool, a node writing several buffers, a value a scatter reads, the shift of a
+scaled softmax (Inductor's joint-graph pattern rewrites it first), and a random draw (our
+kernels call the ATen op, which would draw other values in each kernel).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool
     """A pointwise value with one buffer (no pool, no cat Inductor makes a ConcatKernel of),
     read by at least `fewest_readers` loops that can inline it (no extern, template, scatter
     or ConcatKernel; no reader of its sizes only)."""
-    if len(node.writes) != 1 or node.scatter or _pool(node) or not _inlinable(node, ir) or \
+    if len(node.writes) != 1 or node.scatter or _pool(node) or _random(node, ir) or \
+            not _inlinable(node, ir) or \
             node_kind(node) is not Kind.POINTWISE or ir.buffers[node.writes[0]].is_output:
         return False
     buf = node.writes[0]
@@ -73,8 +76,26 @@ def scaled_softmax_shift(fx_node) -> bool:
         and str(getattr(x, "target", "")) in SCALES)
 
 
+RANDOM = {"rand", "rand_like", "randn", "randn_like", "bernoulli", "uniform", "normal",
+          "randint", "randint_like", "native_dropout", "bernoulli_", "uniform_", "normal_"}
+
+
+def _random(node: SchedulerNode, ir: GraphIR) -> bool:
+    """A random draw, or a value read straight from one: Inductor's Triton code draws from a
+    seed and the element's offset (the same values in every kernel); our kernels call the
+    ATen op, which would draw new values in each. The draw is stored, and so is its reader
+    (a draw inlined into one reader's kernel could not feed the others)."""
+    producers = [ir.buffers[b].producer for b in node.reads]
+    return _op(node) in RANDOM or any(
+        p is not None and p in ir.by_name and _op(ir.by_name[p]) in RANDOM for p in producers)
+
+
+def _op(node: SchedulerNode) -> str:
+    return node.target.split(".")[1] if node.target.startswith("aten.") else node.target
+
+
 def _pool(node: SchedulerNode) -> bool:
-    return node.target.split(".")[1] in POOLS if node.target.startswith("aten.") else False
+    return _op(node) in POOLS
 
 
 def _inlinable(node: SchedulerNode, ir: GraphIR) -> bool:
