@@ -231,9 +231,12 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
     writer = {b: g.index for g in theirs.groups for b in g.outputs}
     by_name = {n.name: n for n in info.gm.graph.nodes} if info.gm is not None else {}
     out = []
+    stored: set[str] = set()  # values the launches so far wrote
     for g in theirs.groups:
+        written = set(info.values.get(g.index, ()))
         if info.kernel_names.get(g.index) == DEVICE_COPY_LAUNCH:  # it moves a tensor, no more
-            out.append(set(info.values.get(g.index, ())))
+            out.append(written)
+            stored |= written
             continue
         inherited: set[str] = set()
         for buf in g.inputs:  # the buffer's own origins (its launch's, where not recorded)
@@ -241,10 +244,9 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
                 inherited |= set(getattr(info, "buffer_origins", {}).get(
                     buf, info.origins.get(writer[buf], ())))
         origins = set(info.origins.get(g.index, ()))
-        stored = {v for k in range(g.index) for v in info.values.get(k, ())}  # earlier
-        between = _between(by_name, set(info.values.get(g.index, ())), origins, stored) \
-            if g.kind != "extern" else set()
+        between = _between(by_name, written, origins, stored) if g.kind != "extern" else set()
         out.append((origins - inherited) | between)
+        stored |= written
     return out
 
 
