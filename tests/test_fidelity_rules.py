@@ -1,12 +1,16 @@
 """The rules added to follow Inductor on graphs it was not tuned on, each at its edge, checked
 against Inductor's real plan for the device (every launch compared, `Comparison.check`)."""
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare import AlignmentError, compare
+from mtia_lab.compare.plans import compare_plans
+from mtia_lab.compiler import COMPILED, config
 
 
 def _compared(fn, *shapes):
@@ -364,3 +368,89 @@ def test_realize_acc_reads_a_body_loading_more_than_8_values_is_stored(loads):
     assert not c.unexplained, str(c)
     copy = next(g.nodes for g in c.ours.groups if "clone" in g.nodes)
     assert (f"add_{loads - 2}" in copy) is (loads == 8), _kernels(c)
+
+
+def _recomputing(fn, *shapes):
+    """fn compared with Inductor with our departures off (no matmul template, no value
+    computed once where Inductor recomputes it), and its compiled result against eager."""
+    torch.manual_seed(0)
+    host = [torch.randn(*s) for s in shapes]
+    with config.patch(matmul_templates=False, computed_once=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    for got, want in zip(compiled, fn(*host), strict=True):
+        torch.testing.assert_close(got.cpu(), want)
+    return c.check()
+
+
+@pytest.mark.parametrize("loads", [4, 5])
+def test_computed_once_off_a_reused_value_loading_at_most_4_is_recomputed_in_each_reader(loads):
+    """v, the sum of `loads` inputs, is read by two reductions over other dims (two kernels).
+    Inductor's lowering realizes a value with several users only when its body loads more
+    than realize_reads_threshold (4) values (should_realize_on_reuse): at 4 each reduction's
+    kernel computes v again, at 5 v is stored once. With computed_once off ours does the
+    same, the plan counts the recomputation (each kernel reads v's inputs, none writes v),
+    and the compiled code still matches eager."""
+    def fn(*xs):
+        v = xs[0]
+        for x in xs[1:]:
+            v = v + x
+        return v.sum(-1), v.amax(0)
+
+    c = _recomputing(fn, *[(8, 16)] * loads)
+    _same_as_inductor(c)
+    v = f"add_{loads - 2}" if loads > 2 else "add"
+    holders = [g for g in c.ours.groups if v in g.nodes]
+    if loads == 4:
+        assert len(holders) == 2 and v in c.ours.recomputed and v in c.placed.recomputed
+        inputs = {n.name for n in c.ours.ir.gm.graph.nodes if n.op == "placeholder"}
+        for g in holders:  # each kernel loads every input of v, and never stores v
+            assert inputs <= set(g.inputs) and v not in g.outputs
+            assert f"{v}: aten.add.Tensor (recomputed here)" in g.aten_nodes
+        assert any(d.rule == "recomputed_in_each_reader" and d.first == (v,)
+                   for d in c.ours.decisions)
+    else:
+        assert len(holders) == 1 and not c.ours.recomputed
+
+
+def test_computed_once_on_a_value_with_several_readers_is_computed_once_and_stored():
+    """The departure on (the default): the same value is computed in one kernel and stored
+    for the other reader, where Inductor computes it in both."""
+    def fn(a, b, c, d):
+        v = a + b + c + d
+        return v.sum(-1), v.amax(0)
+
+    c = _compared(fn, *[(8, 16)] * 4)
+    assert sum("add_2" in g.nodes for g in c.ours.groups) == 1 and not c.ours.recomputed
+    assert any("add_2" in g.outputs for g in c.ours.groups)  # stored for the other reader
+    assert "add_2" in c.placed.recomputed  # Inductor: computed in both launches
+    assert not any(d.rule == "recomputed_in_each_reader" for d in c.ours.decisions)
+
+
+def test_the_audit_rejects_a_node_in_two_kernels_our_plan_does_not_say_it_recomputes():
+    def fn(a, b, c, d):
+        v = a + b + c + d
+        return v.sum(-1), v.amax(0)
+
+    c = _recomputing(fn, *[(8, 16)] * 4)
+    unrecorded = dataclasses.replace(c.ours, recomputed=())
+    with pytest.raises(AlignmentError, match="add_2 is in 2 of our kernels"):
+        compare_plans(unrecorded, c.inductor).check()
+
+
+def test_computed_once_off_a_random_draw_read_by_two_kernels_is_drawn_once():
+    """A mask drawn at random feeds two reductions over other dims: its comparison is
+    recomputed in each kernel, the draw itself is stored (recomputing it would draw another
+    mask in each kernel): both results use one mask, so their totals agree."""
+    def fn(x):
+        kept = x * (torch.rand_like(x) > 0.5)
+        return kept.sum(-1), kept.sum(0)
+
+    x = torch.randn(8, 16, device="mtia_sim")
+    with config.patch(computed_once=False):
+        torch._dynamo.reset()
+        rows, cols = torch.compile(fn, backend="mtia_lab")(x)
+        plan = COMPILED[-1].plan
+    assert "rand_like" not in plan.recomputed and plan.recomputed
+    torch.testing.assert_close(rows.sum().cpu(), cols.sum().cpu())

@@ -372,3 +372,28 @@ def test_a_plan_without_node_detail_lists_each_kernels_ops_in_one_box(ir):
     assert details[f"cluster_k{fused['index']}"]["members"] == [f"ops_k{fused['index']}"]
     assert set(details) <= set(re.findall(r'"([^"]+)" \[', dot)) | {
         f"cluster_k{g['index']}" for g in data["groups"]}
+
+
+def test_a_value_recomputed_in_each_reader_is_drawn_in_each_kernel():
+    """computed_once=False: the plan names the value in both kernels, and the views draw it
+    in each (one graphviz node per kernel, marked recomputed) and the comparison's view puts
+    it in both of Inductor's launches too."""
+    def fn(a, b, c, d):
+        v = a + b + c + d
+        return v.sum(-1), v.amax(0)
+
+    xs = [torch.randn(8, 16, device="mtia_sim") for _ in range(4)]
+    from mtia_lab.compare import compare
+
+    with config.patch(computed_once=False):
+        (comparison,) = compare(fn, *xs)
+    plan = comparison.ours
+    holders = [g.index for g in plan.groups if "add_2" in g.nodes]
+    assert plan.recomputed and len(holders) == 2
+    dot = FusionGraph(plan).to_dot()
+    for index in holders:
+        assert f'"n_add_2_k{index}"' in dot
+    assert dot.count("(recomputed)") == 3 * len(holders)  # add, add_1, add_2 in each kernel
+    view = PlanCompare(comparison)
+    assert [nodes for _, nodes, _, _ in view.theirs] == [g.nodes for g in plan.groups]
+    assert view.rows()[-1] == ("same groups", "2", "of 2")

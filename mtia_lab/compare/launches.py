@@ -223,21 +223,45 @@ def _is_view(node: torch.fx.Node) -> bool:
 
 def _computes(theirs: FusionPlan) -> list[set[str]]:
     """Per launch, the post-grad nodes it computes itself: its origins, less those of the
-    launches whose buffers it reads (origins a copy inherits from what it copies). A copy
-    between devices computes only the value it moves (its origins also name its readers)."""
+    buffers it reads (origins a copy inherits from what it copies), and the nodes between
+    the values it reads and the values it writes (`_between`: a value it computes again, whose
+    name an extern's inflated origins also carry). A copy between devices computes only the
+    value it moves (its origins also name its readers)."""
     info = theirs.ir
     writer = {b: g.index for g in theirs.groups for b in g.outputs}
+    by_name = {n.name: n for n in info.gm.graph.nodes} if info.gm is not None else {}
     out = []
+    stored: set[str] = set()  # values the launches so far wrote
     for g in theirs.groups:
+        written = set(info.values.get(g.index, ()))
         if info.kernel_names.get(g.index) == DEVICE_COPY_LAUNCH:  # it moves a tensor, no more
-            out.append(set(info.values.get(g.index, ())))
+            out.append(written)
+            stored |= written
             continue
         inherited: set[str] = set()
-        for buf in g.inputs:
+        for buf in g.inputs:  # the buffer's own origins (its launch's, where not recorded)
             if buf in writer and writer[buf] != g.index:
-                inherited |= set(info.origins.get(writer[buf], ()))
-        out.append(set(info.origins.get(g.index, ())) - inherited)
+                inherited |= set(getattr(info, "buffer_origins", {}).get(
+                    buf, info.origins.get(writer[buf], ())))
+        origins = set(info.origins.get(g.index, ()))
+        between = _between(by_name, written, origins, stored) if g.kind != "extern" else set()
+        out.append((origins - inherited) | between)
+        stored |= written
     return out
+
+
+def _between(by_name: dict, written: set[str], origins: set[str], stored: set[str]) -> set[str]:
+    """The launch's origins on a path from values stored before it (`stored`, or graph inputs)
+    to the values it writes: what its loop body computes."""
+    found: set[str] = set()
+    stack = [n for n in written if n in by_name]
+    while stack:
+        name = stack.pop()
+        if name in found or name not in origins or (name in stored and name not in written):
+            continue
+        found.add(name)
+        stack.extend(a.name for a in by_name[name].all_input_nodes)
+    return found
 
 
 def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) -> Attribution:

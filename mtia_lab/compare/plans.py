@@ -138,21 +138,53 @@ def _decision_between(plan: FusionPlan, left: set, right: set, fused: bool):
     return found
 
 
+def launch_group(launch: Launch, ours: FusionPlan, placed: Attribution) -> tuple[str, ...]:
+    """The group of our nodes a launch computes: those it holds, and the values it computes
+    again that our plan recomputes too (computed_once=False). Inductor's records put a value
+    it recomputes in several launches on the first of them only (`placed.recomputed`)."""
+    again = set(launch.part_of) & placed.recomputed & set(ours.recomputed)
+    wanted = set(launch.nodes) | again
+    ir = ours.ir
+    for name in reversed(ours.recomputed):  # computed nowhere: with each reader (folded)
+        if name not in wanted and placed.how.get(name, "").startswith("absorbed") and any(
+                u in wanted for u in ir.users.get(ir.by_name[name].writes[0], ())):
+            wanted.add(name)
+    if wanted == set(launch.nodes):
+        return launch.nodes
+    return tuple(n.name for n in ir.nodes if n.name in wanted)
+
+
+def _homes(ours: FusionPlan) -> dict[str, list]:
+    """Our node -> the kernels of ours that compute it (several only for a recomputed one)."""
+    homes: dict[str, list] = {}
+    for g in ours.groups:
+        for n in g.nodes:
+            homes.setdefault(n, []).append(g)
+    return homes
+
+
+def _holder(homes: dict[str, list], name: str, wanted: set[str]):
+    """The kernel of ours that computes `name` for a launch computing `wanted`: of the
+    kernels recomputing it, the one sharing most of the launch's other nodes."""
+    return max(homes[name], key=lambda g: len(set(g.nodes) & wanted))
+
+
 def differences(ours: FusionPlan, theirs: FusionPlan,
                 placed: Attribution) -> list[Difference]:
     """Every Inductor launch that is not one of our kernels, with the rules that explain it."""
     mine = {g.nodes for g in ours.groups}
-    home = {n: g for g in ours.groups for n in g.nodes}
+    homes = _homes(ours)
     recomputed, merged = placed.recomputed, _merged(ours, theirs, placed)
     out = []
     for launch in placed.launches:
-        group = launch.nodes
+        group = launch_group(launch, ours, placed)
         if not group:
             out.append(_launch_of_its_own(ours, launch))
             continue
         if group in mine:
             continue
         wanted = set(group)
+        home = {n: _holder(homes, n, wanted) for n in group}
         holders = shown = list({home[n].index: home[n] for n in group}.values())
         rules: list[str] = []
         reasons: list[str] = []
@@ -202,6 +234,11 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
             elif d is not None:
                 rules.append(d.rule)
                 reasons.append(str(d))
+        stored = wanted_recomputed_by_us_only(ours, placed, holders, wanted)
+        if stored:
+            rules.append("recomputed_in_each_reader")
+            reasons.append(f"we recompute {', '.join(sorted(stored))} in each reader "
+                           "(computed_once=False); Inductor stores it")
         if wanted & recomputed:
             rules.append("computed_once")
             reasons.append(f"Inductor computes {', '.join(sorted(wanted & recomputed))} in more "
@@ -210,6 +247,15 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                               tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons)),
                               launch.index, launch.name))
     return out
+
+
+def wanted_recomputed_by_us_only(ours: FusionPlan, placed: Attribution, holders,
+                                 wanted: set[str]) -> set[str]:
+    """Values our plan recomputes in each reader that Inductor computes in one launch and
+    stores (our realize rule was wrong there: an unexplained difference)."""
+    ours_again = {n for h in holders for n in h.nodes} & set(ours.recomputed)
+    return {n for n in ours_again if n not in placed.recomputed
+            and not placed.how.get(n, "").startswith("absorbed")}
 
 
 def _inlined_into_readers(ours: FusionPlan, placed: Attribution, holder, wanted: set) -> bool:
@@ -316,10 +362,17 @@ class Comparison:
     placed: Attribution  # how each of our nodes was placed on a launch (launches.py)
 
     @property
+    def computed_groups(self) -> list[tuple[str, ...]]:
+        """Each Inductor launch as the group of our nodes it computes: `groups`, plus the
+        values it recomputes that our plan recomputes too (`launch_group`)."""
+        return [launch_group(launch, self.ours, self.placed) for launch in self.placed.launches]
+
+    @property
     def identical(self) -> int:
         """Inductor launches whose node group is exactly one of our kernels."""
         mine = {g.nodes for g in self.ours.groups}
-        return sum(1 for g in self.groups if g and g in mine)
+        return sum(1 for launch, group in zip(self.placed.launches, self.computed_groups,
+                                               strict=True) if launch.nodes and group in mine)
 
     @property
     def inductor_kernels(self) -> int:
@@ -331,6 +384,14 @@ class Comparison:
         counted that are not the wrapper's launches, a launch computing nothing of ours, a
         node on two launches. Returns self, so `compare(...)[0].check()` reads in one line."""
         problems = self.placed.problems()
+        kernels: dict[str, int] = {}
+        for g in self.ours.groups:
+            for name in g.nodes:
+                kernels[name] = kernels.get(name, 0) + 1
+        for name, count in kernels.items():  # only a value our plan recomputes (its record
+            if count > 1 and name not in self.ours.recomputed:  # says so) may be in several
+                problems.append(f"our node {name} is in {count} of our kernels, and our plan "
+                                "does not say it recomputes it")
         seen: dict[str, int] = {}
         for index, group in enumerate(self.groups):
             for name in group:

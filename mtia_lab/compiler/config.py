@@ -6,7 +6,8 @@ name, type or range raises a ConfigError that names the setting, the value and w
 
 Each setting is a guardrail of the registry (mtia_lab/records/guardrails.py: name, Inductor
 config key, ours or Inductor's, default, valid values). Defaults are Inductor's (torch
-2.13), plus two of our own: matmul templates and the on-chip memory budget.
+2.13), plus three of our own: matmul templates, a value computed once, and the on-chip memory
+budget.
 Our scheduler nodes are aten ops; Inductor's are the buffers it realized after inlining
 single-use pointwise ops while lowering. The scheduler models that inlining (rule
 `inlined_while_lowering`), and `max_fusion_size` counts nodes as Inductor does: an inlined op is

@@ -161,6 +161,9 @@ class GraphIR:
     inputs: list[str]
     views: list[str] = field(default_factory=list)  # FX nodes that are views (no kernel)
     by_name: dict[str, SchedulerNode] = field(default_factory=dict)
+    # A clone of a value Inductor recomputes in each reader (recompute.py) -> the node whose
+    # kernel computes it; empty unless the scheduler ran with computed_once=False.
+    home: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_name = {n.name: n for n in self.nodes}

@@ -24,7 +24,7 @@ import numbers
 
 import torch
 
-from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
+from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -42,6 +42,15 @@ IDENTITY = {"clone", "copy", "alias", "lift_fresh_copy", "expand", "contiguous"}
 
 def large_bodies(ir: GraphIR) -> dict[str, int]:
     """{node: estimated ops} for each pointwise node Inductor realizes for its body's size."""
+    return realize_decisions(ir)[0]
+
+
+def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
+    """({node: ops} realized for the body's size, {node with several readers left
+    unrealized}, {node realized}), deciding node by node in graph order as
+    `GraphLowering.run_node` does. A reused node is left unrealized when
+    `should_realize_on_reuse` says no: at most REALIZE_READS_ON_REUSE loads, a body of at
+    most REALIZE_OPCOUNT ops, not a graph output; each of its readers computes it inline."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     users = ir.node_users()
     bodies: dict[str, frozenset] = {}  # node -> the expression keys of its (inlined) body
@@ -49,6 +58,7 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
     interned: dict[tuple, int] = {}  # expression -> a small key (hashing stays cheap)
     realized: set[str] = set()
     large: dict[str, int] = {}
+    inline_reused: set[str] = set()
     for node in ir.nodes:
         if node_kind(node) is not Kind.POINTWISE or node.scatter:
             realized.add(node.name)
@@ -62,9 +72,25 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
         if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
             large[node.name] = ops
         if output or node.name in large or ops > REALIZE_ALWAYS or (
-                reused and loads > REALIZE_READS_ON_REUSE):
+                fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE):
             realized.add(node.name)
-    return large
+        elif reused:
+            inline_reused.add(node.name)
+    return large, inline_reused, realized
+
+
+def fx_reused(fx_node: torch.fx.Node) -> bool:
+    """Does Inductor's `run_node` call mark_reuse on this value: more than one FX user of the
+    node itself, or of a view of it (a view's mark_reuse reaches the value's storage)? A
+    value read only through a split (whose result is a list, not a tensor) and its pieces
+    is never marked reused, however many pieces are read."""
+    if len(fx_node.users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
+        return True
+    return any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+
+
+def _fx_view(fx_node: torch.fx.Node) -> bool:
+    return fx_node.op == "call_function" and classify(fx_node.target) is Kind.VIEW
 
 
 def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict,

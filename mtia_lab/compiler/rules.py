@@ -49,7 +49,8 @@ DEPARTURES = {
                          "max-autotune and fuses nothing into it",
     "on_chip_memory_budget": "a fused kernel's intermediates must fit the PEs' local memory",
     "computed_once": "every aten op runs in one kernel; Inductor may inline a cheap pointwise "
-                     "op into several kernels and compute it in each",
+                     "op into several kernels and compute it in each (switch it off: "
+                     "config computed_once=False, recompute.py)",
     "post_grad_pattern": "we schedule the aten graph as traced; Inductor first rewrites some "
                          "patterns (mm + add into addmm, ...) into other ops",
     "extern_in_triton": "our extern kernel is the whole op; Inductor runs parts of some in "
@@ -71,8 +72,9 @@ NOT_MODELLED = {
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
     "split_reductions": "a large reduction is one kernel, never split in two",
-    "realize_reads_threshold": "an op with several users is computed once (computed_once), "
-                               "never inlined into each of them",
+    "realize_reads_threshold": "with computed_once on (the default), an op with several "
+                               "users is computed once, never inlined into each of them "
+                               "(computed_once=False follows it: recompute.py)",
 }
 
 

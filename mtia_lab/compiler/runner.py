@@ -32,6 +32,7 @@ from ..backend.runtime import oom
 from ..backend.runtime.cost import KernelCost
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import charge
+from . import recompute
 from .codegen import Kernel, Program
 from .ir import FusedSchedulerNode, build_ir, sizes_at
 from .pricing import combo_cost, kernel_cost
@@ -167,9 +168,12 @@ class Runner:
         if costs is None:
             values = {symbol: size for (_, symbol), size in zip(self._symbols, sizes, strict=True)}
             ir = build_ir(self.gm, sizes_at(values))
+            plan = self.program.plan
+            if plan.recomputed:  # each reader's kernel computes them again (recompute.py)
+                ir = recompute.split(ir, plan.recomputed)
             costs = self._costs[sizes] = [
-                kernel_cost(FusedSchedulerNode([ir.by_name[n] for n in group.nodes]), ir)
-                for group in self.program.plan.groups
+                kernel_cost(FusedSchedulerNode(recompute.members(ir, group.nodes)), ir)
+                for group in plan.groups
             ]
         return costs
 

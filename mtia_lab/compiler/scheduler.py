@@ -22,7 +22,7 @@ import heapq
 
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, opcount, pricing, rules
+from . import config, opcount, pricing, recompute, rules
 from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -79,11 +79,20 @@ def _described(group: FusedSchedulerNode, labels: dict[str, str]) -> tuple:
     described = group.cache.get("described")
     if described is None:
         described = group.cache["described"] = (
-            tuple(n.name for n in group.nodes),
+            tuple(dict.fromkeys(recompute.origin(n.name) for n in group.nodes)),
             tuple(labels[n.name] for n in group.nodes),
             tuple(dict.fromkeys(s for n in group.nodes for s in n.source)),
         )
     return described
+
+
+def _label(node, ir: GraphIR) -> str:
+    """"name: aten op" of a node; a clone (recompute.py) is named as its original, and for
+    which reader it is computed again."""
+    if node.name in ir.home:
+        return (f"{recompute.origin(node.name)}: {node.target} (recomputed for "
+                f"{ir.home[node.name]})")
+    return f"{node.name}: {node.target}"
 
 
 def _realized_order(ir: GraphIR) -> None:
@@ -116,8 +125,9 @@ def _gc_paused():
 class Scheduler:
     """The mutable state of one scheduling run; `run()` returns the frozen FusionPlan."""
 
-    def __init__(self, ir: GraphIR, name: str = "graph", profile=None) -> None:
-        self.ir = ir
+    def __init__(self, ir: GraphIR, name: str = "graph", profile=None,
+                 recomputed: tuple[str, ...] = ()) -> None:
+        self.source_ir = ir  # the graph's IR, as the plan keeps it
         self.name = name
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
@@ -125,8 +135,11 @@ class Scheduler:
         for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
             node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
         large = opcount.large_bodies(ir)  # ...and stores values whose loop body is large
+        # computed_once=False: a clone of each recomputed value per reader (recompute.py)
+        self.recomputed = recomputed
+        ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
         for node in ir.nodes:
-            node.large_body = large.get(node.name, 0)
+            node.large_body = large.get(recompute.origin(node.name), 0)
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
@@ -143,7 +156,7 @@ class Scheduler:
         # between two kernels can only pass through kernels placed between them.
         self.pos: dict[FusedSchedulerNode, int] = {g: g.index for g in self.live.values()}
         self._last_walk: tuple | None = None  # (src, dst, kernels between) of the last check
-        self._labels = {n.name: f"{n.name}: {n.target}" for n in ir.nodes}
+        self._labels = {n.name: _label(n, ir) for n in ir.nodes}
         self.decisions: list[FusionDecision] = []
         self._seen: set[tuple[frozenset, frozenset]] = set()
         self._reorderable: set[tuple[frozenset, frozenset]] = set()  # for the reorder round
@@ -379,8 +392,33 @@ class Scheduler:
         close()
         return combos
 
+    def stray_clones(self) -> set[str]:
+        """Recomputed values one of whose clones did not join its reader's kernel (a rule
+        refused the inlining): Inductor would have stored them after all."""
+        return {recompute.origin(c) for c, reader in self.ir.home.items()
+                if self.group_of[c] is not self.group_of[reader]}
+
+    def _record_recomputed(self) -> None:
+        """One decision per recomputed value, before the rounds (Inductor's lowering)."""
+        src = self.source_ir
+        for name in self.recomputed:
+            node = src.by_name[name]
+            readers = tuple(sorted(src.users[node.writes[0]], key=lambda n: src.by_name[n].index))
+            self.decisions.append(FusionDecision(
+                (name,), readers, True, "recomputed_in_each_reader",
+                f"{name} has {len(readers)} readers and a cheap body (at most "
+                f"{opcount.REALIZE_READS_ON_REUSE} loads, {opcount.REALIZE_OPCOUNT} ops): "
+                "Inductor's lowering does not realize it (should_realize_on_reuse), each "
+                "reader's kernel computes it again (computed_once=False)", 0, -1,
+                (self._labels_of(name),) + tuple(self._labels_of(r) for r in readers),
+                node.source))
+
+    def _labels_of(self, name: str) -> str:
+        return f"{name}: {self.source_ir.by_name[name].target}"
+
     def run(self) -> FusionPlan:
         with _gc_paused():
+            self._record_recomputed()
             for rnd in range(MAX_ROUNDS):
                 if not self.fuse_nodes_once(rnd):
                     break
@@ -390,18 +428,28 @@ class Scheduler:
             combos = self.combo_kernels(order) if config.combo_kernels else []
             return self._plan(order, combos)
 
+    def _members(self, g: FusedSchedulerNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(node names, "name: aten op" labels) of a kernel, each recomputed value named once
+        by its own name (its clones are its recomputation in this kernel)."""
+        src = self.source_ir.by_name
+        names = sorted(dict.fromkeys(recompute.origin(n.name) for n in g.nodes),
+                       key=lambda n: src[n].index)
+        again = set(self.recomputed)
+        return tuple(names), tuple(f"{n}: {src[n].target}" + (
+            " (recomputed here)" if n in again else "") for n in names)
+
     def _plan(self, order: list[FusedSchedulerNode], combos) -> FusionPlan:
         ir, profile = self.ir, self.profile
         groups = []
         for i, g in enumerate(order):
-            cost = pricing.kernel_cost(g, ir, profile)
+            cost = pricing.kernel_cost(g, ir, profile)  # a clone's work and reads counted
+            names, labels = self._members(g)
             groups.append(KernelGroup(
-                i, tuple(n.name for n in g.nodes), g.kind.value, tuple(sorted(g.reads)),
-                tuple(sorted(g.outputs(ir))), cost, cost.duration_us(profile),
-                tuple(f"{n.name}: {n.target}" for n in g.nodes),
+                i, names, g.kind.value, tuple(sorted(g.reads)),
+                tuple(sorted(g.outputs(ir))), cost, cost.duration_us(profile), labels,
                 tuple(dict.fromkeys(s for n in g.nodes for s in n.source)),
             ))
-        before_costs = pricing.unfused_cost(ir)
+        before_costs = pricing.unfused_cost(self.source_ir)
         before = PlanTotals(len(before_costs),
                             sum(c.bytes_read + c.bytes_written for c in before_costs),
                             sum(c.duration_us(profile) for c in before_costs))
@@ -414,10 +462,22 @@ class Scheduler:
         notes = tuple(f"{check}: left out on purpose ({why})"
                       for check, why in NOT_MODELLED.items())
         return FusionPlan(self.name, groups, self.decisions, before, after, combos,
-                          config.snapshot(), tuple(ir.views), ir, notes)
+                          config.snapshot(), tuple(ir.views), self.source_ir, notes,
+                          recomputed=tuple(self.recomputed))
 
 
 def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
-    """Fuse the graph's scheduler nodes into kernels under the current config."""
+    """Fuse the graph's scheduler nodes into kernels under the current config.
+
+    computed_once=False: the values Inductor recomputes in each reader are given a clone per
+    reader (recompute.py); a value whose clone a rule kept out of its reader's kernel is
+    stored after all, and the graph is scheduled again without it."""
     with _gc_paused():  # building the Scheduler allocates one object or more per node too
-        return Scheduler(ir, name, profile).run()
+        recomputed = () if config.computed_once else tuple(recompute.candidates(ir))
+        while True:
+            scheduler = Scheduler(ir, name, profile, recomputed)
+            plan = scheduler.run()
+            stray = scheduler.stray_clones() if recomputed else set()
+            if not stray:
+                return plan
+            recomputed = tuple(n for n in recomputed if n not in stray)

@@ -62,6 +62,9 @@ class InductorGraph:
     # which node, read from Inductor's records (compare/launches.py aligns by these).
     origins: dict[int, tuple[str, ...]] = field(default_factory=dict)
     values: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # Each buffer's own origins (a launch's are the union over its buffers): what a launch
+    # reading that buffer inherits, not what it computes again.
+    buffer_origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
     wrapper: str = ""  # the generated wrapper's code, when the compile captured it
 
     def source(self, name: str) -> str:
@@ -261,6 +264,10 @@ def build_plan(c: Collector) -> FusionPlan:
     info.kernels_of = {n: tuple(w) for n, w in kernels_of.items()}
     info.origins = {i: tuple(sorted(names)) for i, names in enumerate(origin_sets)}
     info.values = {i: _values(snode, by_name) for i, (snode, _) in enumerate(launches)}
+    info.buffer_origins = {sub.node.get_name(): tuple(sorted(o.name for o in sub.node.origins))
+                           for snode, _ in launches for sub in snode.get_nodes()
+                           if getattr(sub, "node", None) is not None
+                           and getattr(sub.node, "origins", None)}
     decisions = _decisions(c, by_name)
     before_costs = [_cost(s, _kind(s)) for s in c.before if _kind(s) != "nop"]
     before = PlanTotals(len(before_costs), sum(x.bytes_read + x.bytes_written

@@ -11,7 +11,7 @@ departure on purpose), its default and which values are valid. Everyone reads th
     viz/                 a decision whose rule is a guardrail's name was made by a guardrail;
                          the playground's controls for each engine
 
-Defaults are Inductor's (torch 2.13), plus two of our own.
+Defaults are Inductor's (torch 2.13), plus three of our own.
 """
 
 from __future__ import annotations
@@ -99,6 +99,10 @@ GUARDRAILS: dict[str, Guardrail] = {g.name: g for g in [
               doc="Ours: a matmul is a template that takes its pointwise epilogue (an "
                   "MTIA-style GEMM kernel). False: an ATen call nothing fuses with, as "
                   "Inductor without max-autotune."),
+    Guardrail("computed_once", True, bool, owner=OURS,
+              doc="Ours: a value with several readers is computed once, in one kernel, and "
+                  "stored for the others. False: as Inductor's lowering, a cheap one "
+                  "(should_realize_on_reuse says no) is recomputed in each reader's kernel."),
     Guardrail("on_chip_memory_budget", None, int, 0, allow_none=True, owner=OURS,
               doc="Bytes of intermediates one kernel may keep on chip (None: the chip "
                   "profile's local_memory_per_pe * num_pes)."),

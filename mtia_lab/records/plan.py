@@ -30,7 +30,7 @@ class FusionDecision:
     rule: str
     reason: str
     score: int = 0  # bytes of memory traffic the fusion saves (score_fusion_memory)
-    round: int = 0  # which fuse_nodes_once pass made it (combo kernels: -1)
+    round: int = 0  # which fuse_nodes_once pass made it (combo kernels, recompute: -1)
     aten_nodes: tuple[str, ...] = ()  # aten ops on both sides, e.g. "mul_3: aten.mul.Tensor"
     source: tuple[str, ...] = ()  # user source lines they came from
     ours: bool = False  # decided by a rule where we depart from Inductor on purpose
@@ -93,6 +93,9 @@ class FusionPlan:
     # Dynamic shapes: each size symbol and what it stands for ("s0" -> "x.size(0), 3 when
     # traced"). Groups' sizes keep the symbols; bytes and times are at the sizes traced.
     symbols: dict[str, str] = field(default_factory=dict)
+    # Values computed again in each kernel that reads them, as Inductor's lowering does
+    # (computed_once=False): the only nodes that sit in several groups.
+    recomputed: tuple[str, ...] = ()
 
     @property
     def kernel_count(self) -> int:

@@ -106,6 +106,10 @@ class FusionDot:
         self.groups = self.data["groups"][:view.max_kernels]
         self.shown = {g["index"] for g in self.groups}
         self.node_id: dict[str, str] = {}  # scheduler node -> the DOT node that shows it
+        # A value recomputed in each reader's kernel (computed_once=False) is drawn in each:
+        # (node, kernel index) -> its DOT node there.
+        self.again = set(self.data.get("recomputed") or ())
+        self.kernel_ids: dict[tuple[str, int], str] = {}
         self.home: dict[str, int] = {n: g["index"] for g in self.data["groups"] for n in g["nodes"]}
         self.anchor: dict[int, str] = {}
         self.tags: list[tuple[str, dict]] = []  # (R1, decision) in legend order
@@ -221,10 +225,13 @@ class FusionDot:
         drawn = []
         max_nodes = self.view.max_nodes
         for node, text in list(zip(g["nodes"], labels, strict=True))[:max_nodes]:
-            nid = self.node_id[node] = f"n_{node}"
+            nid = f"n_{node}_k{index}" if node in self.again else f"n_{node}"
+            self.kernel_ids[(node, index)] = nid
+            self.node_id.setdefault(node, nid)
             drawn.append(nid)
             info = self.nodes.get(node, {})
-            op = op_of(info.get("target") or text.split(": ", 1)[-1])
+            op = op_of(info.get("target") or text.split(": ", 1)[-1].removesuffix(
+                " (recomputed here)")) + (" (recomputed)" if node in self.again else "")
             writes = info.get("writes") or []
             shape = shape_text(self.buffers[writes[0]]) if writes and writes[0] in \
                 self.buffers else ""
@@ -271,13 +278,17 @@ class FusionDot:
         tip = f"kernel {index}: " + ", ".join(ops)
         return [f"  {quote(nid)} [label={label}, tooltip={quote(tip)}];"]
 
+    def _nid(self, node: str, index: int) -> str:
+        """The DOT node showing `node` in kernel `index` (a recomputed value has one there)."""
+        return self.kernel_ids.get((node, index)) or self.node_id.get(node, "")
+
     def _linked_inside(self, g: dict) -> set[tuple[str, str]]:
         pairs = set()
         for node in g["nodes"]:
             for buf in self.nodes.get(node, {}).get("reads", []):
                 producer = self.buffers.get(buf, {}).get("producer")
                 if producer in g["nodes"]:
-                    pairs.add((self.node_id.get(producer, ""), self.node_id.get(node, "")))
+                    pairs.add((self._nid(producer, g["index"]), self._nid(node, g["index"])))
         return pairs
 
     # -- inputs and dataflow ---------------------------------------------------------------------
@@ -289,7 +300,7 @@ class FusionDot:
         for g in self.groups:
             border = KIND_BORDER.get(g["kind"], "#555555")
             for node in g["nodes"]:
-                dst = self.node_id[node]
+                dst = self._nid(node, g["index"])
                 for buf in self.nodes.get(node, {}).get("reads", []):
                     producer = self.buffers.get(buf, {}).get("producer")
                     if producer is None and dst in self.box_inputs:
@@ -298,6 +309,9 @@ class FusionDot:
                     if producer is None:
                         src = inputs.setdefault(buf, f"in_{buf}")
                         style = f'color="{MEMORY_EDGE}", penwidth="1.2"'
+                    elif producer in self.again and producer in g["nodes"]:
+                        src = self._nid(producer, g["index"])  # computed in this kernel
+                        style = f'color="{border}", arrowsize="0.6"'
                     elif producer in self.node_id:
                         src = self.node_id[producer]
                         inside = self.home.get(producer) == g["index"]

@@ -50,8 +50,10 @@ class PlanCompare(View):
         launches = getattr(getattr(comparison, "placed", None), "launches", None)
         self.part_of = {i: tuple(launch.part_of) for i, launch in enumerate(launches or ())}
         self.kernel_names = {i: launch.name for i, launch in enumerate(launches or ())}
+        # A value both recompute is shown in each launch computing it (computed_groups).
+        groups = getattr(comparison, "computed_groups", None) or comparison.groups
         self.theirs = [(g.kind, nodes, g.bytes_moved, g.duration_us)
-                       for g, nodes in zip(theirs.groups, comparison.groups, strict=True)]
+                       for g, nodes in zip(theirs.groups, groups, strict=True)]
         self.totals = {
             "mtia_lab": (ours.after.kernels, ours.after.bytes_moved, ours.sram_bytes,
                          ours.after.time_us),
