@@ -33,8 +33,10 @@ Chosen for what real models contain, before anything was measured:
   queries and keys, LayerNorms and a ReLU MLP.
 - olmoe_block: OLMoE's sparse block, softmax top-k routing without renormalization, experts
   as gathered 3-D weights (transformers' "batched_mm" experts, the compilable one).
-- encodec_resnet_block: EnCodec's SEANet residual block, ELU, dilated conv1d with weight norm
-  (the norm computed in the graph) and reflect padding, a conv shortcut.
+- conformer_encoder: FastSpeech2-Conformer's encoder layer, macaron half-step feed-forwards
+  made of conv1d, relative-position self-attention (sinusoidal table sliced around its centre,
+  positional bias terms, the Transformer-XL shift of the scores by a pad and a reshape), the
+  convolution module (pointwise conv, GLU, depthwise conv1d, BatchNorm, Swish), a final norm.
 - electra_discriminator_loss: ELECTRA's replaced-token-detection head (dense, GELU, a one-unit
   projection squeezed) and its BCE-with-logits loss, as ElectraForPreTraining without a mask.
 - recurrent_gemma_recurrent_block: Griffin's recurrent block, a causal depthwise conv1d, the
@@ -63,6 +65,15 @@ def _causal_mask(length: int, dtype: torch.dtype, device) -> torch.Tensor:
     return torch.where(causal, torch.finfo(dtype).min, 0.0).to(dtype)[None, None]
 
 
+def _padding_mask(mask: torch.Tensor, dtype: torch.dtype, target_length: int) -> torch.Tensor:
+    """transformers' AttentionMaskConverter._expand_mask, [batch, source] of 1/0 to the additive
+    [batch, 1, target, source] (copied: the helper warns on every call, which Dynamo rejects)."""
+    expanded = mask[:, None, None, :].expand(mask.shape[0], 1, target_length,
+                                             mask.shape[1]).to(dtype)
+    inverted = torch.tensor(1.0, dtype=dtype) - expanded
+    return inverted.masked_fill(inverted.to(torch.bool), torch.finfo(dtype).min)
+
+
 def _normal_init(module: torch.nn.Module) -> torch.nn.Module:
     """Seeded N(0, 0.2) weights, for modules that leave parameters uninitialized."""
     torch.manual_seed(0)
@@ -87,7 +98,6 @@ def _opt_decoder_layer_bf16():
 
 def _bart_decoder_layer():
     from transformers import BartConfig
-    from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask
     from transformers.models.bart.modeling_bart import BartDecoderLayer
 
     cfg = BartConfig(d_model=32, decoder_attention_heads=4, decoder_ffn_dim=64,
@@ -96,7 +106,7 @@ def _bart_decoder_layer():
 
     def bart_layer(x, encoder_states, encoder_mask):
         self_mask = _causal_mask(x.shape[1], x.dtype, x.device)
-        cross_mask = _prepare_4d_attention_mask(encoder_mask, x.dtype, tgt_len=x.shape[1])
+        cross_mask = _padding_mask(encoder_mask, x.dtype, x.shape[1])
         return _first(layer(x, self_mask, encoder_hidden_states=encoder_states,
                             encoder_attention_mask=cross_mask, use_cache=False))
 
@@ -135,7 +145,8 @@ def _olmo2_layer_bf16():
 
     cfg = Olmo2Config(hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
                       intermediate_size=64, num_hidden_layers=1, vocab_size=64,
-                      max_position_embeddings=16, attn_implementation="eager")
+                      max_position_embeddings=16, eos_token_id=None,
+                      attn_implementation="eager")
     layer = _eval(Olmo2DecoderLayer(cfg, 0)).to(torch.bfloat16)
     rope = _eval(Olmo2RotaryEmbedding(cfg))
 
@@ -226,14 +237,22 @@ def _olmoe_block():
     return (lambda x: block(x)), lambda: (_r(2, 8, 32),)
 
 
-def _encodec_resnet_block():
-    from transformers import EncodecConfig
-    from transformers.models.encodec.modeling_encodec import EncodecResnetBlock
+def _conformer_encoder():
+    from transformers import FastSpeech2ConformerConfig
+    from transformers.models.fastspeech2_conformer.modeling_fastspeech2_conformer import (
+        FastSpeech2ConformerEncoder,
+    )
 
-    cfg = EncodecConfig(residual_kernel_size=3, compress=2, use_conv_shortcut=True,
-                        norm_type="weight_norm", pad_mode="reflect", use_causal_conv=False)
-    block = _eval(EncodecResnetBlock(cfg, dim=16, dilations=[3, 1]))
-    return (lambda x: block(x)), lambda: (_r(2, 16, 32),)
+    cfg = FastSpeech2ConformerConfig(hidden_size=32, encoder_num_attention_heads=4,
+                                     encoder_layers=1, encoder_linear_units=64,
+                                     encoder_kernel_size=7, positionwise_conv_kernel_size=3)
+    torch.manual_seed(0)
+    encoder = FastSpeech2ConformerEncoder(cfg, cfg.encoder_config)
+    attention = encoder.conformer_layers[0].self_attn
+    for bias in (attention.pos_bias_u, attention.pos_bias_v):  # left uninitialized by the module
+        torch.nn.init.normal_(bias, std=0.2)
+    encoder = _eval(encoder)
+    return (lambda x: encoder(x, return_dict=False)[0]), lambda: (_r(2, 8, 32),)
 
 
 def _electra_discriminator_loss():
@@ -279,7 +298,7 @@ _BUILDERS = {
     "dpt_fusion_layer": _dpt_fusion_layer,
     "sam_two_way_block": _sam_two_way_block,
     "olmoe_block": _olmoe_block,
-    "encodec_resnet_block": _encodec_resnet_block,
+    "conformer_encoder": _conformer_encoder,
     "electra_discriminator_loss": _electra_discriminator_loss,
     "recurrent_gemma_recurrent_block": _recurrent_gemma_recurrent_block,
 }
