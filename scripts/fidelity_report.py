@@ -2,14 +2,16 @@
 TUNING suite (tests/fidelity_graphs.py and fidelity_tuning_hf.py: the graphs the rules were
 changed against), the HELD-OUT suite (tests/fidelity_heldout.py: transformers' modules, looked
 at once the first rules were in), the HELD-OUT-2 suite (tests/fidelity_heldout2.py: families
-in neither, written before any tuning against it, never tuned on) and the HELD-OUT-3 suite
+in neither, written before any tuning against it, never tuned on), the HELD-OUT-3 suite
 (tests/fidelity_heldout3.py: families in none of them, written blind while the rules were being
-tuned elsewhere), each graph audited launch by launch against Inductor's generated wrapper.
+tuned elsewhere) and the HELD-OUT-4 suite (tests/fidelity_heldout4.py: families in none of the
+others, written blind, kept to measure on once HELD-OUT-3 has been tuned on), each graph audited
+launch by launch against Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
-SUITE: tuning, heldout, heldout2, heldout3 (default: all four, one after the other).
+SUITE: tuning, heldout, heldout2, heldout3, heldout4 (default: all five, one after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -24,6 +26,7 @@ from fidelity_graphs import GRAPHS, INDUCTOR_CONFIG, TUNING  # noqa: E402
 from fidelity_heldout import heldout_graphs  # noqa: E402
 from fidelity_heldout2 import heldout2_graphs  # noqa: E402
 from fidelity_heldout3 import heldout3_graphs  # noqa: E402
+from fidelity_heldout4 import heldout4_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -34,6 +37,7 @@ SUITES = {
     "heldout": ("HELD-OUT", heldout_graphs),
     "heldout2": ("HELD-OUT-2", heldout2_graphs),
     "heldout3": ("HELD-OUT-3", heldout3_graphs),
+    "heldout4": ("HELD-OUT-4", heldout4_graphs),
 }
 
 if __name__ == "__main__":
