@@ -15,6 +15,7 @@ SUITE: tuning, heldout, heldout2, heldout3, heldout4 (default: all five, one aft
 --graph G: only graph G (of the suites named).
 """
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -40,19 +41,34 @@ SUITES = {
     "heldout4": ("HELD-OUT-4", heldout4_graphs),
 }
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    summary = "--summary" in args
-    graph = args[args.index("--graph") + 1] if "--graph" in args else None
-    named = [a for a in args if a in SUITES] or list(SUITES)
-    for key in named:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("suites", nargs="*", metavar="SUITE",
+                        help=f"one or more of {', '.join(SUITES)} (default: all)")
+    parser.add_argument("--summary", action="store_true",
+                        help="the per-graph table and totals only")
+    parser.add_argument("--graph", help="only this graph (of the suites named)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.suites if name not in SUITES]
+    if unknown:
+        parser.error(f"no suite {', '.join(unknown)}: choose from {', '.join(SUITES)}")
+    found = False
+    for key in args.suites or list(SUITES):
         title, build = SUITES[key]
         suite = build()
-        if graph is not None:
-            suite = {graph: suite[graph]} if graph in suite else {}
+        if args.graph is not None:
+            suite = {args.graph: suite[args.graph]} if args.graph in suite else {}
             if not suite:
                 continue
+        found = True
         table = fidelity_table(fidelity_rows(suite, INDUCTOR_CONFIG), title)
         print(f"== {title} ==")
-        print(table.split("\n\n")[0] if summary else table)
+        print(table.split("\n\n")[0] if args.summary else table)
         print()
+    if not found:
+        parser.error(f"no graph {args.graph!r} in the suites named")
+
+
+if __name__ == "__main__":
+    main()
