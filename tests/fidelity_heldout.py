@@ -16,6 +16,21 @@ def _eval(module: torch.nn.Module) -> torch.nn.Module:
     return module.eval().requires_grad_(False).to("mtia_sim")
 
 
+def _first(out):
+    """A model layer's first output (layers return a tuple of hidden states and extras)."""
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _positions(batch: int, length: int) -> torch.Tensor:
+    return torch.arange(length).expand(batch, length).contiguous()
+
+
+def _causal_mask(length: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """The additive causal mask a model's mask utilities build: 0 on and below the diagonal."""
+    causal = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
+    return torch.where(causal, torch.finfo(dtype).min, 0.0).to(dtype)[None, None]
+
+
 def _llama_layer():
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding

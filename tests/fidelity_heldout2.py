@@ -12,11 +12,7 @@ rule was changed after it was written): with our departures off, 126 of Inductor
 identical (86%), 5 differ by a departure that stays on, 16 unexplained; audit ok on all 11."""
 
 import torch
-from fidelity_heldout import _eval, _r
-
-
-def _first(out):
-    return out[0] if isinstance(out, tuple) else out
+from fidelity_heldout import _eval, _first, _r
 
 
 def _segformer_layer():

@@ -54,21 +54,7 @@ scheduler's rules while looking at these graphs: the figure is only honest while
 tuned against them."""
 
 import torch
-from fidelity_heldout import _eval, _r
-
-
-def _first(out):
-    return out[0] if isinstance(out, tuple) else out
-
-
-def _positions(batch: int, length: int) -> torch.Tensor:
-    return torch.arange(length).expand(batch, length).contiguous()
-
-
-def _causal_mask(length: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """The additive causal mask a model's mask utilities build: 0 on and below the diagonal."""
-    causal = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
-    return torch.where(causal, torch.finfo(dtype).min, 0.0).to(dtype)[None, None]
+from fidelity_heldout import _causal_mask, _eval, _first, _positions, _r
 
 
 def _mobilevit_layer():
