@@ -26,6 +26,7 @@ from ..runtime.streams import charge
 from . import fallback, host_indices, layouts
 from .registry import KERNELS, Kernel, run_on_device
 from .schema import facts
+from .sparse import MTIASparseTensor, resync
 from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
@@ -88,6 +89,9 @@ def _unwrap(value, devices: list):
     """Inner tensor of a device tensor; lists and tuples of tensors too (cat, stack, index)."""
     if type(value) is MTIATensor:
         devices.append(value._storage.device_index)
+        return value._inner
+    if type(value) is MTIASparseTensor:
+        devices.append(value.device_index)
         return value._inner
     if isinstance(value, torch.Tensor):
         device = value.device
@@ -421,6 +425,9 @@ def _written_arg(op_facts, args, kwargs, where, inner_result, target, name):
     if type(original) is MTIATensor:
         _sync_metadata(original, name)
         return original
+    if type(original) is MTIASparseTensor:
+        resync(original, name)
+        return original
     if not isinstance(inner_result, torch.Tensor):
         return inner_result
     if (isinstance(original, torch.Tensor) and inner_result is not original
@@ -488,4 +495,5 @@ def _check_strict(enabled) -> None:
 
 
 MTIATensor.__torch_dispatch__ = classmethod(torch_dispatch)
+MTIASparseTensor.__torch_dispatch__ = classmethod(torch_dispatch)
 DeviceState  # noqa: B018  (re-exported for type hints in kernels)
