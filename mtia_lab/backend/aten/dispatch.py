@@ -229,7 +229,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         raise UntrackedByMakeFx(_untracked_message(func))
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
-        return _answer_query(func, args, kwargs)
+        return _answer_query(registered, func, args, kwargs)
     plan = _PLANS.get(id(func))
     if plan is None or plan.registered is not registered:
         plan = _plan_of(func, registered)
@@ -336,11 +336,12 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     return result
 
 
-def _answer_query(func, args, kwargs):
-    """A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
-    memory: PyTorch's own answer, from the wrappers, on any mix of devices."""
+def _answer_query(registered: Kernel, func, args, kwargs):
+    """A metadata question about the tensors themselves, not their memory: PyTorch's own
+    answer, from the wrappers (kernels.METADATA_QUERIES) or from a sparse tensor's inner one
+    (sparse.QUERIES), on any mix of devices. No data moves: no price, no trace event."""
     with ExcludeDispatchKeys(_PYTHON_KEY):
-        return func(*args, **(kwargs or {}))
+        return registered.fn(func, args, kwargs or {}, None)
 
 
 def _traced(func, args, kwargs):
@@ -352,7 +353,7 @@ def _traced(func, args, kwargs):
     graph keeps it as a constant, so compiled code draws from it too."""
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
-        return _answer_query(func, args, kwargs)
+        return _answer_query(registered, func, args, kwargs)
     plan = _plan_of(func, registered)
     devices: list = []
     if func in host_indices.INDEX_OPS:
