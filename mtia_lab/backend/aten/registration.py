@@ -19,7 +19,7 @@ from ..._compat import DEVICE_NAME, overload_name
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME
 from ..runtime.streams import Charge, charge, current_stream
-from . import dispatch, fallback
+from . import dispatch, fallback, sparse
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -171,6 +171,13 @@ def register_backend(device_module) -> None:
              "PrivateUse1")
     lib.impl("_to_copy", _observed(_to_copy, aten._to_copy.default, "native"), "PrivateUse1")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
+    # Factories of sparse COO tensors (layout=torch.sparse_coo) reach SparsePrivateUse1.
+    lib.impl("empty.memory_format", _observed(
+        sparse.empty, aten.empty.memory_format, "native"), "SparsePrivateUse1")
+    lib.impl("_sparse_coo_tensor_with_dims", _observed(
+        sparse.with_dims, aten._sparse_coo_tensor_with_dims.default, "native"),
+        "SparsePrivateUse1")
+    lib.impl("empty.memory_format", sparse.refuse_compressed_empty, "SparseCsrPrivateUse1")
     _LIBRARIES.append(lib)
     _LIBRARIES.append(_compat.register_fallback(
         _observed(_boxed_fallback, None, "fallback"), "PrivateUse1"))
