@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 import io
 import itertools
+import unittest
 import warnings
 
 import pytest
 import torch
 
 import mtia_lab
-from mtia_lab import storage_of
+from mtia_lab import _compat, storage_of
 
 DEVICE = "mtia_sim"
 
@@ -46,19 +47,19 @@ def _uncoalesced(dense: torch.Tensor) -> torch.Tensor:
     return torch.sparse_coo_tensor(indices, values, s.size())
 
 
-def _run(fn, *args):
+def _run(call):
     """(result, None) or (None, exception)."""
     try:
-        return fn(*args), None
+        return call(), None
     except Exception as error:  # noqa: BLE001  (compared with the CPU's below)
         return None, error
 
 
-def _same_outcome(fn, host_args, device_args) -> None:
-    """fn on the device does what it does on the CPU: the same values, dtype and layout on
-    `mtia_sim`, or the same exception type and words."""
-    expected, cpu_error = _run(fn, *host_args)
-    actual, device_error = _run(fn, *device_args)
+def _check_same(on_cpu, on_device, values: bool = True) -> None:
+    """Two calls, one on CPU tensors and one on the same tensors on the device, do the same:
+    the same values, dtype and layout on `mtia_sim`, or the same exception type and words."""
+    expected, cpu_error = _run(on_cpu)
+    actual, device_error = _run(on_device)
     if cpu_error is not None:
         assert type(device_error) is type(cpu_error), (cpu_error, device_error)
         assert str(device_error) == str(cpu_error)
@@ -66,10 +67,17 @@ def _same_outcome(fn, host_args, device_args) -> None:
     assert device_error is None, device_error
     assert actual.device.type == DEVICE
     assert actual.layout == expected.layout and actual.dtype == expected.dtype
+    assert actual.shape == expected.shape
+    if not values:
+        return
     if expected.is_sparse:
         assert actual.is_coalesced() == expected.is_coalesced()
         actual, expected = actual.to_dense(), expected.to_dense()
     torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+
+
+def _same_outcome(fn, host_args, device_args) -> None:
+    _check_same(lambda: fn(*host_args), lambda: fn(*device_args))
 
 
 def test_to_sparse_matches_the_cpu():
@@ -240,3 +248,40 @@ def test_metadata_queries_move_no_data():
     assert trace.events == []
     with pytest.raises(RuntimeError, match="expected sparse coordinate tensor layout"):
         torch.ones(2, device=DEVICE).is_coalesced()
+
+
+def _sparse_opinfos():
+    """PyTorch's OpInfos that support sparse COO inputs (`supports_sparse`), not the _refs."""
+    return [op for op in _compat.opinfo_db() if op.supports_sparse and op.variant_test_name == ""]
+
+
+def _tensor_map(value, fn):
+    """fn(value) for a tensor; dtypes (which SampleInput.transform also passes) unchanged."""
+    return fn(value) if isinstance(value, torch.Tensor) else value
+
+
+def _sparse_samples(op, limit: int = 4):
+    """The op's own sparse COO samples where it has them (mul, sum, the masked reductions);
+    for the unary ops, which have none, their dense samples made sparse."""
+    try:
+        return list(itertools.islice(op.sample_inputs_sparse(torch.sparse_coo, "cpu",
+                                                             torch.float32), limit))
+    except (NotImplementedError, unittest.SkipTest):
+        dense = op.sample_inputs("cpu", torch.float32)
+        return [sample.transform(lambda t: _tensor_map(t, lambda x: x.to_sparse() if x.dim()
+                                                        else x))
+                for sample in itertools.islice(dense, limit) if sample.input.dim()]
+
+
+@pytest.mark.parametrize("op", _sparse_opinfos(), ids=lambda op: op.name)
+def test_opinfo_sparse_samples_match_the_cpu(op):
+    samples = _sparse_samples(op)
+    if not samples:
+        pytest.skip(f"{op.name} has no sparse COO sample")
+    random = op.name.startswith("rand")  # randn_like: compare all but the values
+    for sample in samples:
+        on_device = sample.transform(lambda t: _tensor_map(t, lambda x: x.to(DEVICE)))
+        if on_device.kwargs.get("device") == "cpu":  # zeros_like(..., device="cpu")
+            on_device.kwargs["device"] = DEVICE
+        _check_same(lambda s=sample: op(s.input, *s.args, **s.kwargs),
+                    lambda s=on_device: op(s.input, *s.args, **s.kwargs), values=not random)

@@ -216,7 +216,8 @@ def _register_device_random() -> None:
     generator; these kernels draw from the device's own (seeded by torch.mtia_sim.manual_seed)."""
 
     def like(x, dtype, memory_format):
-        memory_format = memory_format or torch.preserve_format
+        if x.layout == torch.strided:  # a sparse tensor takes no memory format
+            memory_format = memory_format or torch.preserve_format
         return torch.empty_like(x, dtype=dtype, memory_format=memory_format)
 
     @register_kernel(aten.rand_like)
