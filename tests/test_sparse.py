@@ -134,7 +134,7 @@ def test_binary_ops_promote_and_fail_as_on_the_cpu(op_name, dtypes):
         for a, b in pairs:
             on_device = [x.to(DEVICE) if isinstance(x, torch.Tensor) else x for x in (a, b)]
 
-            def op(x, y):
+            def op(x, y, name=name):
                 return getattr(x.clone(), name)(y)
             _same_outcome(op, (a, b), on_device)
 
@@ -144,7 +144,8 @@ def test_binary_ops_promote_and_fail_as_on_the_cpu(op_name, dtypes):
 def test_division_of_an_integer_sparse_tensor_is_true_division(dtype):
     dense = (torch.randn(5, generator=torch.Generator().manual_seed(4)) * 4).to(dtype)
     for op in (torch.div, torch.true_divide):
-        _same_outcome(lambda s: op(s, 2), (dense.to_sparse(),), (dense.to(DEVICE).to_sparse(),))
+        _same_outcome(lambda s, op=op: op(s, 2), (dense.to_sparse(),),
+                      (dense.to(DEVICE).to_sparse(),))
 
 
 def test_moving_between_host_and_device_keeps_the_sparse_tensor():

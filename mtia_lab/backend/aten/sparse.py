@@ -21,7 +21,6 @@ from ..._compat import DEVICE_NAME
 from ..runtime.device_state import RUNTIME
 from .tensor import DeviceStorage, MTIATensor, device_of, set_sparse_wrap, storage_for
 
-
 # The sparse kernels CUDA has, run on the device's memory like every native kernel.
 SPARSE_OPS = ["_to_sparse", "_to_dense", "_coalesce", "_coalesced_",
               "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_unsafe",
