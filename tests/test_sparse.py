@@ -286,3 +286,20 @@ def test_opinfo_sparse_samples_match_the_cpu(op):
             on_device.kwargs["device"] = DEVICE
         _check_same(lambda s=sample: op(s.input, *s.args, **s.kwargs),
                     lambda s=on_device: op(s.input, *s.args, **s.kwargs), values=not random)
+
+
+def test_graph_capture_refuses_sparse_ops_and_leaves_the_device_usable():
+    s = torch.eye(3, device=DEVICE).to_sparse()
+    graph = torch.mtia_sim.MTIAGraph()
+    with pytest.raises(RuntimeError, match="(?s)sparse COO tensor.*Run the sparse ops before"):
+        with torch.mtia_sim.graph(graph):
+            s * 2
+    assert torch.equal((s * 2).to_dense().cpu(), torch.eye(3) * 2)
+
+
+def test_a_sparse_tensor_stays_on_its_device_index():
+    s = torch.eye(3, device=f"{DEVICE}:1").to_sparse()
+    assert s.device == torch.device(DEVICE, 1) == (s * 2).device == s.values().device
+    assert s.to(f"{DEVICE}:0").device == torch.device(DEVICE, 0)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(3, 3, device=f"{DEVICE}:0") + s
