@@ -303,3 +303,21 @@ def test_a_sparse_tensor_stays_on_its_device_index():
     assert s.to(f"{DEVICE}:0").device == torch.device(DEVICE, 0)
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.ones(3, 3, device=f"{DEVICE}:0") + s
+
+
+@pytest.mark.parametrize("where", ["cpu", DEVICE])
+def test_assert_equal_compares_sparse_tensors_as_on_the_cpu(where):
+    """PyTorch's TestCase.assertEqual on two sparse tensors: equal after coalescing, and a
+    mismatch in values or number of entries reported in the CPU's words."""
+    from torch.testing._internal.common_utils import TestCase
+
+    case = TestCase()
+    s = torch.tensor([[0.0, 1.0], [2.0, 0.0]], device=where).to_sparse()
+    doubled = torch.sparse_coo_tensor(torch.cat((s.indices(), s.indices()), 1),
+                                      torch.cat((s.values(), s.values())) * 0.5, (2, 2))
+    case.assertEqual(s, doubled.coalesce())
+    with pytest.raises(AssertionError, match="number of specified values.*2 != 4"):
+        case.assertEqual(s, doubled)
+    with pytest.raises(AssertionError, match="Sparse COO values are not close"):
+        case.assertEqual(s, s * 2)
+    case.assertEqual(s.cpu(), s, exact_device=False)
