@@ -13,8 +13,9 @@ import weakref
 import torch
 
 from .. import _compat
-from ..backend.aten.sparse import MTIASparseTensor, sparse_bytes
+from ..backend.aten.sparse import MTIASparseTensor
 from ..backend.aten.tensor import MTIATensor
+from ..backend.runtime.cost import tensor_bytes
 from .events import TensorRecord
 
 dispatch_key_bits = _compat.dispatch_key_bits
@@ -133,7 +134,7 @@ class TensorRecords:
         """A sparse COO device tensor: its memory is its indices and values (two blocks); the
         record names the values' block and counts the bytes of both."""
         indices, values = t._memory
-        nbytes = sparse_bytes(t._inner)
+        nbytes = tensor_bytes(t._inner)  # its indices' and values'
         key = ("sparse", values.address, indices.address, t.shape, t.dtype, nbytes)
         entry = self.records.get(key)
         if entry is None:

@@ -18,7 +18,6 @@ import torch
 
 from ... import _compat
 from ..._compat import DEVICE_NAME
-from ..runtime.device_state import RUNTIME
 from .tensor import DeviceStorage, MTIATensor, device_of, set_sparse_wrap, storage_for
 
 # The sparse kernels CUDA has, run on the device's memory like every native kernel.
@@ -123,46 +122,12 @@ def resync(tensor: MTIASparseTensor, op: str) -> None:
         _compat.tensor_data_descriptor.__set__(tensor, resized)
 
 
-def empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    """`torch.empty(..., layout=torch.sparse_coo, device="mtia_sim")` (the SparsePrivateUse1
-    kernel; `zeros` and `torch.sparse_coo_tensor(size=...)` come here too): no elements yet."""
-    host = torch.empty(size, dtype=dtype, layout=torch.sparse_coo)
-    return wrap_sparse(host, _index(device), "aten::empty.memory_format")
-
-
-def with_dims(sparse_dim, dense_dim, size, dtype=None, layout=None, device=None,
-              pin_memory=None):
-    """`aten::_sparse_coo_tensor_with_dims`: an empty COO tensor of given dimensions."""
-    host = torch.ops.aten._sparse_coo_tensor_with_dims(sparse_dim, dense_dim, size, dtype=dtype,
-                                                       layout=torch.sparse_coo)
-    return wrap_sparse(host, _index(device), "aten::_sparse_coo_tensor_with_dims")
-
-
-def refuse_compressed_empty(size, dtype=None, layout=None, device=None, pin_memory=None,
-                            memory_format=None):
-    """`torch.empty(..., layout=torch.sparse_csr, device="mtia_sim")` (and CSC, BSR, BSC)."""
-    raise refuse_layout(layout, "aten::empty.memory_format")
-
-
-def _index(device) -> int:
-    device = torch.device(device) if device is not None else None
-    if device is None or device.index is None:
-        return RUNTIME.current_index
-    RUNTIME.device(device.index)  # raises a clear error for an index that does not exist
-    return device.index
-
-
 def ask_inner(func, args, kwargs, device) -> object:
     """A metadata query's kernel (QUERIES): the inner tensor answers. A dense device tensor
     answers too, so that `x.is_coalesced()` on one raises the CPU's (and CUDA's) error."""
     inner_args = [a._inner if isinstance(a, (MTIASparseTensor, MTIATensor)) else a
                   for a in args]
     return func(*inner_args, **kwargs)
-
-
-def sparse_bytes(tensor: torch.Tensor) -> int:
-    """Bytes of a sparse COO tensor's indices and values (what it holds in memory)."""
-    return tensor._indices().nbytes + tensor._values().nbytes
 
 
 set_sparse_wrap(wrap_sparse)
