@@ -169,8 +169,6 @@ BACKEND_META = ("backend metadata (BackendMeta) is a C++ registration a Python b
                 "make (README, Known limits)")
 OPENREG_OWN = "a feature of torch_openreg's own, not of PyTorch's device API ({})"
 OPENREG_OPS = "tests torch_openreg's own C++ operators (torch.ops.openreg.*), not PyTorch's"
-SDPA = ("no fused attention kernel: SDPA on the device runs PyTorch's math path (results match "
-        "the CPU); the OVERRIDEABLE fused op and its _fused_sdp_choice are not implemented")
 
 # test-id pattern (re.search on "file::Class::test") -> why it does not pass.
 KNOWN_FAILURES: dict[str, str] = {
@@ -228,7 +226,6 @@ KNOWN_FAILURES: dict[str, str] = {
     r"test_utils.py::TestDLPack::": (
         "DLPack export of a device tensor is refused clearly: a capsule cannot describe memory "
         "behind a Python wrapper (README, Known limits)"),
-    r"test_(ops|sdpa).py::.*(fused_sdp_choice|fused_attention_overrideable_backward)": SDPA,
     r"test_rnn.py::TestLSTM::test_lstm_cpu_parity$": (
         "Module.to() swaps the parameters of a tensor-subclass device; PyTorch refuses the swap "
         "while the CPU forward's autograd graph still holds them (CUDA sets .data instead)"),
