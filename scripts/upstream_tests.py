@@ -80,7 +80,8 @@ def adapt_openreg(source: str) -> str:
     source = re.sub(r"^import torch_openreg\b.*$", "", source, flags=re.M)
     source = _DYNAMO_BACKEND.sub(_to_mtia_lab_backend, source)
     source = "import mtia_lab  # noqa: F401\n" + source
-    return source.replace("openreg", "mtia_sim").replace("OPENREG", "MTIA_SIM")
+    return (source.replace("openreg", "mtia_sim").replace("OPENREG", "MTIA_SIM")
+            .replace("OpenReg", "mtia_sim"))  # in messages: "Cannot re-initialize OpenReg ..."
 
 
 def _to_mtia_lab_backend(match: re.Match) -> str:
@@ -209,9 +210,6 @@ KNOWN_FAILURES: dict[str, str] = {
     r"test_autocast.py::.*autocast_float32_supported": OPENREG_OWN.format(
         "its autocast list runs dot in float32; CUDA's, which mtia_sim follows, leaves dot "
         "alone"),
-    r"test_device.py::TestDevice::test_device_poison_fork$": OPENREG_OWN.format(
-        "CUDA-style refusal to re-initialize in a forked child; the simulated device's state "
-        "is plain Python memory that fork copies"),
     r"test_rng.py::TestRNG::test_offset_unsupported$": OPENREG_OWN.format(
         "torch.openreg.set_offset / get_offset"),
     r"test_memory.py::TestDeviceAllocator::test_tensor_shallow_copy$": OPENREG_OWN.format(

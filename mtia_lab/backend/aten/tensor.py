@@ -22,7 +22,7 @@ from ... import _compat
 from ..._compat import DEVICE_NAME, copy_math_bits, is_fake
 from ...source import user_source
 from ..runtime.allocator import Block
-from ..runtime.device_state import RUNTIME
+from ..runtime.device_state import RUNTIME, BadForkError
 
 # CPU storage data pointer -> weak reference to the DeviceStorage that owns it (tensors own
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
@@ -102,8 +102,10 @@ class DeviceStorage:
             if block.owner is not getattr(self, "owner_ref", None):
                 return  # the allocator's weak reference to us freed it already (a GC'd cycle)
             RUNTIME.devices[self.device_index].allocator.free(block)
-        except (IndexError, AttributeError, TypeError):
-            pass  # interpreter shutdown (module globals already None) or the device was removed
+        except (IndexError, AttributeError, TypeError, BadForkError):
+            # interpreter shutdown (module globals already None), the device was removed, or
+            # a bad fork's child dropping a tensor inherited from its parent
+            pass
 
     def __repr__(self) -> str:
         where = f"mtia_sim:{self.device_index}"
