@@ -227,9 +227,6 @@ KNOWN_FAILURES: dict[str, str] = {
     r"test_rnn.py::TestLSTM::test_lstm_cpu_parity$": (
         "Module.to() swaps the parameters of a tensor-subclass device; PyTorch refuses the swap "
         "while the CPU forward's autograd graph still holds them (CUDA sets .data instead)"),
-    r"test_ipc.py::.*received_via_ipc_cannot_be_reshared$": (
-        "a device tensor reaches another process as a copy, not shared memory: _share_device_ "
-        "raises that there is no IPC handle, not CUDA's re-share words (README, Known limits)"),
     r"test_event.py::TestEvent::test_event_elapsed_time$": (
         "two events with no device work between them are 0 ms apart on the simulated clock; "
         "the test wants more than 0 (README, Known limits)"),

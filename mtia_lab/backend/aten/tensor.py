@@ -44,11 +44,16 @@ def set_allocation_route(route) -> object:
     return previous
 
 
+# PyTorch's words (StorageSharing.cpp) when a received device tensor is sent on.
+RESHARE_MESSAGE = (f"Attempted to send {DEVICE_NAME} tensor received from another process; this "
+                   "is not currently supported. Consider cloning before sending.")
+
+
 class DeviceStorage:
     """One simulated allocation: the allocator block and the host bytes behind it."""
 
     __slots__ = ("device_index", "block", "owner_ref", "nbytes", "host_ptr", "python_storage",
-                 "__weakref__")
+                 "received_from_process", "__weakref__")
 
     def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
         self.device_index = device_index
@@ -58,6 +63,8 @@ class DeviceStorage:
         self.owner_ref = None  # the allocator's weak reference to us, set with `block`
         # The storage object `untyped_storage()` hands out, made on first use.
         self.python_storage: torch.UntypedStorage | None = None
+        # Rebuilt from a tensor another process sent (ipc.py): CUDA refuses to send it on.
+        self.received_from_process = False
         if nbytes:
             self._allocate(op)
 
@@ -140,7 +147,11 @@ class DeviceUntypedStorage(torch.UntypedStorage):
         return memory.address if memory is not None else 0
 
     def _share_device_(self, *args, **kwargs):
-        """CUDA's IPC export of device memory: the simulator's cannot be shared that way."""
+        """CUDA's IPC export of device memory: the simulator's cannot be shared that way. Memory
+        received from another process is refused first, in CUDA's words, as CUDA checks it."""
+        memory = self._mtia_owner()
+        if memory is not None and memory.received_from_process:
+            raise RuntimeError(RESHARE_MESSAGE)
         raise RuntimeError(
             f"_share_device_: {DEVICE_NAME} memory cannot be mapped into another process (there "
             f"is no IPC handle to give). Send the tensor through a torch.multiprocessing queue: "
