@@ -162,6 +162,24 @@ def test_dropout_and_gqa_take_the_math_path_on_the_device():
     torch.testing.assert_close(got.cpu(), expected, **TOLERANCE[torch.float32])
 
 
+def test_double_backward_needs_the_math_path_as_with_cudas_fused_kernels():
+    """The fused backward has no derivative (CUDA's flash and efficient kernels neither):
+    a Hessian through attention asks sdpa_kernel(SDPBackend.MATH)."""
+    q = _qkv()[0]
+    x = q.to(DEVICE).requires_grad_()
+    (grad,) = torch.autograd.grad(F.scaled_dot_product_attention(x, x, x).sum(), x,
+                                  create_graph=True)
+    with pytest.raises(RuntimeError, match="derivative for .*overrideable_backward is not impl"):
+        grad.sum().backward()
+    x, c = q.to(DEVICE).requires_grad_(), q.clone().requires_grad_()
+    for t in (x, c):
+        with sdpa_kernel(SDPBackend.MATH):
+            (grad,) = torch.autograd.grad(F.scaled_dot_product_attention(t, t, t).sum(), t,
+                                          create_graph=True)
+        grad.square().sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), c.grad, **TOLERANCE[torch.float32])
+
+
 def test_inference_mode_reaches_the_fused_kernel_whole():
     """With autograd keys excluded the composite reaches the device undecomposed: it still runs
     on the device (not the CPU fallback) and matches the CPU."""
