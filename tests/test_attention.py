@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import mtia_lab
+from mtia_lab.backend.runtime import cost
 
 DEVICE = "mtia_sim"
 aten = torch.ops.aten
@@ -149,6 +150,31 @@ def test_output_is_laid_out_as_the_fake_kernel_promises():
     got = aten._scaled_dot_product_fused_attention_overrideable(
         *[t.to(DEVICE) for t in (q, k, v[..., :4])])[0]
     assert got.stride() == fake.stride()
+
+
+def _simulated_us(events) -> float:
+    return sum(e.sim_end_us - e.sim_start_us for e in events if e.sim_end_us is not None)
+
+
+def test_the_fused_kernel_is_priced_as_its_gemms_with_the_scores_kept_on_chip():
+    """Its GEMMs (scores, weighted sum; five in the backward) on the GEMM engine, and less
+    time than the math path, which writes the L x S scores to device memory and reads them
+    back."""
+    batch, heads, length, dim = 2, 4, 256, 64
+    q = torch.randn(batch, heads, length, dim, device=DEVICE)
+    with mtia_lab.trace() as fused:
+        F.scaled_dot_product_attention(q, q, q)
+    with mtia_lab.trace() as unfused, sdpa_kernel(SDPBackend.MATH):
+        F.scaled_dot_product_attention(q, q, q)
+    assert [e.op for e in fused.events] == [FUSED]
+    assert _simulated_us(fused.events) < _simulated_us(unfused.events)
+    host = torch.randn(batch, heads, length, dim)
+    scores_gemm = 2.0 * batch * heads * length * length * dim
+    assert cost.estimate(aten._scaled_dot_product_fused_attention_overrideable.default,
+                         (host, host, host), None).gemm_flops == 2 * scores_gemm
+    backward = (host, host, host, host, None, [True] * 4, host)
+    assert cost.estimate(aten._scaled_dot_product_fused_attention_overrideable_backward.default,
+                         backward, None).gemm_flops == 5 * scores_gemm
 
 
 def test_dropout_and_gqa_take_the_math_path_on_the_device():

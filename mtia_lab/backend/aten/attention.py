@@ -57,7 +57,7 @@ def fused_refusal(query, key, value, attn_mask=None, dropout_p: float = 0.0,
         return "query, key and value must be on one device"
     if dropout_p > 0.0:
         return "dropout (the math path draws the dropout mask)"
-    if enable_gqa or not query.size(1) == key.size(1) == value.size(1):
+    if not query.size(1) == key.size(1) == value.size(1):
         return "grouped-query attention (query and key/value heads differ)"
     if not query.size(0) == key.size(0) == value.size(0) or key.size(2) != value.size(2):
         return "batch sizes or key/value sequence lengths differ"
@@ -137,8 +137,8 @@ def _scores(query, key, bias, is_causal: bool, scale):
     aligned, as the math path's tril)."""
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = torch.matmul(query.float(), key.float().transpose(-2, -1)) * scale
-    if bias is not None:
-        scores = scores + bias.float()
+    if bias is not None:  # a boolean bias (the op called by name) means what SDPA's mask does
+        scores = scores + additive_mask(bias, torch.float32).float()
     if is_causal:
         keep = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
         scores = scores.masked_fill(~keep, -math.inf)
