@@ -42,8 +42,9 @@ _LIBRARIES: list[torch.library.Library] = []
 
 # -- which backend ---------------------------------------------------------------------------
 def fused_refusal(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                  is_causal: bool = False, enable_gqa: bool = False) -> str | None:
-    """Why the fused kernel cannot take these inputs, or None when it can."""
+                  is_causal: bool = False) -> str | None:
+    """Why the fused kernel cannot take these inputs, or None when it can. `enable_gqa` needs
+    no look: with as many key/value heads as query heads it changes nothing."""
     tensors = (query, key, value)
     if any(not isinstance(t, torch.Tensor) for t in tensors):
         return "query, key and value must be tensors"
@@ -82,12 +83,12 @@ def _mask_refusal(query, key, attn_mask, is_causal: bool) -> str | None:
 
 
 def choose_backend(query, key, value, attn_mask=None, dropout_p: float = 0.0,
-                   is_causal: bool = False, scale: float | None = None,
-                   enable_gqa: bool = False) -> int:
+                   is_causal: bool = False) -> int:
     """The device's answer to `torch._fused_sdp_choice`: OVERRIDEABLE when the fused kernel
-    takes the inputs and `sdpa_kernel` allows it, else MATH (ERROR when both are disabled)."""
+    takes the inputs and `sdpa_kernel` allows it, else MATH (ERROR when both are disabled).
+    The scale and `enable_gqa` do not matter to it (fused_refusal)."""
     overrideable, math_enabled = _compat.sdp_backends_enabled()
-    refusal = fused_refusal(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    refusal = fused_refusal(query, key, value, attn_mask, dropout_p, is_causal)
     if refusal is None and overrideable:
         return SDPBackend.OVERRIDEABLE.value
     if math_enabled:
@@ -97,7 +98,7 @@ def choose_backend(query, key, value, attn_mask=None, dropout_p: float = 0.0,
 
 def _fused_sdp_choice(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
                       scale=None, enable_gqa=False) -> int:
-    return choose_backend(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return choose_backend(query, key, value, attn_mask, dropout_p, is_causal)
 
 
 def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -107,13 +108,12 @@ def _scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0
     if _compat.compile_session._is_compiling_flag:
         choice = SDPBackend.MATH.value
     else:
-        choice = choose_backend(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                enable_gqa)
+        choice = choose_backend(query, key, value, attn_mask, dropout_p, is_causal)
     if choice == SDPBackend.OVERRIDEABLE.value:
         bias = additive_mask(attn_mask, query.dtype)
         return FUSED(query, key, value, bias, dropout_p, is_causal, False, scale=scale)[0]
     if choice == SDPBackend.ERROR.value:
-        why = fused_refusal(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+        why = fused_refusal(query, key, value, attn_mask, dropout_p, is_causal)
         raise RuntimeError(
             "No viable backend for scaled_dot_product_attention was found: the math backend is "
             "disabled (sdpa_kernel) and mtia_sim's fused kernel cannot take these inputs ("
@@ -232,8 +232,7 @@ def whole_attention(func, args, kwargs, device):
     mask, dropout_p, is_causal = _after_qkv(
         args, kwargs, {"attn_mask": None, "dropout_p": 0.0, "is_causal": False})
     query, key, value = args[:3]
-    if fused_refusal(query, key, value, mask, dropout_p, is_causal,
-                     kwargs.get("enable_gqa", False)) is None:
+    if fused_refusal(query, key, value, mask, dropout_p, is_causal) is None:
         overrideable, _ = _compat.sdp_backends_enabled()
         if overrideable:
             bias = additive_mask(mask, query.dtype)
