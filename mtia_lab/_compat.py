@@ -125,6 +125,18 @@ def dispatch_key_set(*names: str):
     return keyset
 
 
+def composite_implicit(op: OpOverload, *args, **kwargs):
+    """Run `op`'s CompositeImplicitAutograd kernel (ATen's own decomposition), for a device that
+    overrides the op at its autograd key and still wants PyTorch's version for some inputs."""
+    return op.decompose(*args, **kwargs)
+
+
+def sdp_backends_enabled() -> tuple[bool, bool]:
+    """(overrideable, math): what `torch.nn.attention.sdpa_kernel` allows now. torch.backends
+    has no public reader for the OVERRIDEABLE flag."""
+    return torch._C._get_overrideable_sdp_enabled(), torch._C._get_math_sdp_enabled()
+
+
 def current_accelerator():
     """The accelerator torch.accelerator reports now (a torch.device), or None."""
     return torch._C._accelerator_getAccelerator()

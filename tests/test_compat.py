@@ -150,6 +150,11 @@ CORE: dict[str, Pin] = {
                           "torch._C.DispatchKey.AutocastPrivateUse1",
                           check=lambda fn: "Python" in str(fn("Python"))),
     "current_accelerator": P("torch._C._accelerator_getAccelerator"),
+    "composite_implicit": P("torch._ops.OpOverload.decompose", check=lambda fn: fn(
+        torch.ops.aten.linear.default, torch.ones(1, 2), torch.ones(3, 2)).shape == (1, 3)),
+    "sdp_backends_enabled": P("torch._C._get_overrideable_sdp_enabled",
+                              "torch._C._get_math_sdp_enabled",
+                              check=lambda fn: fn() == (True, True)),
     "all_op_schemas": P("torch._C._jit_get_all_schemas",
                         check=lambda fn: any(s.name == "aten::_foreach_add" for s in fn())),
     "all_op_names": P("torch._C._dispatch_get_all_op_names",

@@ -22,7 +22,7 @@ from ... import _compat
 from ..._compat import DEVICE_NAME, copy_math_bits, is_fake
 from ...source import user_source
 from ..runtime.allocator import Block
-from ..runtime.device_state import RUNTIME
+from ..runtime.device_state import RUNTIME, BadForkError
 
 # CPU storage data pointer -> weak reference to the DeviceStorage that owns it (tensors own
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
@@ -44,11 +44,16 @@ def set_allocation_route(route) -> object:
     return previous
 
 
+# PyTorch's words (StorageSharing.cpp) when a received device tensor is sent on.
+RESHARE_MESSAGE = (f"Attempted to send {DEVICE_NAME} tensor received from another process; this "
+                   "is not currently supported. Consider cloning before sending.")
+
+
 class DeviceStorage:
     """One simulated allocation: the allocator block and the host bytes behind it."""
 
     __slots__ = ("device_index", "block", "owner_ref", "nbytes", "host_ptr", "python_storage",
-                 "__weakref__")
+                 "received_from_process", "__weakref__")
 
     def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
         self.device_index = device_index
@@ -58,6 +63,8 @@ class DeviceStorage:
         self.owner_ref = None  # the allocator's weak reference to us, set with `block`
         # The storage object `untyped_storage()` hands out, made on first use.
         self.python_storage: torch.UntypedStorage | None = None
+        # Rebuilt from a tensor another process sent (ipc.py): CUDA refuses to send it on.
+        self.received_from_process = False
         if nbytes:
             self._allocate(op)
 
@@ -102,8 +109,10 @@ class DeviceStorage:
             if block.owner is not getattr(self, "owner_ref", None):
                 return  # the allocator's weak reference to us freed it already (a GC'd cycle)
             RUNTIME.devices[self.device_index].allocator.free(block)
-        except (IndexError, AttributeError, TypeError):
-            pass  # interpreter shutdown (module globals already None) or the device was removed
+        except (IndexError, AttributeError, TypeError, BadForkError):
+            # interpreter shutdown (module globals already None), the device was removed, or
+            # a bad fork's child dropping a tensor inherited from its parent
+            pass
 
     def __repr__(self) -> str:
         where = f"mtia_sim:{self.device_index}"
@@ -138,7 +147,11 @@ class DeviceUntypedStorage(torch.UntypedStorage):
         return memory.address if memory is not None else 0
 
     def _share_device_(self, *args, **kwargs):
-        """CUDA's IPC export of device memory: the simulator's cannot be shared that way."""
+        """CUDA's IPC export of device memory: the simulator's cannot be shared that way. Memory
+        received from another process is refused first, in CUDA's words, as CUDA checks it."""
+        memory = self._mtia_owner()
+        if memory is not None and memory.received_from_process:
+            raise RuntimeError(RESHARE_MESSAGE)
         raise RuntimeError(
             f"_share_device_: {DEVICE_NAME} memory cannot be mapped into another process (there "
             f"is no IPC handle to give). Send the tensor through a torch.multiprocessing queue: "
