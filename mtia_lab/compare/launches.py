@@ -80,13 +80,17 @@ class Attribution:
 _OVERLOAD = re.compile(r"_default(?=(_\d+)?$)")
 
 
-def _ours(name: str, ours: set[str]) -> str | None:
+def _ours(name: str, ours: set[str], target: str = "") -> str | None:
     """`name` if it is a node of ours; else the same node as AOTAutograd's retrace names an op
     it reaches through its overload ("native_group_norm_default_1" for our
-    "native_group_norm_1")."""
+    "native_group_norm_1", "var_mean_correction_1" for our "var_mean_1": the overload is
+    the last part of the source's `target`, "aten.var_mean.correction")."""
     if name in ours:
         return name
     alias = _OVERLOAD.sub("", name)
+    overload = target.rsplit(".", 1)[-1] if target.count(".") >= 2 else ""
+    if alias not in ours and overload and overload != "default":
+        alias = re.sub(rf"_{re.escape(overload)}(?=(_\d+)?$)", "", name)
     return alias if alias in ours else None
 
 
@@ -102,7 +106,7 @@ def roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
                 found.add(best)
             return
         for source in sources:
-            walk(source.from_node, _ours(source.name, ours) or best)
+            walk(source.from_node, _ours(source.name, ours, str(source.target)) or best)
 
     sources = node.meta.get("from_node") or []
     # A node a pattern made remembers no source: its name is ours only as it is, not through
