@@ -58,6 +58,25 @@ def test_conv_input_layout_a_kernel_writing_a_convolutions_input_leaves_its_redu
     assert sorted(held) == sorted(g.nodes for g in c.ours.groups)  # every kernel Inductor's
 
 
+
+@pytest.mark.parametrize("act,affine,fused", [
+    ("relu", True, True), ("silu", True, False), ("silu", False, True)])
+def test_conv_input_layout_a_norm_inlined_into_its_reader_keeps_its_loop(act, affine, fused):
+    """GroupNorm's normalize read by one op (ReLU) is inlined into it: the ReLU runs in the
+    norm's loop and stores the convolution's input channels-last from there. Read twice
+    (SiLU: x * sigmoid(x)) it is stored when it loads more than 4 values (input, mean,
+    rstd, weight, bias), and the SiLU loops channels-last on its own; without weight and
+    bias (3 loads) it is inlined into both reads and fuses again."""
+    def fn(x, w, b, cw):
+        h = F.group_norm(x, 4, w if affine else None, b if affine else None)
+        return F.conv2d(h.relu() if act == "relu" else F.silu(h), cw, padding=1)
+
+    c = _compared(fn, (2, 8, 8, 8), (8,), (8,), (8, 8, 3, 3))
+    assert not c.unexplained, str(c)
+    norm = next(g.nodes for g in c.ours.groups if "native_group_norm" in g.nodes)
+    assert (len(norm) > 1) is fused, _kernels(c)
+    assert any(d.rule == "conv_input_layout" for d in c.ours.decisions) is not fused
+
 def test_norms_and_scans_are_reductions_that_take_a_pointwise_prologue():
     c = _compared(lambda x, y: (F.normalize(x + 1, dim=-1), torch.cumsum(y * 3, -1)),
                   (8, 16), (8, 16))

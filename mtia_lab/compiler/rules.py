@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import config, lowering
+from . import config, lowering, opcount
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -242,13 +242,42 @@ def _channels_last(g: FusedSchedulerNode) -> bool:
 def conv_input_layout(p: Pair) -> Verdict | None:
     """A kernel writing a convolution's input loops channels-last (Inductor's layout
     optimization); it reads or writes nothing at the same index as a kernel looping in the
-    graph's order: no shared data (Inductor's score_fusion_memory is 0)."""
+    graph's order: no shared data (Inductor's score_fusion_memory is 0). Unless it reads a
+    norm's output that Inductor inlines into it (`_reads_inlined_norm`): then it is computed
+    in the norm's own loop, which stores it channels-last."""
     if _channels_last(p.a) == _channels_last(p.b):
         return None
-    last = p.a if _channels_last(p.a) else p.b
+    last, other = (p.a, p.b) if _channels_last(p.a) else (p.b, p.a)
+    if _reads_inlined_norm(last, other, p.ir):
+        return None
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
                    "data is shared at the same index")
+
+
+NORM_STATISTICS = 2  # a norm's normalize loads its mean and its rstd besides its inputs
+
+
+def _reads_inlined_norm(last: FusedSchedulerNode, other: FusedSchedulerNode,
+                        ir: GraphIR) -> bool:
+    """Inductor decomposes a norm (GroupNorm) into its statistics, a reduction, and a
+    pointwise normalize over the whole input. Read by one node, or by several when it loads
+    at most `realize_reads_threshold` (4) values (input, mean, rstd, weight, bias: 5), the
+    normalize is inlined into its reader, which then runs in the norm's loop (the graph's
+    order, storing channels-last); reused and loading more, it is stored, and its reader
+    loops channels-last on its own (`StorageBox.should_realize_on_reuse`)."""
+    for node in other.nodes:
+        if node.kind is not Kind.REDUCTION or node.unrolled:
+            continue
+        for buf in node.writes:
+            readers = ir.users.get(buf, ())
+            full = _elements(ir.buffers[buf].shape) == node.numel * node.rnumel
+            if not (full and readers and all(r in last.names for r in readers)):
+                continue
+            loads = len(node.reads) + NORM_STATISTICS
+            if len(readers) == 1 or loads <= opcount.REALIZE_READS_ON_REUSE:
+                return True
+    return False
 
 
 def max_fusion_size(p: Pair) -> Verdict | None:
