@@ -77,6 +77,23 @@ def test_conv_input_layout_a_norm_inlined_into_its_reader_keeps_its_loop(act, af
     assert (len(norm) > 1) is fused, _kernels(c)
     assert any(d.rule == "conv_input_layout" for d in c.ours.decisions) is not fused
 
+
+@pytest.mark.parametrize("cat", [False, True])
+def test_stored_on_reuse_a_batchnorm_read_twice_is_stored_and_joins_only_a_plain_reader(cat):
+    """An eval BatchNorm loads 5 values (input, mean, var, weight, bias); read twice by SiLU
+    (x * sigmoid(x)) Inductor stores it (realize_reads_threshold 4), laid out channels-last
+    like the convolution input it feeds, and fuses it with the SiLU again. When the SiLU
+    is a piece of a cat, the cat reads the BatchNorm through an index: two kernels."""
+    def fn(x, mean, var, w, b, y, cw):
+        h = F.silu(F.batch_norm(x, mean, var.abs() + 1, w, b))
+        return F.conv2d(torch.cat([y, h], 1) if cat else h, cw, padding=1)
+
+    c = _compared(fn, (2, 8, 8, 8), (8,), (8,), (8,), (8,), (2, 8, 8, 8),
+                  (8, 16 if cat else 8, 3, 3))
+    assert not c.unexplained, str(c)
+    norm = next(g.nodes for g in c.ours.groups if "sqrt" in g.nodes)
+    assert ("sigmoid" in norm) is not cat, _kernels(c)
+
 def test_norms_and_scans_are_reductions_that_take_a_pointwise_prologue():
     c = _compared(lambda x, y: (F.normalize(x + 1, dim=-1), torch.cumsum(y * 3, -1)),
                   (8, 16), (8, 16))

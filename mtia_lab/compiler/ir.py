@@ -131,6 +131,7 @@ class SchedulerNode:
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
+    stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)

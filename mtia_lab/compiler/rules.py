@@ -134,7 +134,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
     it must (a reduction, an extern's input, a graph output, several users, more than
     REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9; a loop body of more than
-    30 operations with everything inlined into it: `lowering.large_body`). An op whose only
+    30 operations with everything inlined into it: `lowering.large_body`; several readers
+    and more than 4 loads: `lowering.stored_on_reuse`). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -150,7 +151,7 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
                         "slices); we copy the pieces in a kernel of our own")
         return None
     if lowering.loads(producer) > lowering.REALIZE_ACC_READS or lowering.large_body(
-            producer, consumer):
+            producer, consumer) or lowering.stored_on_reuse(producer, consumer):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
@@ -248,11 +249,23 @@ def conv_input_layout(p: Pair) -> Verdict | None:
     if _channels_last(p.a) == _channels_last(p.b):
         return None
     last, other = (p.a, p.b) if _channels_last(p.a) else (p.b, p.a)
-    if _reads_inlined_norm(last, other, p.ir):
+    if _reads_inlined_norm(last, other, p.ir) or _stored_for_it(last, other, p.ir):
         return None
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
                    "data is shared at the same index")
+
+
+def _stored_for_it(last: FusedSchedulerNode, other: FusedSchedulerNode, ir: GraphIR) -> bool:
+    """A pointwise value Inductor stores for its reuse (`stored_on_reuse`: a BatchNorm read
+    by SiLU's x * sigmoid(x)) that feeds the convolution's input is laid out channels-last
+    too (`find_nodes_prefer_channels_last`: a node prefers it when a user does; applied by
+    `maybe_apply_channels_last_stride_order` when it is realized): a pointwise loop follows
+    its output's layout, so both loop in one order."""
+    if not _pure_pointwise(other):
+        return False
+    fed = [b for n in other.nodes if n.stored for b in n.writes if b in last.reads]
+    return bool(fed) and not any(ir.buffers[b].is_output for b in fed)
 
 
 NORM_STATISTICS = 2  # a norm's normalize loads its mean and its rstd besides its inputs
