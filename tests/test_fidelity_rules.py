@@ -94,6 +94,24 @@ def test_stored_on_reuse_a_batchnorm_read_twice_is_stored_and_joins_only_a_plain
     norm = next(g.nodes for g in c.ours.groups if "sqrt" in g.nodes)
     assert ("sigmoid" in norm) is not cat, _kernels(c)
 
+
+@pytest.mark.parametrize("host", [True, False])
+def test_a_host_constant_copied_into_a_tensor_is_a_launch_of_its_own(host):
+    """`index[0] = 5` copies a tensor constant of the host into the index (BEiT's relative
+    position index): Inductor moves it to the device in a launch of its own (a DeviceCopy,
+    an extern kernel), which nothing joins. A value computed on the device is copied inside
+    the kernel that reads it."""
+    def fn(x):
+        index = torch.zeros(8, dtype=torch.long)  # made without a device, as BEiT's
+        index[0] = 5 if host else (x[0, 0] > 0).long()
+        return x[:, index] * 2
+
+    c = _compared(fn, (4, 8))
+    assert not c.unexplained, str(c)
+    assert (("copy",) in _kernels(c)) is host, _kernels(c)
+    moved = [launch.nodes for launch in c.placed.launches if launch.name == "device_copy"]
+    assert moved == ([("copy",)] if host else []), moved
+
 def test_norms_and_scans_are_reductions_that_take_a_pointwise_prologue():
     c = _compared(lambda x, y: (F.normalize(x + 1, dim=-1), torch.cumsum(y * 3, -1)),
                   (8, 16), (8, 16))
