@@ -508,3 +508,24 @@ def test_computed_once_off_a_random_draw_read_by_two_kernels_is_drawn_once():
         plan = COMPILED[-1].plan
     assert "rand_like" not in plan.recomputed and plan.recomputed
     torch.testing.assert_close(rows.sum().cpu(), cols.sum().cpu())
+
+
+def test_an_op_is_found_by_its_retrace_name_whatever_number_ours_carries():
+    """BiT's weight standardizations: var_mean of each weight, a GroupNorm between them.
+    Inductor's decomposition of the GroupNorm makes post-grad nodes named var_mean_1,
+    var_mean_3, ..., and its retrace names our var_means var_mean_correction,
+    var_mean_correction_1: each var_mean is found by that name, in the order of our graph,
+    so each standardization is on its own launch, not on the one before it."""
+    def fn(x, w1, w2):
+        def standardized(w):
+            var, mean = torch.var_mean(w, dim=(1, 2, 3), keepdim=True, correction=0)
+            return (w - mean) * torch.rsqrt(var + 1e-8)
+
+        h = F.group_norm(F.conv2d(x, standardized(w1)), 2).relu()
+        return F.conv2d(h, standardized(w2), padding=1)
+
+    c = _compared(fn, (2, 8, 8, 8), (8, 8, 1, 1), (8, 8, 3, 3))
+    for name in ("var_mean", "var_mean_1"):
+        launch = next(lc for lc in c.placed.launches if name in lc.nodes)
+        assert launch.nodes[0] == name and "native_group_norm" not in launch.nodes, launch
+    assert not c.unexplained, str(c)
