@@ -7,7 +7,8 @@ the reason recorded is the one Inductor would give:
     1. lowering     inlined_while_lowering: a pointwise op used by one kernel only is computed
                     inside it (Inductor inlines it before scheduling: no guardrail applies),
                     unless Inductor's lowering stores it: too many loads (realize_acc_reads),
-                    a loop body over 30 operations (realize_opcount, opcount.py), a piece
+                    a loop body over 30 operations (realize_opcount, opcount.py), several
+                    readers and more than 4 loads (realize_reads_threshold), a piece
                     of a cat lowered to a ConcatKernel (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
                     (a kind can depend on the lowering: a sort of at most 512 elements is a
@@ -74,7 +75,8 @@ NOT_MODELLED = {
     "split_reductions": "a large reduction is one kernel, never split in two",
     "realize_reads_threshold": "with computed_once on (the default), an op with several "
                                "users is computed once, never inlined into each of them "
-                               "(computed_once=False follows it: recompute.py)",
+                               "(computed_once=False follows it: recompute.py); one loading "
+                               "more than 4 values is stored in both (stored_on_reuse)",
 }
 
 
