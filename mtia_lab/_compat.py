@@ -100,6 +100,7 @@ below_autograd = torch._C._AutoDispatchBelowAutograd
 # What torch.save writes for a tensor (torch.load calls them back: the same objects).
 rebuild_tensor = torch._utils._rebuild_tensor_v2
 rebuild_parameter = torch._utils._rebuild_parameter
+rebuild_sparse_tensor = torch._utils._rebuild_sparse_tensor  # (layout, (indices, values, ...))
 tensor_metadata = torch._utils.get_tensor_metadata
 
 

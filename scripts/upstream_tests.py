@@ -163,8 +163,6 @@ CPU_TOO = ("fails on the CPU too with torch 2.13.0: the file's expectation is an
            "version's ({})")
 QUANTIZED = ("quantized tensors on the device: PyTorch's quantizer is C++; quantizing on the "
              "device raises NotImplementedError (README, Known limits)")
-SPARSE = ("sparse COO tensors on the device are not supported: clear NotImplementedError at "
-          "to_sparse (README, Known limits)")
 BACKEND_META = ("backend metadata (BackendMeta) is a C++ registration a Python backend cannot "
                 "make (README, Known limits)")
 OPENREG_OWN = "a feature of torch_openreg's own, not of PyTorch's device API ({})"
@@ -192,7 +190,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "tensors (README, Known limits), so it does not list them"),
     r"test_view_ops.py::.*::test_(flatten|ravel)_mtia_sim$": QUANTIZED,
     r"test_ops.py::TestQuantization::test_quantize$": QUANTIZED,
-    r"test_type_promotion.py::.*::test_sparse_": SPARSE,
     r"test_indexing.py::.*::test_index_put_accumulate_large_tensor_": (
         "needs about 6 GiB of device memory; a simulated device has 2 GiB by default (passes "
         "with --memory-capacity 8GiB)"),

@@ -138,6 +138,9 @@ CORE: dict[str, Pin] = {
     "rebuild_parameter": P("torch._utils._rebuild_parameter", alias=True,
                            check=lambda fn: torch.nn.Parameter(torch.ones(1)).__reduce_ex__(2)[0]
                            is fn),
+    "rebuild_sparse_tensor": P("torch._utils._rebuild_sparse_tensor", alias=True,
+                               check=lambda fn: torch.eye(2).to_sparse().__reduce_ex__(2)[0]
+                               is fn),
     "tensor_metadata": P("torch._utils.get_tensor_metadata", alias=True),
     "op_schema": P("torch._ops.OpOverload", check=lambda fn: [  # reads op._schema
         a.name for a in fn(torch.ops.aten.add.Tensor).arguments][:2] == ["self", "other"]),

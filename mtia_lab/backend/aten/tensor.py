@@ -326,24 +326,54 @@ def _compat_is_fake(inner: torch.Tensor) -> bool:
 def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
     """Put a CPU tensor on the device: share the DeviceStorage of its CPU storage if one
     exists (a view or an in-place result), otherwise allocate a block for it (a fresh result)."""
-    untyped = inner.untyped_storage()
+    try:
+        untyped = inner.untyped_storage()
+    except NotImplementedError:  # a sparse COO result has no one storage (sparse.py)
+        return _WRAP_SPARSE(inner, device_index, op)
     if _compat_is_fake(inner):  # a FakeTensor while torch.compile traces: no memory
         return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
     try:
         ptr = untyped.data_ptr()
     except RuntimeError:  # metadata only, no memory
         return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
-    entry = _LIVE_STORAGES.get(ptr) if ptr else None
-    storage = entry() if entry is not None else None
-    if storage is None or storage.device_index != device_index:
-        storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
-    tensor = MTIATensor(inner, storage)
+    tensor = MTIATensor(inner, _storage_at(ptr, untyped, device_index, op))
     if inner.is_conj() or inner.is_neg():
         # A lazy `x.conj()` view: the wrapper must carry the bit too. Kernels run below the
         # Conjugate key and ignore the inner's bit; with it on the wrapper, PyTorch resolves
         # the conjugate (a copy) before an op that needs the values, as it does on the CPU.
         copy_math_bits(tensor, inner)
     return tensor
+
+
+def _storage_at(ptr: int, untyped: torch.UntypedStorage, device_index: int,
+                op: str) -> DeviceStorage:
+    """The DeviceStorage that owns the host bytes at `ptr`, or a fresh allocation for them."""
+    entry = _LIVE_STORAGES.get(ptr) if ptr else None
+    storage = entry() if entry is not None else None
+    if storage is None or storage.device_index != device_index:
+        storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
+    return storage
+
+
+def storage_for(dense: torch.Tensor, device_index: int, op: str) -> DeviceStorage:
+    """The DeviceStorage behind a dense CPU tensor that is device memory (the indices or values
+    of a sparse device tensor): the one that owns its bytes, or a fresh allocation."""
+    untyped = dense.untyped_storage()
+    return _storage_at(untyped.data_ptr(), untyped, device_index, op)
+
+
+def _no_sparse(inner: torch.Tensor, device_index: int, op: str):
+    raise NotImplementedError(f"{op} returns a {inner.layout} tensor: import mtia_lab.backend")
+
+
+# How a sparse COO result is put on the device: sparse.py installs it (it builds on this module).
+_WRAP_SPARSE = _no_sparse
+
+
+def set_sparse_wrap(wrap_sparse) -> None:
+    """Install the function that puts a CPU sparse COO tensor on the device (sparse.py)."""
+    global _WRAP_SPARSE
+    _WRAP_SPARSE = wrap_sparse
 
 
 def storage_of(tensor: torch.Tensor) -> DeviceStorage:
