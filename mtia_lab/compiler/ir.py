@@ -131,6 +131,7 @@ class SchedulerNode:
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
+    stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
@@ -571,8 +572,18 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
     """Where Inductor's lowering of an op depends on its sizes or dtypes: a short sort is a
     Triton kernel (a reduction-shaped loop, SORTS); a scatter of int64 or bool values, or a
     scatter_reduce other than a sum, calls ATen (`use_scatter_fallback`: Triton has no atomic
-    store of those dtypes)."""
+    store of those dtypes). A tensor constant of the host copied into a device tensor
+    (`t[0] = n - 1` in a model that made `t` without a device: `copy(t[0], lift_fresh_copy(
+    constant))`) is a launch of its own that moves it (`codegen_device_copy`: ir.DeviceCopy
+    is an extern kernel); the lifted constant itself is that launch's input, not a kernel."""
     op_name = _op_name(fx_node)
+    if op_name == "lift_fresh_copy" and _host_constant(fx_node) and all(
+            _op_name(u) == "copy" and u.args[1] is fx_node for u in fx_node.users):
+        return Kind.VIEW
+    if op_name == "copy" and len(fx_node.args) > 1 and isinstance(
+            fx_node.args[1], torch.fx.Node) and _op_name(fx_node.args[1]) == "lift_fresh_copy" \
+            and _host_constant(fx_node.args[1]):
+        return Kind.EXTERN
     source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
         fx_node.args[0], torch.fx.Node) else None
     if op_name in SORTS and isinstance(source, torch.Tensor) and source.dim() > 0:
@@ -589,6 +600,11 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
                                                                           torch.bool):
             return Kind.EXTERN
     return kind
+
+
+def _host_constant(lifted: torch.fx.Node) -> bool:
+    """Does a lift_fresh_copy lift a tensor constant of the graph (a get_attr)?"""
+    return bool(lifted.args) and getattr(lifted.args[0], "op", None) == "get_attr"
 
 
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:

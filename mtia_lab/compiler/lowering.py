@@ -115,3 +115,10 @@ def large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bo
     """realize_opcount_threshold: Inductor stores a value whose loop body, with all it
     inlined, has more than 30 operations (opcount.py estimates the count)."""
     return any(n.large_body and set(n.writes) & consumer.reads for n in producer.nodes)
+
+
+def stored_on_reuse(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """realize_reads_threshold: Inductor stores a value read by several ops (`mark_reuse`)
+    whose body loads more than 4 values (a BatchNorm: input, mean, var, weight, bias), even
+    when all its readers end up in one kernel (SiLU's x * sigmoid(x)): they load it."""
+    return any(n.stored and set(n.writes) & consumer.reads for n in producer.nodes)

@@ -134,12 +134,14 @@ class Scheduler:
         threshold = config.unroll_reductions_threshold
         for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
             node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
-        large = opcount.large_bodies(ir)  # ...and stores values whose loop body is large
+        # ...and stores values whose loop body is large, or reused ones that load much
+        large, _, realized = opcount.realize_decisions(ir)
         # computed_once=False: a clone of each recomputed value per reader (recompute.py)
         self.recomputed = recomputed
         ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
         for node in ir.nodes:
             node.large_body = large.get(recompute.origin(node.name), 0)
+            node.stored = node.kind is Kind.POINTWISE and recompute.origin(node.name) in realized
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
