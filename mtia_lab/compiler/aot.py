@@ -72,7 +72,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forwar
     host_devices(gm)  # the graph runs on host tensors: so do the buffers it creates
     ir = build_ir(gm)
     plan = schedule(ir, name)
-    program = generate(plan, ir)
+    program = generate(plan, plan.ir)  # with the layout copies it planned (layout.py)
     COMPILED.append(CompiledGraph(name, gm, plan, program))
     return Runner(program, gm)
 

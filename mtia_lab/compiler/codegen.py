@@ -90,6 +90,27 @@ class _SubgraphBuilder:
         self.env[node.name] = copy
         return copy
 
+    def bind(self, fx_name: str, buffer: str) -> None:
+        """Read FX value `fx_name` from buffer `buffer` (a layout copy of it: layout.py)."""
+        self.inputs.append(buffer)
+        self.env[fx_name] = self.graph.placeholder(buffer)
+        self.env[fx_name].meta = dict(self.fx[fx_name].meta)
+
+    def layout_copy(self, name: str, fx_name: str) -> None:
+        """Inductor's copy of a convolution's operand into channels-last (layout.py)."""
+        self.env[name] = self.graph.call_function(
+            torch.ops.aten.clone.default, (self.value(self.fx[fx_name]),),
+            {"memory_format": torch.channels_last})
+
+    def graph_layout(self, fx_name: str) -> None:
+        """The device's convolution writes its output in the graph's layout, whatever its
+        operands' (as Inductor's wrapper asserts); the host's would follow the inputs."""
+        val = self.fx[fx_name].meta.get("val")
+        if isinstance(val, torch.Tensor) and val.is_contiguous():
+            self.env[fx_name] = self.graph.call_function(
+                torch.ops.aten.clone.default, (self.env[fx_name],),
+                {"memory_format": torch.contiguous_format})
+
     def copy_member(self, fx_name: str) -> None:
         node = self.fx[fx_name]
         self.env[fx_name] = self.graph.node_copy(node, self.value)
@@ -128,9 +149,19 @@ def _docstring(group: KernelGroup) -> str:
 def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
     members = {fx for n in group.nodes for fx in ir.by_name[n].fx_nodes}
     builder = _SubgraphBuilder(ir, members)
+    bound = set()
+    for copy in ir.nodes:  # a convolution reads the layout copies of its operands
+        if copy.layout_of and copy.layout_of[0] in group.nodes:
+            builder.bind(copy.layout_of[1], copy.name)
+            bound.add(copy.layout_of[0])
     for node_name in group.nodes:
-        for fx_name in ir.by_name[node_name].fx_nodes:
+        node = ir.by_name[node_name]
+        if node.layout_of:
+            builder.layout_copy(node.name, node.layout_of[1])
+        for fx_name in node.fx_nodes:
             builder.copy_member(fx_name)
+            if fx_name in bound:
+                builder.graph_layout(fx_name)
     outputs = [builder.env[b] for b in group.outputs]
     name = f"kernel_{group.index}"
     src, globs = builder.source(name, _docstring(group), outputs)

@@ -128,6 +128,8 @@ class SchedulerNode:
     scatter: bool = False  # writes through an index (scatter, index_put)
     loads: int = 0  # values loaded per output element (a 3x3 pool: 9), for realize_acc_reads
     channels_last: bool = False  # writes a convolution's input (laid out channels-last)
+    # A layout copy (extern_in_triton=False, layout.py): (the convolution, its FX argument)
+    layout_of: tuple[str, str] | None = None
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
@@ -441,13 +443,24 @@ def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
     one pixel (a squeeze-excite's pooled vector) or one channel is laid out the same either
     way: its writer keeps the graph's order (Inductor's memory deps are equal)."""
     by_name = {n.name: n for n in nodes}
-    for fx_node in gm.graph.nodes:
-        if fx_node.target is not aten.convolution.default:
+    for _, role, source in conv_operands(gm):
+        if role != "input":
             continue
-        source = fx_node.args[0]
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
         if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape):
             by_name[buf.producer].channels_last = True
+
+
+def conv_operands(gm: torch.fx.GraphModule):
+    """(convolution, "input" or "weight", FX argument) of each convolution, in graph order
+    and, per convolution, in the order Inductor's lowering asks for their layout
+    (`kernel/conv.py: convolution`: `require_channels_last(x)`, then the weight)."""
+    for fx_node in gm.graph.nodes:
+        if fx_node.target is not aten.convolution.default:
+            continue
+        for role, arg in zip(("input", "weight"), fx_node.args[:2], strict=False):
+            if isinstance(arg, torch.fx.Node):
+                yield fx_node, role, arg
 
 
 def _layouts_differ(shape: tuple[int, ...]) -> bool:

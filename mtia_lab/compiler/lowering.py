@@ -122,3 +122,9 @@ def stored_on_reuse(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) 
     whose body loads more than 4 values (a BatchNorm: input, mean, var, weight, bias), even
     when all its readers end up in one kernel (SiLU's x * sigmoid(x)): they load it."""
     return any(n.stored and set(n.writes) & consumer.reads for n in producer.nodes)
+
+
+def copied_for_layout(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """A value a layout copy reads (layout.py) is realized first: Inductor's convolution
+    lowering calls `x.realize()` on its operands before `require_channels_last` copies them."""
+    return any(n.layout_of and set(n.reads) & producer.writes for n in consumer.nodes)

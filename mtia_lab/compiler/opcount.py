@@ -60,8 +60,8 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     large: dict[str, int] = {}
     inline_reused: set[str] = set()
     for node in ir.nodes:
-        if node_kind(node) is not Kind.POINTWISE or node.scatter:
-            realized.add(node.name)
+        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
+            realized.add(node.name)  # a layout copy: copy_input freezes its layout
             continue
         keys, value = _body(node, fx[node.name], ir, bodies, top, realized, interned)
         bodies[node.name], top[node.name] = keys, value

@@ -49,7 +49,7 @@ def candidates(ir: GraphIR) -> list[str]:
 def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool:
     """A pointwise value with one buffer (no pool, no cat Inductor makes a ConcatKernel of),
     read by at least `fewest_readers` loops that can inline it (no extern, template, scatter
-    or ConcatKernel; no reader of its sizes only)."""
+    or ConcatKernel, no layout copy; no reader of its sizes only)."""
     if len(node.writes) != 1 or node.scatter or _pool(node) or _random(node, ir) or \
             not _inlinable(node, ir) or \
             node_kind(node) is not Kind.POINTWISE or ir.buffers[node.writes[0]].is_output:
@@ -58,7 +58,8 @@ def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool
     readers = [ir.by_name[u] for u in ir.users.get(buf, ())]
     return len(readers) >= fewest_readers and all(
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
-        and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY} for r in readers)
+        and not r.layout_of and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY}
+        for r in readers)
 
 
 SCALES = ("aten.mul.Tensor", "aten.div.Tensor")

@@ -153,7 +153,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
                         "slices); we copy the pieces in a kernel of our own")
         return None
     if lowering.loads(producer) > lowering.REALIZE_ACC_READS or lowering.large_body(
-            producer, consumer) or lowering.stored_on_reuse(producer, consumer):
+            producer, consumer) or lowering.stored_on_reuse(producer, consumer) or \
+            lowering.copied_for_layout(producer, consumer):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:

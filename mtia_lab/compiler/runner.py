@@ -32,7 +32,7 @@ from ..backend.runtime import oom
 from ..backend.runtime.cost import KernelCost
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import charge
-from . import recompute
+from . import layout, recompute
 from .codegen import Kernel, Program
 from .ir import FusedSchedulerNode, build_ir, sizes_at
 from .pricing import combo_cost, kernel_cost
@@ -169,6 +169,8 @@ class Runner:
             values = {symbol: size for (_, symbol), size in zip(self._symbols, sizes, strict=True)}
             ir = build_ir(self.gm, sizes_at(values))
             plan = self.program.plan
+            if plan.layout_copies:  # Inductor's layout copies of convolution operands
+                ir = layout.split(ir)
             if plan.recomputed:  # each reader's kernel computes them again (recompute.py)
                 ir = recompute.split(ir, plan.recomputed)
             costs = self._costs[sizes] = [

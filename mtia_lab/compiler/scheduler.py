@@ -22,7 +22,7 @@ import heapq
 
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, opcount, pricing, recompute, rules
+from . import config, layout, opcount, pricing, recompute, rules
 from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -92,7 +92,7 @@ def _label(node, ir: GraphIR) -> str:
     if node.name in ir.home:
         return (f"{recompute.origin(node.name)}: {node.target} (recomputed for "
                 f"{ir.home[node.name]})")
-    return f"{node.name}: {node.target}"
+    return layout.describe(node)
 
 
 def _realized_order(ir: GraphIR) -> None:
@@ -437,7 +437,7 @@ class Scheduler:
         names = sorted(dict.fromkeys(recompute.origin(n.name) for n in g.nodes),
                        key=lambda n: src[n].index)
         again = set(self.recomputed)
-        return tuple(names), tuple(f"{n}: {src[n].target}" + (
+        return tuple(names), tuple(layout.describe(src[n]) + (
             " (recomputed here)" if n in again else "") for n in names)
 
     def _plan(self, order: list[FusedSchedulerNode], combos) -> FusionPlan:
@@ -465,7 +465,9 @@ class Scheduler:
                       for check, why in NOT_MODELLED.items())
         return FusionPlan(self.name, groups, self.decisions, before, after, combos,
                           config.snapshot(), tuple(ir.views), self.source_ir, notes,
-                          recomputed=tuple(self.recomputed))
+                          recomputed=tuple(self.recomputed),
+                          layout_copies=tuple(n.name for n in self.source_ir.nodes
+                                              if n.layout_of))
 
 
 def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
@@ -473,7 +475,12 @@ def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
 
     computed_once=False: the values Inductor recomputes in each reader are given a clone per
     reader (recompute.py); a value whose clone a rule kept out of its reader's kernel is
-    stored after all, and the graph is scheduled again without it."""
+    stored after all, and the graph is scheduled again without it.
+
+    extern_in_triton=False: each convolution operand Inductor copies into channels-last gets
+    a layout copy node of its own before the scheduling (layout.py)."""
+    if not config.extern_in_triton:
+        ir = layout.split(ir)
     with _gc_paused():  # building the Scheduler allocates one object or more per node too
         recomputed = () if config.computed_once else tuple(recompute.candidates(ir))
         while True:

@@ -103,6 +103,11 @@ GUARDRAILS: dict[str, Guardrail] = {g.name: g for g in [
               doc="Ours: a value with several readers is computed once, in one kernel, and "
                   "stored for the others. False: as Inductor's lowering, a cheap one "
                   "(should_realize_on_reuse says no) is recomputed in each reader's kernel."),
+    Guardrail("extern_in_triton", True, bool, owner=OURS,
+              doc="Ours: an extern kernel (a convolution) is the whole op. False: as "
+                  "Inductor's layout_optimization, an operand whose layout is fixed (a graph "
+                  "input, an extern's output, a view) is copied into channels-last by a "
+                  "Triton kernel of its own before the call (compiler/layout.py)."),
     Guardrail("on_chip_memory_budget", None, int, 0, allow_none=True, owner=OURS,
               doc="Bytes of intermediates one kernel may keep on chip (None: the chip "
                   "profile's local_memory_per_pe * num_pes)."),

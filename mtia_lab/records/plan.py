@@ -96,6 +96,9 @@ class FusionPlan:
     # Values computed again in each kernel that reads them, as Inductor's lowering does
     # (computed_once=False): the only nodes that sit in several groups.
     recomputed: tuple[str, ...] = ()
+    # Layout copies of convolution operands, as Inductor's layout_optimization makes them
+    # (extern_in_triton=False, compiler/layout.py): nodes of the plan's IR, not of the graph.
+    layout_copies: tuple[str, ...] = ()
 
     @property
     def kernel_count(self) -> int:

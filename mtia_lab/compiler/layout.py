@@ -1,0 +1,126 @@
+"""Inductor's layout copies of a convolution's operands (`extern_in_triton=False`).
+
+With its layout optimization on, Inductor's convolution lowering (torch 2.13,
+`kernel/conv.py: convolution`) asks for the input, then the weight, in channels-last order
+(`ExternKernel.require_channels_last` -> `require_strides`, torch/_inductor/ir.py). Where the
+operand is a buffer whose layout is still free -- the output of a Triton kernel, read whole --
+its producer simply writes it channels-last (no launch: `rules.conv_input_layout` models the
+producer's loop order). Where its layout is fixed -- a graph input, an extern's output, a view
+of a buffer (`convert_to_reinterpret_view` freezes it) -- and not already channels-last,
+Inductor copies it (`copy_input`: a Pointwise clone, a Triton launch of its own) and the
+extern call reads the copy. One pixel or one channel is the same layout either way.
+
+By default (`extern_in_triton=True`, a departure of ours) our extern kernel is the whole op
+and no copy is planned. With the departure off, `split(ir)` gives each such operand a node of
+its own, `layout_copy_<role>_<conv>` (an `aten.clone` into channels-last), that the
+convolution reads instead: the plan, its costs (the copy's bytes) and its views name it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from .._compat import size_hint
+from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, _layouts_differ, conv_operands
+
+WHY = "layout copy for conv, Inductor's layout_optimization"
+NHWC_ORDER = (0, 2, 3, 1)  # dims from the largest stride to the smallest, channels-last
+
+
+def copy_name(conv: str, role: str) -> str:
+    return f"layout_copy_{role}_{conv}"
+
+
+def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
+    """(convolution, role, FX argument) of each operand Inductor copies into channels-last
+    before the extern call, in Inductor's order (see the module docstring)."""
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    out = []
+    for conv, role, arg in conv_operands(ir.gm):
+        val = arg.meta.get("val")
+        if conv.name not in ir.by_name or not isinstance(val, torch.Tensor):
+            continue
+        shape = tuple(size_hint(d) for d in val.shape)
+        if not _layouts_differ(shape) or _channels_last_ordered(val):
+            continue
+        if not _layout_fixed(arg, ir, fx):
+            continue  # its producer writes it channels-last itself
+        out.append((conv.name, role, arg.name))
+    return out
+
+
+def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
+    """Is the operand's layout fixed when the convolution is lowered: a graph input, an
+    extern's output, or a view of a buffer (a slice, a reshape to other sizes)? A Triton
+    kernel's output read whole is still a FlexibleLayout: its producer takes the order."""
+    base = ir.base_of.get(arg.name)
+    buf = ir.buffers.get(base) if base else None
+    if buf is None or buf.producer is None:
+        return True
+    producer = ir.by_name.get(buf.producer)
+    if producer is None or producer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
+        return True
+    if base == arg.name:
+        return False
+    mine, whole = arg.meta.get("val"), fx[base].meta.get("val") if base in fx else None
+    return not (isinstance(whole, torch.Tensor) and tuple(mine.shape) == tuple(whole.shape)
+                and tuple(mine.stride()) == tuple(whole.stride()))
+
+
+def _channels_last_ordered(val: torch.Tensor) -> bool:
+    """Inductor's `Layout.is_stride_ordered(NHWC)`: dims of size 1 left out, the strides of
+    the others descend in channels-last order."""
+    dims = [d for d in NHWC_ORDER if size_hint(val.shape[d]) != 1]
+    strides = [size_hint(val.stride(d)) for d in dims]
+    return all(a >= b for a, b in zip(strides, strides[1:], strict=False))
+
+
+def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> GraphIR:
+    """A copy of `ir` with a layout copy node before each convolution operand of `copies`
+    (all of them by default); the convolution reads the copy. `ir` is left unchanged."""
+    found = copies(ir) if found is None else found
+    if not found:
+        return ir
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    nodes = {n.name: replace(n, access=dict(n.access)) for n in ir.nodes}
+    buffers = dict(ir.buffers)
+    users = {b: list(u) for b, u in ir.users.items()}
+    before: dict[str, list[SchedulerNode]] = {}
+    for conv_name, role, arg in found:
+        conv, base = nodes[conv_name], ir.base_of[arg]
+        val = fx[arg].meta["val"]
+        name = copy_name(conv_name, role)
+        shape = tuple(size_hint(d) for d in val.shape)
+        numel = 1
+        for d in shape:
+            numel *= d
+        buffers[name] = Buffer(name, numel * val.element_size(), shape, val.dtype, name)
+        copy = SchedulerNode(
+            name=name, index=-1, kind=Kind.POINTWISE, target="aten.clone.default",
+            reads=(base,), writes=(name,), numel=numel,
+            vector_flops=0.0, low_precision=conv.low_precision, loads=1, channels_last=True,
+            access={base: {_access(val, ir.buffers[base])}}, layout_of=(conv_name, arg),
+            source=(f"{WHY} ({conv_name}'s {role})",) + conv.source)
+        conv.reads = tuple(name if b == base else b for b in conv.reads)
+        conv.access = {(name if b == base else b): how for b, how in conv.access.items()}
+        users[base] = [u for u in users.get(base, []) if u != conv_name] + [name]
+        users[name] = [conv_name]
+        before.setdefault(conv_name, []).append(copy)
+    ordered: list[SchedulerNode] = []
+    for original in ir.nodes:
+        ordered.extend(before.get(original.name, []))
+        ordered.append(nodes[original.name])
+    for i, node in enumerate(ordered):
+        node.index = i
+    return GraphIR(ir.gm, ordered, buffers, users, ir.base_of, ir.inputs, ir.views,
+                   home=dict(ir.home))
+
+
+def describe(node: SchedulerNode) -> str:
+    """"name: aten op" of a node, a layout copy saying what it is for."""
+    if node.layout_of:
+        conv, arg = node.layout_of
+        return f"{node.name}: {node.target} ({WHY}; {arg} of {conv})"
+    return f"{node.name}: {node.target}"
