@@ -5,7 +5,8 @@
 
 Each graph is compiled once by our backend (its plan is the one that ran) and once by
 Inductor for the device; our scheduler is then asked again, on the same IR, with our
-departures switched off (`matmul_templates=False`, `computed_once=False`), to show how much
+departures switched off (`matmul_templates=False`, `computed_once=False`,
+`extern_in_triton=False`), to show how much
 of the rest agrees.
 Every comparison is audited (`Comparison.check`: each launch of Inductor's wrapper counted,
 each node of ours on exactly one launch); the table says so per graph.
@@ -27,7 +28,8 @@ from .plans import AlignmentError, Comparison, compare_plans, device_plan
 class FidelityRow:
     name: str
     default: Comparison  # our plan as it ran (departures on) vs Inductor's
-    inductor_like: Comparison  # our departures off (templates, computed once) vs Inductor's
+    inductor_like: Comparison  # our departures off (templates, computed once, layout
+    # copies) vs Inductor's
 
     @property
     def audit(self) -> str:
@@ -49,7 +51,8 @@ def fidelity_rows(suite: dict, inductor_config: dict | None = None) -> list[Fide
         plans_for(fn, *args)
         compiled = COMPILED[start]
         theirs = device_plan(compiled.gm, (inductor_config or {}).get(name))
-        with config.patch(matmul_templates=False, computed_once=False):
+        with config.patch(matmul_templates=False, computed_once=False,
+                          extern_in_triton=False):
             plain = schedule(compiled.plan.ir, name)
         rows.append(FidelityRow(name, compare_plans(compiled.plan, theirs, name),
                                 compare_plans(plain, theirs, name)))

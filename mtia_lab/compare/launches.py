@@ -199,7 +199,7 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
         if not found:
             unrooted.setdefault(_source(node), []).append(node.name)
     _match_by_inputs(ir, gm, post, unrooted, mine)
-    left = [n for n in ir.nodes if not post[n.name]]
+    left = [n for n in ir.nodes if not post[n.name] and not n.layout_of]
     sources = list(unrooted)
     matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
                                       autojunk=False)
@@ -221,7 +221,7 @@ def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
                                    if ir.buffers[b].producer is not None) for n in ir.nodes}
     wanted: dict[tuple[str, frozenset], list[str]] = {}
     for n in ir.nodes:
-        if not post[n.name] and producers[n.name]:
+        if not post[n.name] and producers[n.name] and not n.layout_of:
             wanted.setdefault((n.target, producers[n.name]), []).append(n.name)
     for source, names in list(unrooted.items()):
         node = by_name.get(names[0])
@@ -332,6 +332,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             home[name], how[name] = computing[0], "computed"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
+    _place_layout_copies(ir, launches, post, origins, home, how)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -345,6 +346,24 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
                   tuple(part_of[g.index])) for g in launches]
     return Attribution(out, how, recomputed, [n for n in mine if n not in home],
                        wrapper_launches(wrapper) if wrapper else None)
+
+
+def _place_layout_copies(ir, launches, post: dict, origins: list[set[str]],
+                         home: dict[str, int], how: dict[str, str]) -> None:
+    """Step 0 for a layout copy of ours (compiler/layout.py: no node of the graph, it has no
+    post-grad node): the Triton launch before its convolution's extern call that holds
+    nothing of ours and has the convolution among its origins (Inductor names the copy
+    after the node that asked for it), the first one not yet taken, in Inductor's order."""
+    taken = set(home.values())
+    for node in ir.nodes:
+        if not node.layout_of or node.layout_of[0] not in home:
+            continue
+        conv_post, extern = set(post[node.layout_of[0]]), home[node.layout_of[0]]
+        found = next((k for k in range(extern) if k not in taken
+                      and launches[k].kind != "extern" and conv_post & origins[k]), None)
+        if found is not None:
+            home[node.name], how[node.name] = found, "layout copy"
+            taken.add(found)
 
 
 def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list[str],

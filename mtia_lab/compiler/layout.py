@@ -38,6 +38,8 @@ def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
     before the extern call, in Inductor's order (see the module docstring)."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     out = []
+    if not layout_optimization(ir.gm):
+        return out
     for conv, role, arg in conv_operands(ir.gm):
         val = arg.meta.get("val")
         if conv.name not in ir.by_name or not isinstance(val, torch.Tensor):
@@ -49,6 +51,56 @@ def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
             continue  # its producer writes it channels-last itself
         out.append((conv.name, role, arg.name))
     return out
+
+
+# Inductor's measured channels-last speed-up (< 1) or slow-down (> 1) by kind of convolution
+# (GraphLowering.decide_layout_opt, for an inference graph)
+GROUPED, SMALL, IN_OUT, DEFAULT = 1.358, 0.783, 0.725, 0.823
+
+
+def layout_optimization(gm: torch.fx.GraphModule) -> bool:
+    """Inductor's `GraphLowering.decide_layout_opt` for an inference graph on a device
+    without mkldnn: no convolution, fewer than one per 300 nodes, or symbolic sizes: off;
+    else on when the convolutions' FLOPs, each weighted by the speed-up measured for its kind
+    (grouped with several input channels per group, small: at most 64 channels in and out,
+    in_out: twice as many in as out with a wider kernel, default), do not grow."""
+    convs = [n for n in gm.graph.nodes if n.target is torch.ops.aten.convolution.default]
+    if not convs or len(gm.graph.nodes) >= 300 * len(convs):
+        return False
+    weights = [c.args[1].meta.get("val") for c in convs]
+    if any(not isinstance(w, torch.Tensor) or _symbolic(w) or _symbolic(c.args[0].meta["val"])
+           for c, w in zip(convs, weights, strict=True)):
+        return False
+    total = weighted = 0.0
+    for conv, w in zip(convs, weights, strict=True):
+        flops = _conv_flops(conv, w)
+        total += flops
+        weighted += flops * _speedup(conv, w)
+    return weighted <= total
+
+
+def _symbolic(t: torch.Tensor) -> bool:
+    return any(not isinstance(d, int) for d in (*t.shape, *t.stride()))
+
+
+def _speedup(conv: torch.fx.Node, w: torch.Tensor) -> float:
+    out_c, in_c = w.shape[0], w.shape[1]
+    if conv.args[-1] > 1 and in_c > 1:
+        return GROUPED
+    if out_c <= 64 and in_c <= 64:
+        return SMALL
+    if out_c * 2 <= in_c and w.shape[2] > 1:
+        return IN_OUT
+    return DEFAULT
+
+
+def _conv_flops(conv: torch.fx.Node, w: torch.Tensor) -> float:
+    """2 * output elements * multiply-adds per output (in channels per group x kernel)."""
+    out = conv.meta.get("val")
+    per_output = 1
+    for d in w.shape[1:]:
+        per_output *= d
+    return 2.0 * (out.numel() if isinstance(out, torch.Tensor) else 0) * per_output
 
 
 def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
@@ -116,6 +168,36 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
         node.index = i
     return GraphIR(ir.gm, ordered, buffers, users, ir.base_of, ir.inputs, ir.views,
                    home=dict(ir.home))
+
+
+def follows_producer(copy: SchedulerNode, producer_writes: set[str], ir: GraphIR) -> bool:
+    """Can a layout copy share its producer's loop (Inductor fuses them: the producer's
+    kernel writes the channels-last copy, the value itself is never stored)? When it reads
+    the whole buffer through a reshape that only splits the producer's dims (a weight
+    standardized as (1, out, in*kh*kw), viewed as (out, in, kh, kw)): reordering the copy's
+    loops (`loop_ordering_after_fusion`) then gives both one index. A slice, or a reshape
+    that regroups dims across the producer's (a permuted patch unfolded into an image), has
+    no such order: no shared data, a launch of its own."""
+    base = ir.base_of.get(copy.layout_of[1]) if copy.layout_of else None
+    if base not in producer_writes or copy.access.get(base) != {"full"}:
+        return False
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    view = [size_hint(d) for d in fx[copy.layout_of[1]].meta["val"].shape]
+    whole = [size_hint(d) for d in fx[base].meta["val"].shape]
+    return _splits(whole, view)
+
+
+def _splits(whole: list[int], view: list[int]) -> bool:
+    """Is each dim of `whole` (size-1 dims left out) the product of consecutive dims of
+    `view`?"""
+    parts = [d for d in view if d != 1]
+    for dim in (d for d in whole if d != 1):
+        product = 1
+        while parts and product < dim:
+            product *= parts.pop(0)
+        if product != dim:
+            return False
+    return not parts
 
 
 def describe(node: SchedulerNode) -> str:

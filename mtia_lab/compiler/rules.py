@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import config, lowering, opcount
+from . import config, layout, lowering, opcount
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -239,8 +239,15 @@ def no_shared_data(p: Pair) -> Verdict | None:
     return None
 
 
-def _channels_last(g: FusedSchedulerNode) -> bool:
-    return any(n.channels_last for n in g.nodes)
+def _channels_last(g: FusedSchedulerNode, ir: GraphIR) -> bool:
+    """Does the kernel loop channels-last? A layout copy fused with its producer loops in
+    the producer's order (`layout.follows_producer`)."""
+    return any(n.channels_last and not (n.layout_of and layout.follows_producer(
+        n, g.writes, ir)) for n in g.nodes)
+
+
+def _copy_of_other(last: FusedSchedulerNode, other: FusedSchedulerNode, ir: GraphIR) -> bool:
+    return any(n.layout_of and layout.follows_producer(n, other.writes, ir) for n in last.nodes)
 
 
 def conv_input_layout(p: Pair) -> Verdict | None:
@@ -248,15 +255,33 @@ def conv_input_layout(p: Pair) -> Verdict | None:
     optimization); it reads or writes nothing at the same index as a kernel looping in the
     graph's order: no shared data (Inductor's score_fusion_memory is 0). Unless it reads a
     norm's output that Inductor inlines into it (`_reads_inlined_norm`): then it is computed
-    in the norm's own loop, which stores it channels-last."""
-    if _channels_last(p.a) == _channels_last(p.b):
+    in the norm's own loop, which stores it channels-last. Or unless it is a layout copy of
+    the other's output that Inductor fuses into it (`layout.follows_producer`)."""
+    if _layout_copy_apart(p):
+        return Verdict(False, "conv_input_layout", "a layout copy for a convolution reads its "
+                       "producer's output through a view its loops cannot be reordered to: "
+                       "no data shared at the same index (layout.follows_producer)")
+    last_a, last_b = _channels_last(p.a, p.ir), _channels_last(p.b, p.ir)
+    if last_a == last_b:
         return None
-    last, other = (p.a, p.b) if _channels_last(p.a) else (p.b, p.a)
-    if _reads_inlined_norm(last, other, p.ir) or _stored_for_it(last, other, p.ir):
+    last, other = (p.a, p.b) if last_a else (p.b, p.a)
+    if _reads_inlined_norm(last, other, p.ir) or _stored_for_it(last, other, p.ir) or \
+            _copy_of_other(last, other, p.ir):
         return None
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
                    "data is shared at the same index")
+
+
+def _layout_copy_apart(p: Pair) -> bool:
+    """A layout copy (layout.py) and the kernel writing what it copies, when the copy cannot
+    follow that kernel's loop order (a slice, a reshape across its dims)."""
+    for copy, other in ((p.a, p.b), (p.b, p.a)):
+        for n in copy.nodes:
+            if n.layout_of and p.ir.base_of.get(n.layout_of[1]) in other.writes and \
+                    not layout.follows_producer(n, other.writes, p.ir):
+                return True
+    return False
 
 
 def _stored_for_it(last: FusedSchedulerNode, other: FusedSchedulerNode, ir: GraphIR) -> bool:
