@@ -96,11 +96,12 @@ class _SubgraphBuilder:
         self.env[fx_name] = self.graph.placeholder(buffer)
         self.env[fx_name].meta = dict(self.fx[fx_name].meta)
 
-    def layout_copy(self, name: str, fx_name: str) -> None:
-        """Inductor's copy of a convolution's operand into channels-last (layout.py)."""
+    def layout_copy(self, name: str, fx_name: str, channels_last: bool) -> None:
+        """Inductor's copy of a convolution's operand into the order it wants (layout.py)."""
         self.env[name] = self.graph.call_function(
             torch.ops.aten.clone.default, (self.value(self.fx[fx_name]),),
-            {"memory_format": torch.channels_last})
+            {"memory_format": torch.channels_last if channels_last
+             else torch.contiguous_format})
 
     def graph_layout(self, fx_name: str) -> None:
         """The device's convolution writes its output in the graph's layout, whatever its
@@ -157,7 +158,7 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
     for node_name in group.nodes:
         node = ir.by_name[node_name]
         if node.layout_of:
-            builder.layout_copy(node.name, node.layout_of[1])
+            builder.layout_copy(node.name, node.layout_of[1], node.channels_last)
         for fx_name in node.fx_nodes:
             builder.copy_member(fx_name)
             if fx_name in bound:

@@ -1,19 +1,24 @@
 """Inductor's layout copies of a convolution's operands (`extern_in_triton=False`).
 
-With its layout optimization on, Inductor's convolution lowering (torch 2.13,
-`kernel/conv.py: convolution`) asks for the input, then the weight, in channels-last order
-(`ExternKernel.require_channels_last` -> `require_strides`, torch/_inductor/ir.py). Where the
-operand is a buffer whose layout is still free -- the output of a Triton kernel, read whole --
-its producer simply writes it channels-last (no launch: `rules.conv_input_layout` models the
-producer's loop order). Where its layout is fixed -- a graph input, an extern's output, a view
-of a buffer (`convert_to_reinterpret_view` freezes it) -- and not already channels-last,
-Inductor copies it (`copy_input`: a Pointwise clone, a Triton launch of its own) and the
-extern call reads the copy. One pixel or one channel is the same layout either way.
+Inductor's convolution lowering (torch 2.13, `kernel/conv.py: convolution`) asks for the
+input, then the weight, in one stride order: channels-last for a 2-d convolution when the
+graph's layout optimization is on (`GraphLowering.decide_layout_opt`: `layout_optimization`
+below; `ExternKernel.require_channels_last`), else the order of the output the convolution
+will write (`require_stride_order`: contiguous). Both go through `require_strides`
+(torch/_inductor/ir.py). Where the operand is a buffer whose layout is still free -- the
+output of a Triton kernel, read whole -- its producer simply writes it in that order (no
+launch: `rules.conv_input_layout` models the producer's loop order). Where its layout is
+fixed -- a graph input, an extern's output, a view of a buffer (`convert_to_reinterpret_view`
+freezes it) -- and not already in that order, Inductor copies it (`copy_input`: a Pointwise
+clone, a Triton launch of its own unless it fuses with its producer: `follows_producer`) and
+the extern call reads the copy. One pixel or one channel is the same layout either way.
 
 By default (`extern_in_triton=True`, a departure of ours) our extern kernel is the whole op
 and no copy is planned. With the departure off, `split(ir)` gives each such operand a node of
-its own, `layout_copy_<role>_<conv>` (an `aten.clone` into channels-last), that the
+its own, `layout_copy_<role>_<conv>` (an `aten.clone` into that order), that the
 convolution reads instead: the plan, its costs (the copy's bytes) and its views name it.
+A bias Inductor peels off the call (`add` after it) is not modelled: it joins the kernels of
+the convolution's readers, which our plan runs as the extern's readers anyway.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import replace
 import torch
 
 from .._compat import size_hint
-from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, _layouts_differ, conv_operands
+from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, conv_operands
 
 WHY = "layout copy for conv, Inductor's layout_optimization"
 NHWC_ORDER = (0, 2, 3, 1)  # dims from the largest stride to the smallest, channels-last
@@ -38,19 +43,34 @@ def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
     before the extern call, in Inductor's order (see the module docstring)."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     out = []
-    if not layout_optimization(ir.gm):
-        return out
+    channels_last = layout_optimization(ir.gm)
     for conv, role, arg in conv_operands(ir.gm):
         val = arg.meta.get("val")
         if conv.name not in ir.by_name or not isinstance(val, torch.Tensor):
             continue
-        shape = tuple(size_hint(d) for d in val.shape)
-        if not _layouts_differ(shape) or _channels_last_ordered(val):
+        if _numel(val) <= 1 or _ordered(val, wanted_order(val, channels_last)):
             continue
         if not _layout_fixed(arg, ir, fx):
-            continue  # its producer writes it channels-last itself
+            continue  # its producer writes it in that order itself
         out.append((conv.name, role, arg.name))
     return out
+
+
+def wanted_order(val: torch.Tensor, channels_last: bool) -> tuple[int, ...]:
+    """The dims of a convolution operand from the largest stride to the smallest, as
+    Inductor asks for them: channels-last for a 2-d convolution under layout_optimization
+    (`require_channels_last`), else the output's order (`require_stride_order` of
+    `conv_layout`: contiguous, the order the device's convolution writes)."""
+    if channels_last and val.dim() == 4:
+        return NHWC_ORDER
+    return tuple(range(val.dim()))
+
+
+def _numel(val: torch.Tensor) -> int:
+    n = 1
+    for d in val.shape:
+        n *= size_hint(d)
+    return n
 
 
 # Inductor's measured channels-last speed-up (< 1) or slow-down (> 1) by kind of convolution
@@ -121,10 +141,10 @@ def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
                 and tuple(mine.stride()) == tuple(whole.stride()))
 
 
-def _channels_last_ordered(val: torch.Tensor) -> bool:
-    """Inductor's `Layout.is_stride_ordered(NHWC)`: dims of size 1 left out, the strides of
-    the others descend in channels-last order."""
-    dims = [d for d in NHWC_ORDER if size_hint(val.shape[d]) != 1]
+def _ordered(val: torch.Tensor, order: tuple[int, ...]) -> bool:
+    """Inductor's `Layout.is_stride_ordered`: dims of size 1 left out, the strides of the
+    others descend in `order`."""
+    dims = [d for d in order if size_hint(val.shape[d]) != 1]
     strides = [size_hint(val.stride(d)) for d in dims]
     return all(a >= b for a, b in zip(strides, strides[1:], strict=False))
 
@@ -135,6 +155,7 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
     found = copies(ir) if found is None else found
     if not found:
         return ir
+    channels_last = layout_optimization(ir.gm)
     fx = {n.name: n for n in ir.gm.graph.nodes}
     nodes = {n.name: replace(n, access=dict(n.access)) for n in ir.nodes}
     buffers = dict(ir.buffers)
@@ -152,7 +173,8 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
         copy = SchedulerNode(
             name=name, index=-1, kind=Kind.POINTWISE, target="aten.clone.default",
             reads=(base,), writes=(name,), numel=numel,
-            vector_flops=0.0, low_precision=conv.low_precision, loads=1, channels_last=True,
+            vector_flops=0.0, low_precision=conv.low_precision, loads=1,
+            channels_last=wanted_order(val, channels_last) == NHWC_ORDER,
             access={base: {_access(val, ir.buffers[base])}}, layout_of=(conv_name, arg),
             source=(f"{WHY} ({conv_name}'s {role})",) + conv.source)
         conv.reads = tuple(name if b == base else b for b in conv.reads)
