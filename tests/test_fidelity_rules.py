@@ -529,3 +529,76 @@ def test_an_op_is_found_by_its_retrace_name_whatever_number_ours_carries():
         launch = next(lc for lc in c.placed.launches if name in lc.nodes)
         assert launch.nodes[0] == name and "native_group_norm" not in launch.nodes, launch
     assert not c.unexplained, str(c)
+
+
+def _layout_copies(comparison) -> list[tuple[str, ...]]:
+    return [g.nodes for g in comparison.ours.groups
+            if any(n.startswith("layout_copy_") for n in g.nodes)]
+
+
+@pytest.mark.parametrize("operand, copies", [
+    ("graph_input", 2),  # x and w are graph inputs (fixed, contiguous): both copied
+    ("pointwise", 1),  # relu(x) is a Triton kernel's output: it writes it channels-last
+    ("slice", 2),  # a slice of relu(x): a view, its layout fixed: copied
+    ("grouped", 0),  # a grouped convolution: decide_layout_opt keeps the graph contiguous
+])
+def test_extern_in_triton_off_a_convolution_operand_of_fixed_layout_gets_a_layout_copy(
+        operand, copies):
+    """Inductor's convolution lowering asks for its input, then its weight, channels-last
+    (layout_optimization); an operand whose layout is fixed (a graph input, a view) and not
+    channels-last is copied by a Triton launch of its own, one a Triton kernel writes is
+    written channels-last by that kernel. With extern_in_triton off our plan has the same
+    copies, named as such, and the compiled code still matches eager; with it on, none."""
+    groups = 2 if operand == "grouped" else 1
+
+    def fn(x, w):
+        if operand in ("pointwise", "slice"):
+            x = x.relu()
+        if operand == "slice":
+            x = x[:, :4]
+        return F.conv2d(x, w, padding=1, groups=groups).sigmoid()
+
+    shapes = [(2, 8 if operand == "slice" else 4, 8, 8), (8, 4 // groups, 3, 3)]
+    host = [torch.randn(*s) for s in shapes]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host))
+    c.check()
+    _same_as_inductor(c)
+    assert len(_layout_copies(c)) == copies == len(c.ours.layout_copies), _kernels(c)
+    for group in c.ours.groups:
+        if group.nodes in _layout_copies(c):
+            assert all("layout copy for conv, Inductor's layout_optimization" in a
+                       for a in group.aten_nodes)
+            assert group.bytes_moved > 0
+    (default,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    assert not _layout_copies(default) and not default.ours.layout_copies
+
+
+@pytest.mark.parametrize("regrouped", [False, True])
+def test_extern_in_triton_off_a_layout_copy_fuses_with_its_producer_only_through_a_split(
+        regrouped):
+    """A standardized weight (BiT): the statistics over (out, in*kh*kw), the result viewed
+    as (out, in, kh, kw). The view only splits the producer's dims: Inductor reorders the
+    copy's loops to the producer's and fuses them (the reduction's kernel writes the weight
+    channels-last). Transposed before the view, the copy reads it in no order the producer
+    loops in: a launch of its own."""
+    def fn(x, w):
+        flat = w.view(8, -1)
+        flat = (flat - flat.mean(-1, keepdim=True)) * flat.var(-1, keepdim=True).rsqrt()
+        if regrouped:
+            flat = flat.view(4, 2, 36).transpose(0, 1)
+        return F.conv2d(x.relu(), flat.reshape(8, 4, 3, 3), padding=1).sigmoid()
+
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3)]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host))
+    c.check()
+    _same_as_inductor(c)
+    (copy,) = _layout_copies(c)
+    assert (len(copy) == 1) is regrouped, _kernels(c)

@@ -332,7 +332,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             home[name], how[name] = computing[0], "computed"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
-    _place_layout_copies(ir, launches, post, origins, home, how)
+    _place_layout_copies(ir, theirs, post, origins, home, how)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -348,22 +348,35 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
                        wrapper_launches(wrapper) if wrapper else None)
 
 
-def _place_layout_copies(ir, launches, post: dict, origins: list[set[str]],
+def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[str]],
                          home: dict[str, int], how: dict[str, str]) -> None:
     """Step 0 for a layout copy of ours (compiler/layout.py: no node of the graph, it has no
-    post-grad node): the Triton launch before its convolution's extern call that holds
-    nothing of ours and has the convolution among its origins (Inductor names the copy
-    after the node that asked for it), the first one not yet taken, in Inductor's order."""
-    taken = set(home.values())
+    post-grad node): a Triton launch before its convolution's extern call that writes a
+    buffer the call reads and has the convolution among its origins (Inductor names the copy
+    after the node that asked for it). Of those, the one reading the graph input it copies
+    (several copies of one input, for several convolutions, may share a launch), else the
+    first one that holds nothing of ours yet, else the first one."""
+    launches = theirs.groups
+    writer = {b: g.index for g in launches for b in g.outputs}
+    held = set(home.values())
+    used: set[tuple[str, int]] = set()  # (convolution, launch): one copy each, if it can
     for node in ir.nodes:
         if not node.layout_of or node.layout_of[0] not in home:
             continue
-        conv_post, extern = set(post[node.layout_of[0]]), home[node.layout_of[0]]
-        found = next((k for k in range(extern) if k not in taken
-                      and launches[k].kind != "extern" and conv_post & origins[k]), None)
-        if found is not None:
-            home[node.name], how[node.name] = found, "layout copy"
-            taken.add(found)
+        conv = node.layout_of[0]
+        conv_post, extern = set(post[conv]), home[conv]
+        fed = {writer[b] for b in launches[extern].inputs if b in writer}
+        found = [k for k in sorted(fed) if k < extern and launches[k].kind != "extern"
+                 and conv_post & origins[k]]
+        if not found:
+            continue
+        base = ir.base_of.get(node.layout_of[1])
+        source = base if ir.buffers[base].producer is None else None
+        ranked = ([k for k in found if source in launches[k].inputs]
+                  + [k for k in found if k not in held and (conv, k) not in used]
+                  + [k for k in found if (conv, k) not in used] + found)
+        home[node.name], how[node.name] = ranked[0], "layout copy"
+        used.add((conv, ranked[0]))
 
 
 def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list[str],
