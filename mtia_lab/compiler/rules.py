@@ -57,7 +57,8 @@ DEPARTURES = {
     "extern_in_triton": "our extern kernel is the whole op; Inductor runs parts of some in "
                         "Triton launches of their own: it copies a convolution's inputs into "
                         "the layout it picks (layout_optimization) and adds a bias it peeled "
-                        "off the call",
+                        "off the call (switch the copies on: config extern_in_triton=False, "
+                        "layout.py)",
     "concat_kernel": "where Inductor lowers a cat to a ConcatKernel (its producers write their "
                      "slices of the cat's buffer, no copy), we copy the pieces in a kernel of "
                      "our own",
