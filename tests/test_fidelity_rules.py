@@ -573,6 +573,9 @@ def test_extern_in_triton_off_a_convolution_operand_of_fixed_layout_gets_a_layou
             assert all("layout copy for conv, Inductor's layout_optimization" in a
                        for a in group.aten_nodes)
             assert group.bytes_moved > 0
+    detail = c.ours.to_dict()["detail"]["nodes"]  # what the views draw
+    for name in c.ours.layout_copies:
+        assert any("Inductor's layout_optimization" in s for s in detail[name]["source"])
     (default,) = compare(fn, *(t.to("mtia_sim") for t in host))
     assert not _layout_copies(default) and not default.ours.layout_copies
 
