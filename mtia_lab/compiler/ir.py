@@ -131,6 +131,7 @@ class SchedulerNode:
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
+    stored: bool = False  # a pointwise value Inductor's lowering realizes (opcount.py)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
@@ -447,6 +448,28 @@ def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
         if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape):
             by_name[buf.producer].channels_last = True
+
+
+def prefers_channels_last(gm: torch.fx.GraphModule) -> set[str]:
+    """FX nodes Inductor's layout optimization wants channels-last (graph.py,
+    `find_nodes_prefer_channels_last`): convolutions and, walking back, every node one of
+    whose users wants it (a bmm stops the walk); then, up to the last convolution, the users
+    of those. A value of these that Inductor stores for its reuse is laid out channels-last
+    (`maybe_apply_channels_last_stride_order`), so its loop runs in that order."""
+    wanted: set[str] = set()
+    last_conv = None
+    for node in reversed(gm.graph.nodes):
+        if node.target is aten.convolution.default:
+            wanted.add(node.name)
+            last_conv = last_conv or node
+        elif node.target is not aten.bmm.default and any(u.name in wanted for u in node.users):
+            wanted.add(node.name)
+    for node in gm.graph.nodes:
+        if node is last_conv:
+            break
+        if node.name in wanted:
+            wanted.update(u.name for u in node.users if u.target is not aten.bmm.default)
+    return wanted
 
 
 def _layouts_differ(shape: tuple[int, ...]) -> bool:

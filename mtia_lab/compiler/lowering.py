@@ -115,3 +115,9 @@ def large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bo
     """realize_opcount_threshold: Inductor stores a value whose loop body, with all it
     inlined, has more than 30 operations (opcount.py estimates the count)."""
     return any(n.large_body and set(n.writes) & consumer.reads for n in producer.nodes)
+
+
+def stored(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """should_realize_on_reuse: Inductor stores a value read more than once whose body loads
+    more than 4 values (opcount.stored_values), even when its readers share one kernel."""
+    return any(n.stored and set(n.writes) & consumer.reads for n in producer.nodes)

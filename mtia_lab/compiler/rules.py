@@ -150,7 +150,7 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
                         "slices); we copy the pieces in a kernel of our own")
         return None
     if lowering.loads(producer) > lowering.REALIZE_ACC_READS or lowering.large_body(
-            producer, consumer):
+            producer, consumer) or lowering.stored(producer, consumer):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
@@ -246,9 +246,28 @@ def conv_input_layout(p: Pair) -> Verdict | None:
     if _channels_last(p.a) == _channels_last(p.b):
         return None
     last = p.a if _channels_last(p.a) else p.b
+    if p.reorder and _per_channel_reduction(last, p.b if last is p.a else p.a, p.ir):
+        return None  # the reorder round: the pointwise loop takes the reduction's order
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
                    "data is shared at the same index")
+
+
+def _per_channel_reduction(last: FusedSchedulerNode, other: FusedSchedulerNode,
+                           ir: GraphIR) -> bool:
+    """Inductor's reorder round (`_try_reorder_loops_for_candidates`) reorders the loops of a
+    pointwise kernel written channels-last to those of a reduction that reads its output
+    whole over rows of one (sample, channel) each (a mean over H and W): the same loop
+    variables in another order. A reduction over groups of channels (GroupNorm) splits the
+    channel dim: its loops are other variables, and nothing is reordered."""
+    if not _pure_pointwise(last) or other.kind is not Kind.REDUCTION or not other.inner:
+        return False
+    for buf in last.writes & other.reads:
+        shape = ir.buffers[buf].shape
+        if len(shape) == 4 and other.numel == shape[0] * shape[1] and \
+                other.rnumel == shape[2] * shape[3]:
+            return True
+    return False
 
 
 def max_fusion_size(p: Pair) -> Verdict | None:
@@ -363,11 +382,23 @@ def read_other_positions(p: Pair) -> Verdict | None:
     shifted = _shifted(consumer, p.ir)
     for node in consumer.nodes:
         for buf in producer.writes & set(node.reads):
+            if _unrolled_terms(node):
+                return Verdict(False, "read_other_positions",
+                               f"{node.name} is a reduction over {node.rnumel} elements "
+                               "unrolled into pointwise code: it loads "
+                               f"{producer.nodes[-1].name}'s output at each term's index, "
+                               "not at the index it is written")
             if node.name in shifted or any(_slice(how) for how in node.access.get(buf, ())):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
                                "other positions than it is written (a slice, a shift)")
     return None
+
+
+def _unrolled_terms(node) -> bool:
+    """A reduction Inductor unrolls into pointwise code (`Reduction._unroll_reduction_fn`):
+    each output element loads its `rnumel` terms, each at its own index (x[4*i + j])."""
+    return node.unrolled and node.rnumel > 1
 
 
 def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
@@ -378,7 +409,7 @@ def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
     shifted: set[str] = set()
     for node in reversed(group.nodes):
         for buf in node.reads:
-            if buf in inside and (node.name in shifted or any(
+            if buf in inside and (node.name in shifted or _unrolled_terms(node) or any(
                     _slice(how) for how in node.access.get(buf, ()))):
                 shifted.add(inside[buf])
     return shifted

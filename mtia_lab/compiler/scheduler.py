@@ -23,7 +23,7 @@ import heapq
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, opcount, pricing, recompute, rules
-from .ir import FusedSchedulerNode, GraphIR, Kind
+from .ir import FusedSchedulerNode, GraphIR, Kind, _layouts_differ, prefers_channels_last
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
@@ -54,9 +54,10 @@ def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
 def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
                     inline: bool) -> tuple:
     """Inductor's score_fusion, best first (as a key for ascending sort): lowering's inlining
-    first (it happens before scheduling), then node pairs that are not template fusions
-    (epilogues come after, prologues last), then pairs of the same type (both reductions or
-    neither), then bytes saved, then closeness in graph order."""
+    first (it happens before scheduling, reader after reader in graph order: a value that
+    reads nothing and has several readers goes to the first), then node pairs that are not
+    template fusions (epilogues come after, prologues last), then pairs of the same type
+    (both reductions or neither), then bytes saved, then closeness in graph order."""
     if b.kind is Kind.TEMPLATE:
         template_score = 0
     else:
@@ -64,7 +65,9 @@ def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
     node_type_score = int((a.kind is Kind.REDUCTION) == (b.kind is Kind.REDUCTION)
                           and score > 0)
     proximity = max(abs(a.min_order - b.max_order), abs(b.min_order - a.max_order))
-    return (not inline, -template_score, -node_type_score, -score, proximity, a.index)
+    lowered = max(a.index, b.index) if inline else 0  # lowering goes in graph order
+    return (not inline, lowered, -template_score, -node_type_score, -score, proximity,
+            a.index)
 
 
 def _touched(group: FusedSchedulerNode) -> set[str]:
@@ -97,16 +100,32 @@ def _label(node, ir: GraphIR) -> str:
 
 def _realized_order(ir: GraphIR) -> None:
     """Number the nodes as Inductor's scheduler nodes are numbered (min_order/max_order, for
-    the long-distance check): a pointwise op with one user, inlined while lowering, takes the
-    number of the node it is inlined into."""
+    the long-distance check and the proximity of score_fusion): a pointwise op with one user,
+    inlined while lowering, is no scheduler node of its own: it takes the number of the node
+    it is inlined into (a value inlined into the last op of a graph is as far from the first
+    as that op is)."""
     users = ir.node_users()
     order = 0
+    inlined: dict[str, str] = {}  # node -> its one user
     for node in ir.nodes:
         node.order = order
-        inlined = (node.kind is Kind.POINTWISE and not node.scatter
-                   and len(users.get(node.name, ())) == 1
-                   and not any(ir.buffers[b].is_output for b in node.writes))
-        order += 0 if inlined else 1
+        if (node.kind is Kind.POINTWISE and not node.scatter
+                and not node.large_body and not node.stored
+                and len(users.get(node.name, ())) == 1
+                and not any(ir.buffers[b].is_output for b in node.writes)):
+            inlined[node.name] = next(iter(users[node.name]))
+        else:
+            order += 1
+    for node in reversed(ir.nodes):  # a user before the values inlined into it
+        if node.name in inlined:
+            node.order = ir.by_name[inlined[node.name]].order
+
+
+def _channels_last_when_stored(node, ir: GraphIR, prefer: set[str]) -> bool:
+    """A value Inductor stores for its reuse takes the layout the convolutions around it
+    prefer: channels-last for a 4-d value that is not a graph output (ir.prefers_channels_last)."""
+    buf = ir.buffers[node.writes[0]]
+    return node.name in prefer and not buf.is_output and _layouts_differ(buf.shape)
 
 
 @contextlib.contextmanager
@@ -134,12 +153,17 @@ class Scheduler:
         threshold = config.unroll_reductions_threshold
         for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
             node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
-        large = opcount.large_bodies(ir)  # ...and stores values whose loop body is large
+        # ...and stores values whose loop body is large, or that are reused and load much
+        large, stored = opcount.large_bodies(ir), opcount.stored_values(ir)
+        prefer = prefers_channels_last(ir.gm) if stored else set()
         # computed_once=False: a clone of each recomputed value per reader (recompute.py)
         self.recomputed = recomputed
         ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
         for node in ir.nodes:
             node.large_body = large.get(recompute.origin(node.name), 0)
+            node.stored = node.name in stored
+            if node.stored and _channels_last_when_stored(node, ir, prefer):
+                node.channels_last = True
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
@@ -291,7 +315,8 @@ class Scheduler:
             self._reorderable.discard(key)
             score = score_fusion_memory(a, b, self.ir)
             verdict = can_fuse(Pair(a, b, self.ir, self.profile, score, reorder))
-            if not verdict.fused and "outer dims" in verdict.reason:
+            if not verdict.fused and (verdict.name == "conv_input_layout"
+                                      or "outer dims" in verdict.reason):
                 self._reorderable.add(key)  # the reorder round may answer otherwise
             if verdict.fused and self.will_fusion_create_cycle(a, b):
                 verdict = Verdict(False, "would_create_cycle",
