@@ -355,7 +355,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if fx_node.op != "call_function":
             continue
         kind = classify(fx_node.target)
-        if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
+        if _noop_copy(fx_node) or _constant_copy(fx_node):  # the copy is its input
             kind = Kind.VIEW
         kind = _lowered_kind(fx_node, kind, size)
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
@@ -596,6 +596,8 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
     scatter_reduce other than a sum, calls ATen (`use_scatter_fallback`: Triton has no atomic
     store of those dtypes)."""
     op_name = _op_name(fx_node)
+    if op_name == "index" and _index_falls_back(fx_node):
+        return Kind.EXTERN
     source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
         fx_node.args[0], torch.fx.Node) else None
     if op_name in SORTS and isinstance(source, torch.Tensor) and source.dim() > 0:
@@ -612,6 +614,38 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
                                                                           torch.bool):
             return Kind.EXTERN
     return kind
+
+
+def _constant_copy(fx_node: torch.fx.Node) -> bool:
+    """`lift_fresh_copy` of a module constant (`torch.tensor(...)` in the model code): Inductor
+    passes the constant itself to its readers as a graph input; no kernel copies it."""
+    return fx_node.target is aten.lift_fresh_copy.default and bool(fx_node.args) and \
+        isinstance(fx_node.args[0], torch.fx.Node) and fx_node.args[0].op == "get_attr"
+
+
+def _index_falls_back(fx_node: torch.fx.Node) -> bool:
+    """Inductor's `index` lowering calls aten.index when an index is a mask (bool or uint8:
+    its output size depends on the data) or lives on another device than the data: a
+    tensor the model code made without a device (`torch.tensor([-2])`), which the graph
+    holds as a host constant (`check_and_broadcast_indices`: "Fallback when indices is on a
+    different device")."""
+    indices = fx_node.args[1] if len(fx_node.args) > 1 else ()
+    for index in indices if isinstance(indices, (list, tuple)) else ():
+        if not isinstance(index, torch.fx.Node):
+            continue
+        val = index.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dtype in (torch.bool, torch.uint8):
+            return True
+        if _host_constant(index):
+            return True
+    return False
+
+
+def _host_constant(node: torch.fx.Node) -> bool:
+    """A module constant (get_attr), or a fresh copy of one: created on the host."""
+    while node.op == "call_function" and node.target is aten.lift_fresh_copy.default:
+        node = node.args[0]
+    return node.op == "get_attr"
 
 
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:
