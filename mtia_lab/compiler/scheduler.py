@@ -98,6 +98,14 @@ def _label(node, ir: GraphIR) -> str:
     return f"{node.name}: {node.target}"
 
 
+def mark_unrolled(ir: GraphIR) -> None:
+    """Inductor unrolls a reduction over fewer than unroll_reductions_threshold elements into
+    pointwise code: marked before anything counts loads or decides what is stored."""
+    threshold = config.unroll_reductions_threshold
+    for node in ir.nodes:
+        node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+
+
 def _realized_order(ir: GraphIR) -> None:
     """Number the nodes as Inductor's scheduler nodes are numbered (min_order/max_order, for
     the long-distance check and the proximity of score_fusion): a pointwise op with one user,
@@ -150,9 +158,7 @@ class Scheduler:
         self.name = name
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
-        threshold = config.unroll_reductions_threshold
-        for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
-            node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+        mark_unrolled(ir)
         # ...and stores values whose loop body is large, or that are reused and load much
         large, stored = opcount.large_bodies(ir), opcount.stored_values(ir)
         prefer = prefers_channels_last(ir.gm) if stored else set()
@@ -498,6 +504,7 @@ def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
     reader (recompute.py); a value whose clone a rule kept out of its reader's kernel is
     stored after all, and the graph is scheduled again without it."""
     with _gc_paused():  # building the Scheduler allocates one object or more per node too
+        mark_unrolled(ir)
         recomputed = () if config.computed_once else tuple(recompute.candidates(ir))
         while True:
             scheduler = Scheduler(ir, name, profile, recomputed)
