@@ -545,3 +545,20 @@ def test_a_stored_value_the_convolutions_prefer_channels_last_fuses_with_its_con
     assert not c.check().unexplained, str(c)
     silu = next(g.nodes for g in c.ours.groups if "sigmoid" in g.nodes)
     assert {"add_1", "mul_3"} <= set(silu) and ("mean" in silu) is pooled, _kernels(c)
+
+
+def test_a_cat_piece_is_a_multi_consumer_only_if_the_value_given_to_the_cat_is():
+    """RoFormer's interleaved positions: two halves of one split, each unsqueezed and
+    concatenated with itself. Inductor asks whether the cat's own arguments have other
+    users (has_multi_consumers), not the value they are views of: the other half's views do
+    not count, the cat is pointwise code, and each of its two readers computes it again
+    (ours did the same only for a cat whose source had no other reader)."""
+    def fn(x, y, e):
+        s, c = e.exp().split(4, -1)
+        half = s[..., None]
+        rep = torch.cat([half, half], -1).flatten(-2) + torch.cat([c, c], -1)
+        return x * rep, y.t() * rep
+
+    c = _recomputing(fn, (8, 8), (8, 8), (8, 8))
+    _same_as_inductor(c)
+    assert {"cat", "cat_1"} <= set(c.ours.recomputed), c.ours.recomputed
