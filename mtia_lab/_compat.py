@@ -100,6 +100,7 @@ below_autograd = torch._C._AutoDispatchBelowAutograd
 # What torch.save writes for a tensor (torch.load calls them back: the same objects).
 rebuild_tensor = torch._utils._rebuild_tensor_v2
 rebuild_parameter = torch._utils._rebuild_parameter
+rebuild_sparse_tensor = torch._utils._rebuild_sparse_tensor  # (layout, (indices, values, ...))
 tensor_metadata = torch._utils.get_tensor_metadata
 
 
@@ -122,6 +123,18 @@ def dispatch_key_set(*names: str):
     for key in keys[1:]:
         keyset = keyset.add(key)
     return keyset
+
+
+def composite_implicit(op: OpOverload, *args, **kwargs):
+    """Run `op`'s CompositeImplicitAutograd kernel (ATen's own decomposition), for a device that
+    overrides the op at its autograd key and still wants PyTorch's version for some inputs."""
+    return op.decompose(*args, **kwargs)
+
+
+def sdp_backends_enabled() -> tuple[bool, bool]:
+    """(overrideable, math): what `torch.nn.attention.sdpa_kernel` allows now. torch.backends
+    has no public reader for the OVERRIDEABLE flag."""
+    return torch._C._get_overrideable_sdp_enabled(), torch._C._get_math_sdp_enabled()
 
 
 def current_accelerator():

@@ -27,10 +27,10 @@ import mtia_lab  # noqa: F401  (registers the device)
 from mtia_lab.testing.opinfo import CLASSES, OpResult, check_op, has_variant, supported_ops
 
 # Device errors that are a stated limit of a Python wrapper device, not a bug: (text in the
-# error, why). A wrapper tensor holds one dense inner tensor, so it has no sparse layouts.
+# error, why). Device tensors are strided or sparse COO (backend/aten/sparse.py).
 KNOWN_LIMITS: list[tuple[str, str]] = [
-    ("mtia_sim stores strided (dense) tensors only",
-     "sparse layouts: a wrapper tensor holds one dense inner tensor"),
+    ("mtia_sim stores strided (dense) tensors and sparse COO tensors only",
+     "compressed sparse layouts (CSR, CSC, BSR, BSC): only COO is supported"),
 ]
 
 

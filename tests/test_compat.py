@@ -138,6 +138,9 @@ CORE: dict[str, Pin] = {
     "rebuild_parameter": P("torch._utils._rebuild_parameter", alias=True,
                            check=lambda fn: torch.nn.Parameter(torch.ones(1)).__reduce_ex__(2)[0]
                            is fn),
+    "rebuild_sparse_tensor": P("torch._utils._rebuild_sparse_tensor", alias=True,
+                               check=lambda fn: torch.eye(2).to_sparse().__reduce_ex__(2)[0]
+                               is fn),
     "tensor_metadata": P("torch._utils.get_tensor_metadata", alias=True),
     "op_schema": P("torch._ops.OpOverload", check=lambda fn: [  # reads op._schema
         a.name for a in fn(torch.ops.aten.add.Tensor).arguments][:2] == ["self", "other"]),
@@ -147,6 +150,11 @@ CORE: dict[str, Pin] = {
                           "torch._C.DispatchKey.AutocastPrivateUse1",
                           check=lambda fn: "Python" in str(fn("Python"))),
     "current_accelerator": P("torch._C._accelerator_getAccelerator"),
+    "composite_implicit": P("torch._ops.OpOverload.decompose", check=lambda fn: fn(
+        torch.ops.aten.linear.default, torch.ones(1, 2), torch.ones(3, 2)).shape == (1, 3)),
+    "sdp_backends_enabled": P("torch._C._get_overrideable_sdp_enabled",
+                              "torch._C._get_math_sdp_enabled",
+                              check=lambda fn: fn() == (True, True)),
     "all_op_schemas": P("torch._C._jit_get_all_schemas",
                         check=lambda fn: any(s.name == "aten::_foreach_add" for s in fn())),
     "all_op_names": P("torch._C._dispatch_get_all_op_names",

@@ -42,3 +42,21 @@ def test_sharing_a_device_storage_by_handle_is_refused_clearly():
     storage = torch.arange(4.0, device=DEVICE).untyped_storage()
     with pytest.raises(RuntimeError, match="cannot be mapped into another process.*as a copy"):
         storage._share_device_()
+
+
+def test_a_received_tensor_cannot_be_sent_on_as_with_cuda():
+    """CUDA refuses to share a tensor received from another process again ("Consider cloning
+    before sending"): by handle, through a queue, or as a view of it. Its clone can be sent."""
+    sent = torch.arange(4.0, device=DEVICE)
+    received = ForkingPickler.loads(bytes(ForkingPickler.dumps(sent)))
+    words = (f"Attempted to send {DEVICE} tensor received from another process; this is not "
+             "currently supported. Consider cloning before sending.")
+    for share in (lambda: received.untyped_storage()._share_device_(),
+                  lambda: ForkingPickler.dumps(received),
+                  lambda: ForkingPickler.dumps(received[1:])):
+        with pytest.raises(RuntimeError) as error:
+            share()
+        assert str(error.value) == words
+    again = ForkingPickler.loads(bytes(ForkingPickler.dumps(received.clone())))
+    assert again.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+    ForkingPickler.dumps(sent)  # the sender's own tensor can still be sent

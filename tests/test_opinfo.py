@@ -215,10 +215,10 @@ def test_unknown_names_and_variants_are_refused_with_the_fix(ops):
         check_op(ops["mm"], variant="inplace")
 
 
-def test_sparse_results_fail_with_a_clear_error():
+def test_compressed_sparse_results_fail_with_a_clear_error():
     x = torch.eye(3, device="mtia_sim")
-    with pytest.raises(NotImplementedError, match="strided .dense. tensors only"):
-        x.to_sparse()
+    with pytest.raises(NotImplementedError, match="strided .dense. tensors and sparse COO"):
+        x.to_sparse_csr()
 
 
 @pytest.mark.parametrize("quantize", [

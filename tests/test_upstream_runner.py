@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "upstream_tests.py"
 spec = importlib.util.spec_from_file_location("upstream_tests", SCRIPT)
@@ -80,3 +82,18 @@ def test_memory_capacity_sizes_are_read_as_bytes():
     assert upstream._bytes("8GiB") == 8 * 2**30 and upstream._bytes("1024") == 1024
     with pytest.raises(argparse.ArgumentTypeError, match="such as 8GiB"):
         upstream._bytes("8 gigs")
+
+
+def test_a_checkpoint_written_into_a_test_is_renamed_whole():
+    """torch_openreg's serialization tests hold torch.save archives as bytes literals whose
+    pickles name 'openreg:0': renamed, the archive still loads (string length, zip sizes)."""
+    buffer = io.BytesIO()
+    torch.save({"where": "openreg:0", "x": torch.arange(3.0)}, buffer)
+    archive = buffer.getvalue()
+    literal = "\n    ".join(repr(archive[i:i + 60]) for i in range(0, len(archive), 60))
+    adapted = upstream.adapt_openreg(f"data = (\n    {literal}\n)\n")
+    namespace: dict = {}
+    exec(adapted.split("\n", 1)[1], namespace)  # past the `import mtia_lab` line
+    loaded = torch.load(io.BytesIO(namespace["data"]), weights_only=True)
+    assert loaded["where"] == "mtia_sim:0"
+    torch.testing.assert_close(loaded["x"], torch.arange(3.0))

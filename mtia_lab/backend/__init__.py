@@ -17,6 +17,7 @@ import types
 from .. import _compat
 from .aten import (  # the parts register() below installs
     amp,
+    attention,
     backward_errors,
     dispatch,
     dlpack,
@@ -63,6 +64,7 @@ def register() -> None:
     resize.register()  # resize_ / resize_as_ keep memory_format (not the fallback)
     registration.register_backend(_as_module())
     amp.register()  # autocast policy + GradScaler kernels (after the backend is named)
+    attention.register()  # SDPA's OVERRIDEABLE choice and the fused attention kernels
     serialization.register()  # torch.save / torch.load of device tensors
     ipc.register()  # a device tensor sent to another process stays on the device
     rebind.register()  # set_(tensor): rebind to other memory

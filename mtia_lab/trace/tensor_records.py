@@ -13,7 +13,9 @@ import weakref
 import torch
 
 from .. import _compat
+from ..backend.aten.sparse import MTIASparseTensor
 from ..backend.aten.tensor import MTIATensor
+from ..backend.runtime.cost import tensor_bytes
 from .events import TensorRecord
 
 dispatch_key_bits = _compat.dispatch_key_bits
@@ -94,12 +96,14 @@ class TensorRecords:
             address = block.address if block is not None else 0  # DeviceStorage.address
             device = storage.device_index
             inner = t._inner  # same metadata as the wrapper (dispatch keeps them in step)
+        elif type(t) is MTIASparseTensor:
+            return self._sparse_record(t)
         else:
             storage = None
             try:
                 address = t.untyped_storage().data_ptr()
-            except RuntimeError:  # no storage (e.g. a FakeTensor while compiling)
-                address = 0
+            except (RuntimeError, NotImplementedError):  # no storage (a FakeTensor while
+                address = 0  # compiling, a host sparse tensor)
             device = -1
             inner = t
         if is_view is None:  # an input, or an argument the op wrote to (in place, out=)
@@ -123,6 +127,20 @@ class TensorRecords:
             entry = self.records[key] = (TensorRecord(
                 shape, _dtype_name(dtype), strides, key[3], address, storage_nbytes,
                 device_name, view_of, inner.numel() * inner.element_size(),
+            ), dispatch_key_bits(t))
+        return entry
+
+    def _sparse_record(self, t: MTIASparseTensor) -> tuple[TensorRecord, int]:
+        """A sparse COO device tensor: its memory is its indices and values (two blocks); the
+        record names the values' block and counts the bytes of both."""
+        indices, values = t._memory
+        nbytes = tensor_bytes(t._inner)  # its indices' and values'
+        key = ("sparse", values.address, indices.address, t.shape, t.dtype, nbytes)
+        entry = self.records.get(key)
+        if entry is None:
+            entry = self.records[key] = (TensorRecord(
+                self._intern(tuple(t.shape)), _dtype_name(t.dtype), (), 0, values.address,
+                nbytes, self.device_names[values.device_index], None, nbytes,
             ), dispatch_key_bits(t))
         return entry
 

@@ -13,6 +13,7 @@ knows nothing of module/. Reading order:
 - layouts.py         results strided as PyTorch's fake kernels promise;
 - host_indices.py    host index tensors, taken as CUDA takes them;
 - amp.py             autocast policy and GradScaler kernels;
+- attention.py       fused attention: SDPA's OVERRIDEABLE backend and its two ops;
 - mtia_graph.py      MTIAGraph and `graph`: capture a region once, replay it without dispatch;
   graph_capture.py   the capture's hooks into the dispatcher and the allocator, and what they
                      refuse; graph_replay_nodes.py the prepared calls a replay runs;

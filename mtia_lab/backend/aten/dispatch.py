@@ -26,6 +26,7 @@ from ..runtime.streams import charge
 from . import fallback, host_indices, layouts
 from .registry import KERNELS, Kernel, run_on_device
 from .schema import facts
+from .sparse import MTIASparseTensor, resync
 from .tensor import MTIATensor, wrap
 
 _VIEW_KERNEL = Kernel(run_on_device, "view")
@@ -88,6 +89,9 @@ def _unwrap(value, devices: list):
     """Inner tensor of a device tensor; lists and tuples of tensors too (cat, stack, index)."""
     if type(value) is MTIATensor:
         devices.append(value._storage.device_index)
+        return value._inner
+    if type(value) is MTIASparseTensor:
+        devices.append(value.device_index)
         return value._inner
     if isinstance(value, torch.Tensor):
         device = value.device
@@ -225,7 +229,7 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
         raise UntrackedByMakeFx(_untracked_message(func))
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
-        return _answer_query(func, args, kwargs)
+        return _answer_query(registered, func, args, kwargs)
     plan = _PLANS.get(id(func))
     if plan is None or plan.registered is not registered:
         plan = _plan_of(func, registered)
@@ -332,11 +336,12 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     return result
 
 
-def _answer_query(func, args, kwargs):
-    """A metadata question (kernels.METADATA_QUERIES) about the tensors themselves, not their
-    memory: PyTorch's own answer, from the wrappers, on any mix of devices."""
+def _answer_query(registered: Kernel, func, args, kwargs):
+    """A metadata question about the tensors themselves, not their memory: PyTorch's own
+    answer, from the wrappers (kernels.METADATA_QUERIES) or from a sparse tensor's inner one
+    (sparse.QUERIES), on any mix of devices. No data moves: no price, no trace event."""
     with ExcludeDispatchKeys(_PYTHON_KEY):
-        return func(*args, **(kwargs or {}))
+        return registered.fn(func, args, kwargs or {}, None)
 
 
 def _traced(func, args, kwargs):
@@ -348,7 +353,7 @@ def _traced(func, args, kwargs):
     graph keeps it as a constant, so compiled code draws from it too."""
     registered = KERNELS.get(func)
     if registered is not None and registered.kind == "query":
-        return _answer_query(func, args, kwargs)
+        return _answer_query(registered, func, args, kwargs)
     plan = _plan_of(func, registered)
     devices: list = []
     if func in host_indices.INDEX_OPS:
@@ -421,6 +426,9 @@ def _written_arg(op_facts, args, kwargs, where, inner_result, target, name):
     if type(original) is MTIATensor:
         _sync_metadata(original, name)
         return original
+    if type(original) is MTIASparseTensor:
+        resync(original, name)
+        return original
     if not isinstance(inner_result, torch.Tensor):
         return inner_result
     if (isinstance(original, torch.Tensor) and inner_result is not original
@@ -488,4 +496,5 @@ def _check_strict(enabled) -> None:
 
 
 MTIATensor.__torch_dispatch__ = classmethod(torch_dispatch)
+MTIASparseTensor.__torch_dispatch__ = classmethod(torch_dispatch)
 DeviceState  # noqa: B018  (re-exported for type hints in kernels)

@@ -19,7 +19,10 @@ import torch
 from ..._compat import math_bit_keys_enabled
 from ..runtime.device_state import DeviceState
 from .schema import OpSchemaFacts
+from .sparse import refuse_layout
 from .tensor import _LIVE_STORAGES
+
+_STORED_LAYOUTS = (torch.strided, torch.sparse_coo)  # what a device tensor can be (sparse.py)
 
 _COUNTS: Counter[str] = Counter()
 
@@ -41,6 +44,8 @@ def _host_ptr(value: torch.Tensor) -> int | None:
     try:
         return value.untyped_storage().data_ptr()
     except RuntimeError:
+        return None
+    except NotImplementedError:  # a sparse COO tensor: the kernel reads its device memory
         return None
 
 
@@ -105,9 +110,5 @@ def _check_layouts(out, name: str) -> None:
                 "(`torch.quantize_per_tensor(x.cpu(), ...)`) and keep the result there, or "
                 "keep the float values on the device."
             )
-        if isinstance(result, torch.Tensor) and result.layout != torch.strided:
-            raise NotImplementedError(
-                f"{name} returns a {result.layout} tensor, and mtia_sim stores strided (dense) "
-                "tensors only. Run it on the CPU (`x.cpu()`) and keep the sparse result there, "
-                "or convert it back with `.to_dense()` before moving it to the device."
-            )
+        if isinstance(result, torch.Tensor) and result.layout not in _STORED_LAYOUTS:
+            raise refuse_layout(result.layout, name)

@@ -52,6 +52,17 @@ _DATA_DEPENDENT_OPS = {
 _EMPTY_FACTORIES = ("aten::empty.memory_format", "aten::empty_strided")
 
 
+
+def _has_sparse(value) -> bool:
+    """Whether a sparse tensor is among `value` (tensors, lists, tuples, dicts of them)."""
+    if isinstance(value, torch.Tensor):
+        return value.is_sparse
+    if isinstance(value, (list, tuple)):
+        return any(_has_sparse(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_sparse(item) for item in value.values())
+    return False
+
 class GraphCaptureError(RuntimeError):
     """Something in a captured region cannot be replayed; the capture was abandoned."""
 
@@ -173,6 +184,14 @@ class _Capture:
         self._check(func, name, kernel, args, devices, target)
         if kernel.kind == "view":
             return None  # views move no data: nothing to replay
+        if _has_sparse((args, kwargs, out)):
+            self.fail(
+                name,
+                "it reads or makes a sparse COO tensor, whose number of elements (the sizes of "
+                "its indices and values) a kernel decides as it runs, and a replay writes into "
+                "the buffers the capture made",
+                "Run the sparse ops before the captured region (or convert with .to_dense()).",
+            )
         node = node_for(func, kernel, args, kwargs, out, device)
         if node is not None:
             if duration is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..._compat import OpOverloadPacket
-from . import kernels_rnn
+from . import kernels_rnn, sparse
 from .kernels_nn import NN_FAMILIES
 from .kernels_nn import register_prices as _register_nn_prices
 from .registry import register_kernel, run_on_device
@@ -119,6 +119,7 @@ NATIVE_FAMILIES = {
     "linear algebra": LINEAR_ALGEBRA,
     "nn": NN,
     **NN_FAMILIES,  # convolution, batch norm, pooling, attention, optimizers: kernels_nn.py
+    "sparse": sparse.SPARSE_OPS,
 }
 
 
@@ -137,6 +138,8 @@ def register_native_families() -> None:
         register_kernel(packet, kind="view")(run_on_device)
     for packet in _packets(METADATA_QUERIES):
         register_kernel(packet, kind="query")(run_on_device)
+    for packet in _packets(sparse.QUERIES):
+        register_kernel(packet, kind="query")(sparse.ask_inner)
     _register_copies()
     _register_device_random()
     _keep_whole(WHOLE_OUT_OPS)
@@ -213,7 +216,8 @@ def _register_device_random() -> None:
     generator; these kernels draw from the device's own (seeded by torch.mtia_sim.manual_seed)."""
 
     def like(x, dtype, memory_format):
-        memory_format = memory_format or torch.preserve_format
+        if x.layout == torch.strided:  # a sparse tensor takes no memory format
+            memory_format = memory_format or torch.preserve_format
         return torch.empty_like(x, dtype=dtype, memory_format=memory_format)
 
     @register_kernel(aten.rand_like)

@@ -4,7 +4,8 @@ Device tensors carry the Python dispatch key, so every op on them goes to
 `MTIATensor.__torch_dispatch__` (dispatch.py). What reaches the PrivateUse1 key itself is only
 what has no device tensor among its arguments yet: factories called with `device="mtia_sim"`
 (`torch.empty`, and through them `zeros`, `randn`, `arange`, ...) and host-to-device copies
-(`cpu_tensor.to("mtia_sim")`). Those few kernels live here; anything else arriving at
+(`cpu_tensor.to("mtia_sim")`); factories with `layout=torch.sparse_coo` reach SparsePrivateUse1
+(sparse.py holds the sparse tensor). Those few kernels live here; anything else arriving at
 PrivateUse1 is computed on the host and moved to the device by one boxed fallback.
 """
 
@@ -19,7 +20,7 @@ from ..._compat import DEVICE_NAME, overload_name
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME
 from ..runtime.streams import Charge, charge, current_stream
-from . import dispatch, fallback
+from . import dispatch, fallback, sparse
 from .tensor import MTIATensor, device_of, wrap
 
 _LIBRARIES: list[torch.library.Library] = []
@@ -55,6 +56,28 @@ def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memor
         layout=layout,
     )
     return wrap(host, index, "aten::empty_strided")
+
+
+def _sparse_empty(size, dtype=None, layout=None, device=None, pin_memory=None,
+                  memory_format=None):
+    """`torch.empty(..., layout=torch.sparse_coo, device="mtia_sim")` (`zeros` and
+    `torch.sparse_coo_tensor(size=...)` come here too): a COO tensor with no elements yet."""
+    host = torch.empty(size, dtype=dtype, layout=torch.sparse_coo)
+    return sparse.wrap_sparse(host, _index(device), "aten::empty.memory_format")
+
+
+def _sparse_with_dims(sparse_dim, dense_dim, size, dtype=None, layout=None, device=None,
+                      pin_memory=None):
+    """`aten::_sparse_coo_tensor_with_dims`: an empty COO tensor of given dimensions."""
+    host = torch.ops.aten._sparse_coo_tensor_with_dims(sparse_dim, dense_dim, size, dtype=dtype,
+                                                       layout=torch.sparse_coo)
+    return sparse.wrap_sparse(host, _index(device), "aten::_sparse_coo_tensor_with_dims")
+
+
+def _refuse_compressed_empty(size, dtype=None, layout=None, device=None, pin_memory=None,
+                             memory_format=None):
+    """`torch.empty(..., layout=torch.sparse_csr, device="mtia_sim")` (and CSC, BSR, BSC)."""
+    raise sparse.refuse_layout(layout, "aten::empty.memory_format")
 
 
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
@@ -171,6 +194,13 @@ def register_backend(device_module) -> None:
              "PrivateUse1")
     lib.impl("_to_copy", _observed(_to_copy, aten._to_copy.default, "native"), "PrivateUse1")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
+    # Factories of sparse COO tensors (layout=torch.sparse_coo) reach SparsePrivateUse1.
+    lib.impl("empty.memory_format", _observed(
+        _sparse_empty, aten.empty.memory_format, "native"), "SparsePrivateUse1")
+    lib.impl("_sparse_coo_tensor_with_dims", _observed(
+        _sparse_with_dims, aten._sparse_coo_tensor_with_dims.default, "native"),
+        "SparsePrivateUse1")
+    lib.impl("empty.memory_format", _refuse_compressed_empty, "SparseCsrPrivateUse1")
     _LIBRARIES.append(lib)
     _LIBRARIES.append(_compat.register_fallback(
         _observed(_boxed_fallback, None, "fallback"), "PrivateUse1"))

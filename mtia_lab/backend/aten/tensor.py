@@ -22,7 +22,7 @@ from ... import _compat
 from ..._compat import DEVICE_NAME, copy_math_bits, is_fake
 from ...source import user_source
 from ..runtime.allocator import Block
-from ..runtime.device_state import RUNTIME
+from ..runtime.device_state import RUNTIME, BadForkError
 
 # CPU storage data pointer -> weak reference to the DeviceStorage that owns it (tensors own
 # storages). A plain dict of `weakref.ref`s, emptied by `DeviceStorage.__del__`, costs a fraction
@@ -44,11 +44,16 @@ def set_allocation_route(route) -> object:
     return previous
 
 
+# PyTorch's words (StorageSharing.cpp) when a received device tensor is sent on.
+RESHARE_MESSAGE = (f"Attempted to send {DEVICE_NAME} tensor received from another process; this "
+                   "is not currently supported. Consider cloning before sending.")
+
+
 class DeviceStorage:
     """One simulated allocation: the allocator block and the host bytes behind it."""
 
     __slots__ = ("device_index", "block", "owner_ref", "nbytes", "host_ptr", "python_storage",
-                 "__weakref__")
+                 "received_from_process", "__weakref__")
 
     def __init__(self, device_index: int, nbytes: int, host_ptr: int, op: str) -> None:
         self.device_index = device_index
@@ -58,6 +63,8 @@ class DeviceStorage:
         self.owner_ref = None  # the allocator's weak reference to us, set with `block`
         # The storage object `untyped_storage()` hands out, made on first use.
         self.python_storage: torch.UntypedStorage | None = None
+        # Rebuilt from a tensor another process sent (ipc.py): CUDA refuses to send it on.
+        self.received_from_process = False
         if nbytes:
             self._allocate(op)
 
@@ -102,8 +109,10 @@ class DeviceStorage:
             if block.owner is not getattr(self, "owner_ref", None):
                 return  # the allocator's weak reference to us freed it already (a GC'd cycle)
             RUNTIME.devices[self.device_index].allocator.free(block)
-        except (IndexError, AttributeError, TypeError):
-            pass  # interpreter shutdown (module globals already None) or the device was removed
+        except (IndexError, AttributeError, TypeError, BadForkError):
+            # interpreter shutdown (module globals already None), the device was removed, or
+            # a bad fork's child dropping a tensor inherited from its parent
+            pass
 
     def __repr__(self) -> str:
         where = f"mtia_sim:{self.device_index}"
@@ -138,7 +147,11 @@ class DeviceUntypedStorage(torch.UntypedStorage):
         return memory.address if memory is not None else 0
 
     def _share_device_(self, *args, **kwargs):
-        """CUDA's IPC export of device memory: the simulator's cannot be shared that way."""
+        """CUDA's IPC export of device memory: the simulator's cannot be shared that way. Memory
+        received from another process is refused first, in CUDA's words, as CUDA checks it."""
+        memory = self._mtia_owner()
+        if memory is not None and memory.received_from_process:
+            raise RuntimeError(RESHARE_MESSAGE)
         raise RuntimeError(
             f"_share_device_: {DEVICE_NAME} memory cannot be mapped into another process (there "
             f"is no IPC handle to give). Send the tensor through a torch.multiprocessing queue: "
@@ -326,24 +339,54 @@ def _compat_is_fake(inner: torch.Tensor) -> bool:
 def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
     """Put a CPU tensor on the device: share the DeviceStorage of its CPU storage if one
     exists (a view or an in-place result), otherwise allocate a block for it (a fresh result)."""
-    untyped = inner.untyped_storage()
+    try:
+        untyped = inner.untyped_storage()
+    except NotImplementedError:  # a sparse COO result has no one storage (sparse.py)
+        return _WRAP_SPARSE(inner, device_index, op)
     if _compat_is_fake(inner):  # a FakeTensor while torch.compile traces: no memory
         return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
     try:
         ptr = untyped.data_ptr()
     except RuntimeError:  # metadata only, no memory
         return MTIATensor(inner, DeviceStorage(device_index, 0, 0, op))
-    entry = _LIVE_STORAGES.get(ptr) if ptr else None
-    storage = entry() if entry is not None else None
-    if storage is None or storage.device_index != device_index:
-        storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
-    tensor = MTIATensor(inner, storage)
+    tensor = MTIATensor(inner, _storage_at(ptr, untyped, device_index, op))
     if inner.is_conj() or inner.is_neg():
         # A lazy `x.conj()` view: the wrapper must carry the bit too. Kernels run below the
         # Conjugate key and ignore the inner's bit; with it on the wrapper, PyTorch resolves
         # the conjugate (a copy) before an op that needs the values, as it does on the CPU.
         copy_math_bits(tensor, inner)
     return tensor
+
+
+def _storage_at(ptr: int, untyped: torch.UntypedStorage, device_index: int,
+                op: str) -> DeviceStorage:
+    """The DeviceStorage that owns the host bytes at `ptr`, or a fresh allocation for them."""
+    entry = _LIVE_STORAGES.get(ptr) if ptr else None
+    storage = entry() if entry is not None else None
+    if storage is None or storage.device_index != device_index:
+        storage = DeviceStorage(device_index, untyped.nbytes(), ptr, op)
+    return storage
+
+
+def storage_for(dense: torch.Tensor, device_index: int, op: str) -> DeviceStorage:
+    """The DeviceStorage behind a dense CPU tensor that is device memory (the indices or values
+    of a sparse device tensor): the one that owns its bytes, or a fresh allocation."""
+    untyped = dense.untyped_storage()
+    return _storage_at(untyped.data_ptr(), untyped, device_index, op)
+
+
+def _no_sparse(inner: torch.Tensor, device_index: int, op: str):
+    raise NotImplementedError(f"{op} returns a {inner.layout} tensor: import mtia_lab.backend")
+
+
+# How a sparse COO result is put on the device: sparse.py installs it (it builds on this module).
+_WRAP_SPARSE = _no_sparse
+
+
+def set_sparse_wrap(wrap_sparse) -> None:
+    """Install the function that puts a CPU sparse COO tensor on the device (sparse.py)."""
+    global _WRAP_SPARSE
+    _WRAP_SPARSE = wrap_sparse
 
 
 def storage_of(tensor: torch.Tensor) -> DeviceStorage:

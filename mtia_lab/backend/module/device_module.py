@@ -90,19 +90,25 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
-    return True
+    """Whether the device was used in this process (as torch.cuda: not in a bad fork)."""
+    return RUNTIME.initialized and not RUNTIME.in_bad_fork
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    """True in a child forked after this process used the device: the device cannot be used
+    there (torch.manual_seed and DataLoader workers ask this before seeding the device)."""
+    return RUNTIME.in_bad_fork
 
 
 def _lazy_init() -> None:
-    pass
+    """Called by PyTorch at the first device tensor; raises in a bad fork, as torch.cuda's."""
+    RUNTIME.lazy_init()
 
 
 def init() -> None:
-    """Initialize the device (as torch.cuda.init): the simulator is ready at import."""
+    """Initialize the device (as torch.cuda.init): the simulator is ready at import, so this
+    only marks the device used (a child forked afterwards cannot use it)."""
+    RUNTIME.lazy_init()
 
 
 def device_count() -> int:

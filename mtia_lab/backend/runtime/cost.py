@@ -279,10 +279,19 @@ def is_reduction(func) -> bool:
     return known
 
 
+def _nbytes(tensor: torch.Tensor) -> int:
+    """numel * element_size; for a sparse COO tensor, the bytes of its indices and values (the
+    memory it reads or writes), which is what `nbytes` refuses to guess."""
+    try:
+        return tensor.nbytes
+    except RuntimeError:
+        return tensor._indices().nbytes + tensor._values().nbytes
+
+
 def tensor_bytes(value) -> int:
     """Bytes of the tensors in `value` (a tensor, or lists/tuples of them); 0 for the rest."""
     if isinstance(value, torch.Tensor):
-        return value.nbytes  # numel * element_size
+        return _nbytes(value)
     if isinstance(value, (list, tuple)):
         total = 0
         for item in value:
@@ -331,11 +340,11 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool,
     read = 0
     for arg in inner_args:  # tensor_bytes(inner_args), unrolled one level: this runs once per op
         if isinstance(arg, torch.Tensor):
-            read += arg.nbytes
+            read += _nbytes(arg)
         elif isinstance(arg, (list, tuple)):
             read += tensor_bytes(arg)
     if isinstance(out, torch.Tensor):
-        written = out.nbytes
+        written = _nbytes(out)
         low, int8 = out.dtype in _LOW_PRECISION, out.dtype in _INT8
     else:
         written, low, int8 = tensor_bytes(out), False, False

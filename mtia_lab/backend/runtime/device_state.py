@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -22,6 +23,30 @@ DEFAULT_DEVICE_COUNT = 2
 # made once at registration (tensor.device_of), and torch.device indices are small ints.
 MAX_DEVICES = 64
 DEFAULT_CAPACITY = 2 * GiB  # per device; the profile's real DRAM size is only reported
+# torch.cuda's words, with the device's name.
+FORK_MESSAGE = ("Cannot re-initialize mtia_sim in forked subprocess. To use mtia_sim with "
+                "multiprocessing, you must use the 'spawn' start method")
+
+
+class BadForkError(RuntimeError):
+    """The device used in a child forked after the parent initialized it (a RuntimeError, as
+    CUDA's)."""
+
+
+class _UnusableAfterFork(Sequence):
+    """`Runtime.devices` in a child forked after the device was initialized. A CUDA context
+    does not survive a fork, so every use of the device in the child fails there; here the
+    device state would be a silent copy of the parent's, so every access to it raises CUDA's
+    error instead. The count stays readable, as `torch.cuda.device_count()` in a bad fork."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):
+        raise BadForkError(FORK_MESSAGE)
 
 
 @dataclass
@@ -60,7 +85,24 @@ class Runtime:
         self._thread = threading.local()  # holds `current_index`, one per thread
         self.strict = False  # True: an op without a native kernel raises instead of falling back
         self.record_alloc_source = True  # attribute each allocation to the user's source line
+        self.initialized = False  # the device was used (PyTorch calls _lazy_init at first use)
+        self.in_bad_fork = False  # this process is a fork of one that had initialized it
         self.set_device_count(count)
+
+    def lazy_init(self) -> None:
+        """The first use of the device in this process (torch.mtia_sim._lazy_init, which
+        PyTorch calls at the first device tensor, and init()). Refused in a bad fork, as
+        torch.cuda refuses it."""
+        if self.in_bad_fork:
+            raise BadForkError(FORK_MESSAGE)
+        self.initialized = True
+
+    def after_fork_in_child(self) -> None:
+        """os.register_at_fork's child hook: a child of a process that initialized the device
+        cannot use it (CUDA's poison_fork); one forked before the first use can."""
+        if self.initialized:
+            self.in_bad_fork = True
+            self.devices = _UnusableAfterFork(len(self.devices))
 
     @property
     def current_index(self) -> int:
@@ -143,6 +185,7 @@ def _profile(profile) -> ChipProfile:
 
 
 RUNTIME = Runtime()
+os.register_at_fork(after_in_child=RUNTIME.after_fork_in_child)
 
 
 def configure(
