@@ -7,15 +7,18 @@ the reason recorded is the one Inductor would give:
     1. lowering     inlined_while_lowering: a pointwise op used by one kernel only is computed
                     inside it (Inductor inlines it before scheduling: no guardrail applies),
                     unless Inductor's lowering stores it: too many loads (realize_acc_reads),
-                    a loop body over 30 operations (realize_opcount, opcount.py), a piece
-                    of a cat lowered to a ConcatKernel (`pointwise_cat`; concat_kernel, ours)
+                    a loop body over 30 operations (realize_opcount, opcount.py), several
+                    readers and more than 4 loads (should_realize_on_reuse: an unrolled
+                    reduction loads each term), a piece of a cat lowered to a ConcatKernel
+                    (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
                     (a kind can depend on the lowering: a sort of at most 512 elements is a
-                    reduction-shaped Triton kernel, a scatter of bool/int64 values an ATen
-                    call: ir._lowered_kind)
+                    reduction-shaped Triton kernel, a scatter of bool/int64 values or an
+                    index by a mask or a host constant an ATen call: ir._lowered_kind)
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*
+    4. vertical     scatter_output, indexed_read, read_other_positions (a slice, a shift,
+                    an unrolled reduction's terms), reduction_*
                     (reduction_loop_order), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
@@ -24,7 +27,8 @@ the reason recorded is the one Inductor would give:
 After its rounds, Inductor makes one more (`loop_ordering_after_fusion`) in which a pointwise
 kernel may take a reduction's loop order: a reduction over outer dims (BatchNorm's statistics)
 then fuses with the pointwise kernels over its whole input -- only to align a buffer both
-read whole (`_reorder_aligns`). `Pair.reorder` marks that round.
+read whole (`_reorder_aligns`); a pointwise kernel written channels-last takes the loops of a
+reduction over each channel's H and W (`conv_input_layout`). `Pair.reorder` marks that round.
 
 Iteration spaces, as in Inductor's Triton scheduling: a pointwise kernel loops over `numel`
 elements; a reduction over `numel` outputs times `rnumel` reduced elements. Two kernels fuse
