@@ -131,6 +131,16 @@ def composite_implicit(op: OpOverload, *args, **kwargs):
     return op.decompose(*args, **kwargs)
 
 
+def has_composite_implicit(op: OpOverload) -> bool:
+    """Whether ATen writes `op` out of other ops (a CompositeImplicitAutograd kernel): the
+    kernel `composite_implicit` runs. False for an op the C++ dispatcher does not know
+    (`aten::sym_stride` is Python's own)."""
+    try:
+        return op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+    except RuntimeError:
+        return False
+
+
 def sdp_backends_enabled() -> tuple[bool, bool]:
     """(overrideable, math): what `torch.nn.attention.sdpa_kernel` allows now. torch.backends
     has no public reader for the OVERRIDEABLE flag."""

@@ -216,6 +216,17 @@ def test_inference_mode_reaches_the_fused_kernel_whole():
     torch.testing.assert_close(got.cpu(), expected, **TOLERANCE[torch.float32])
 
 
+def test_inference_mode_takes_the_math_path_where_the_fused_kernel_cannot():
+    """3-D inputs under inference mode: the math path's pieces run on the device (as outside
+    the mode) and match the CPU; the fused kernel's 4-D pricing is never asked."""
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    with torch.inference_mode(), mtia_lab.trace() as recorded:
+        got = F.scaled_dot_product_attention(*[t.to(DEVICE) for t in (q, k, v)])
+    torch.testing.assert_close(got.cpu(), F.scaled_dot_product_attention(q, k, v))
+    ops = {event.op for event in recorded.events}
+    assert "aten::bmm" in ops and not any(event.kind == "fallback" for event in recorded.events)
+
+
 # -- compiled ---------------------------------------------------------------------------------
 def _attention(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2

@@ -152,3 +152,33 @@ def test_module_moves_to_the_device_under_inference_mode():
         assert on_device.weight.device.type == "mtia_sim"
         x = torch.randn(3, 4)
         torch.testing.assert_close(on_device(x.to("mtia_sim")).cpu(), layer(x))
+
+
+def test_inference_mode_runs_the_same_device_kernels_as_outside_it():
+    """Under inference mode, autograd's keys are off and an op PyTorch writes out of others
+    (linear, layer_norm, reshape of a transpose) reaches the device whole. It must run its
+    pieces on the device as outside the mode, not go to the CPU fallback."""
+    import mtia_lab
+
+    x = torch.randn(4, 8)
+    w, b = torch.randn(3, 8), torch.randn(3)
+
+    def block(x, w, b):
+        y = torch.nn.functional.linear(x, w, b)
+        y = torch.nn.functional.layer_norm(y, (3,))
+        return torch.nn.functional.gelu(y).t().reshape(12)
+
+    on_device = [t.to("mtia_sim") for t in (x, w, b)]
+    runs = {}
+    for mode in ("normal", "inference"):
+        with mtia_lab.trace() as recorded:
+            if mode == "inference":
+                with torch.inference_mode():
+                    out = block(*on_device)
+            else:
+                out = block(*on_device)
+        torch.testing.assert_close(out.cpu(), block(x, w, b))
+        runs[mode] = [(e.op, e.kind) for e in recorded.events if e.kind != "view"]
+    assert not [op for op, kind in runs["inference"] if kind == "fallback"
+                and (op, kind) not in runs["normal"]]
+    assert runs["inference"] == runs["normal"]

@@ -152,6 +152,10 @@ CORE: dict[str, Pin] = {
     "current_accelerator": P("torch._C._accelerator_getAccelerator"),
     "composite_implicit": P("torch._ops.OpOverload.decompose", check=lambda fn: fn(
         torch.ops.aten.linear.default, torch.ones(1, 2), torch.ones(3, 2)).shape == (1, 3)),
+    "has_composite_implicit": P("torch._ops.OpOverload.has_kernel_for_dispatch_key",
+                                "torch._C.DispatchKey.CompositeImplicitAutograd",
+                                check=lambda fn: fn(torch.ops.aten.linear.default)
+                                and not fn(torch.ops.aten.addmm.default)),
     "sdp_backends_enabled": P("torch._C._get_overrideable_sdp_enabled",
                               "torch._C._get_math_sdp_enabled",
                               check=lambda fn: fn() == (True, True)),

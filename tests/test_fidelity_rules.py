@@ -58,6 +58,60 @@ def test_conv_input_layout_a_kernel_writing_a_convolutions_input_leaves_its_redu
     assert sorted(held) == sorted(g.nodes for g in c.ours.groups)  # every kernel Inductor's
 
 
+
+@pytest.mark.parametrize("act,affine,fused", [
+    ("relu", True, True), ("silu", True, False), ("silu", False, True)])
+def test_conv_input_layout_a_norm_inlined_into_its_reader_keeps_its_loop(act, affine, fused):
+    """GroupNorm's normalize read by one op (ReLU) is inlined into it: the ReLU runs in the
+    norm's loop and stores the convolution's input channels-last from there. Read twice
+    (SiLU: x * sigmoid(x)) it is stored when it loads more than 4 values (input, mean,
+    rstd, weight, bias), and the SiLU loops channels-last on its own; without weight and
+    bias (3 loads) it is inlined into both reads and fuses again."""
+    def fn(x, w, b, cw):
+        h = F.group_norm(x, 4, w if affine else None, b if affine else None)
+        return F.conv2d(h.relu() if act == "relu" else F.silu(h), cw, padding=1)
+
+    c = _compared(fn, (2, 8, 8, 8), (8,), (8,), (8, 8, 3, 3))
+    assert not c.unexplained, str(c)
+    norm = next(g.nodes for g in c.ours.groups if "native_group_norm" in g.nodes)
+    assert (len(norm) > 1) is fused, _kernels(c)
+    assert any(d.rule == "conv_input_layout" for d in c.ours.decisions) is not fused
+
+
+@pytest.mark.parametrize("cat", [False, True])
+def test_stored_on_reuse_a_batchnorm_read_twice_is_stored_and_joins_only_a_plain_reader(cat):
+    """An eval BatchNorm loads 5 values (input, mean, var, weight, bias); read twice by SiLU
+    (x * sigmoid(x)) Inductor stores it (realize_reads_threshold 4), laid out channels-last
+    like the convolution input it feeds, and fuses it with the SiLU again. When the SiLU
+    is a piece of a cat, the cat reads the BatchNorm through an index: two kernels."""
+    def fn(x, mean, var, w, b, y, cw):
+        h = F.silu(F.batch_norm(x, mean, var.abs() + 1, w, b))
+        return F.conv2d(torch.cat([y, h], 1) if cat else h, cw, padding=1)
+
+    c = _compared(fn, (2, 8, 8, 8), (8,), (8,), (8,), (8,), (2, 8, 8, 8),
+                  (8, 16 if cat else 8, 3, 3))
+    assert not c.unexplained, str(c)
+    norm = next(g.nodes for g in c.ours.groups if "sqrt" in g.nodes)
+    assert ("sigmoid" in norm) is not cat, _kernels(c)
+
+
+@pytest.mark.parametrize("host", [True, False])
+def test_a_host_constant_copied_into_a_tensor_is_a_launch_of_its_own(host):
+    """`index[0] = 5` copies a tensor constant of the host into the index (BEiT's relative
+    position index): Inductor moves it to the device in a launch of its own (a DeviceCopy,
+    an extern kernel), which nothing joins. A value computed on the device is copied inside
+    the kernel that reads it."""
+    def fn(x):
+        index = torch.zeros(8, dtype=torch.long)  # made without a device, as BEiT's
+        index[0] = 5 if host else (x[0, 0] > 0).long()
+        return x[:, index] * 2
+
+    c = _compared(fn, (4, 8))
+    assert not c.unexplained, str(c)
+    assert (("copy",) in _kernels(c)) is host, _kernels(c)
+    moved = [launch.nodes for launch in c.placed.launches if launch.name == "device_copy"]
+    assert moved == ([("copy",)] if host else []), moved
+
 def test_norms_and_scans_are_reductions_that_take_a_pointwise_prologue():
     c = _compared(lambda x, y: (F.normalize(x + 1, dim=-1), torch.cumsum(y * 3, -1)),
                   (8, 16), (8, 16))
@@ -454,6 +508,27 @@ def test_computed_once_off_a_random_draw_read_by_two_kernels_is_drawn_once():
         plan = COMPILED[-1].plan
     assert "rand_like" not in plan.recomputed and plan.recomputed
     torch.testing.assert_close(rows.sum().cpu(), cols.sum().cpu())
+
+
+def test_an_op_is_found_by_its_retrace_name_whatever_number_ours_carries():
+    """BiT's weight standardizations: var_mean of each weight, a GroupNorm between them.
+    Inductor's decomposition of the GroupNorm makes post-grad nodes named var_mean_1,
+    var_mean_3, ..., and its retrace names our var_means var_mean_correction,
+    var_mean_correction_1: each var_mean is found by that name, in the order of our graph,
+    so each standardization is on its own launch, not on the one before it."""
+    def fn(x, w1, w2):
+        def standardized(w):
+            var, mean = torch.var_mean(w, dim=(1, 2, 3), keepdim=True, correction=0)
+            return (w - mean) * torch.rsqrt(var + 1e-8)
+
+        h = F.group_norm(F.conv2d(x, standardized(w1)), 2).relu()
+        return F.conv2d(h, standardized(w2), padding=1)
+
+    c = _compared(fn, (2, 8, 8, 8), (8, 8, 1, 1), (8, 8, 3, 3))
+    for name in ("var_mean", "var_mean_1"):
+        launch = next(lc for lc in c.placed.launches if name in lc.nodes)
+        assert launch.nodes[0] == name and "native_group_norm" not in launch.nodes, launch
+    assert not c.unexplained, str(c)
 
 
 @pytest.mark.parametrize("experts", [4, 8])

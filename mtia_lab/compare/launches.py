@@ -80,12 +80,45 @@ class Attribution:
 _OVERLOAD = re.compile(r"_default(?=(_\d+)?$)")
 
 
+class OurNames(set):
+    """Our nodes' names, and the names AOTAutograd's retrace of our graph gives them
+    (`aliases`): FX names each node after its op and overload, numbered in graph order per
+    name ("var_mean_correction_1" is the second var_mean.correction of our graph, whatever
+    number our own name carries)."""
+
+    aliases: dict[str, str]
+
+
+def our_names(ir) -> OurNames:
+    """The names of our nodes in `ir`, with their retrace names (see OurNames)."""
+    names = OurNames(n.name for n in ir.nodes)
+    names.aliases = {}
+    counts: dict[str, int] = {}
+    for node in ir.gm.graph.nodes:
+        if node.op != "call_function" or not hasattr(node.target, "overloadpacket"):
+            continue
+        base = _fx_name(node.target.__name__)  # "var_mean.correction" -> "var_mean_correction"
+        k = counts.get(base, 0)
+        counts[base] = k + 1
+        names.aliases[base if k == 0 else f"{base}_{k}"] = node.name
+    return names
+
+
+def _fx_name(op: str) -> str:
+    """The name FX gives a node of op `op` (its snake case, non-identifier characters as _)."""
+    return re.sub(r"[^0-9a-zA-Z_]+", "_", re.sub(r"(?<=[a-z])([A-Z])", r"_\1", op).lower())
+
+
 def _ours(name: str, ours: set[str]) -> str | None:
-    """`name` if it is a node of ours; else the same node as AOTAutograd's retrace names an op
-    it reaches through its overload ("native_group_norm_default_1" for our
-    "native_group_norm_1")."""
+    """`name` if it is a node of ours; else the same node as AOTAutograd's retrace names it
+    ("var_mean_correction_1" for our second var_mean, `OurNames.aliases`), or, without
+    those, as it names an op it reaches through its default overload
+    ("native_group_norm_default_1" for our "native_group_norm_1")."""
     if name in ours:
         return name
+    alias = getattr(ours, "aliases", {}).get(name)
+    if alias in ours:
+        return alias
     alias = _OVERLOAD.sub("", name)
     return alias if alias in ours else None
 
@@ -154,7 +187,7 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
     ("native_layer_norm_default" for our "native_layer_norm_2") still finds its node, and a
     pattern's replacement nodes (attention rewritten as SDPA's math, which remember no
     source) find the ops of ours they stand for, in order, where there is one."""
-    mine = {n.name for n in ir.nodes}
+    mine = our_names(ir)
     post: dict[str, list[str]] = {n.name: [] for n in ir.nodes}
     unrooted: dict[tuple[str, str], list[str]] = {}  # source -> its post-grad nodes
     for node in gm.graph.nodes:

@@ -40,7 +40,7 @@ from ..inductor import _compat as inductor_compat
 from ..inductor import inductor_plan
 from ..records.guardrails import as_inductor_config
 from ..records.plan import FusionPlan
-from .launches import Attribution, Launch, attribute, roots
+from .launches import Attribution, Launch, attribute, our_names, roots
 
 
 def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -320,7 +320,7 @@ def _merged(ours: FusionPlan, theirs: FusionPlan, placed: Attribution) -> list[s
     addmm), or whose node a pattern removed (placed with its users): no fusion decision of
     anyone's, a rewrite of the graph."""
     gm = getattr(theirs.ir, "gm", None)
-    mine = {n for g in ours.groups for n in g.nodes}
+    mine = our_names(ours.ir)
     out: list[set[str]] = []
     for node in gm.graph.nodes if gm is not None else ():
         found = roots(node, mine)

@@ -131,7 +131,7 @@ class SchedulerNode:
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
-    stored: bool = False  # a pointwise value Inductor's lowering realizes (opcount.py)
+    stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
@@ -355,7 +355,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if fx_node.op != "call_function":
             continue
         kind = classify(fx_node.target)
-        if _noop_copy(fx_node) or _constant_copy(fx_node):  # the copy is its input
+        if _noop_copy(fx_node):  # Inductor's remove_noop_ops: the copy is its input
             kind = Kind.VIEW
         kind = _lowered_kind(fx_node, kind, size)
         args = [a for a in _fx_args(fx_node) if a.name in base_of]
@@ -448,28 +448,6 @@ def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
         if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape):
             by_name[buf.producer].channels_last = True
-
-
-def prefers_channels_last(gm: torch.fx.GraphModule) -> set[str]:
-    """FX nodes Inductor's layout optimization wants channels-last (graph.py,
-    `find_nodes_prefer_channels_last`): convolutions and, walking back, every node one of
-    whose users wants it (a bmm stops the walk); then, up to the last convolution, the users
-    of those. A value of these that Inductor stores for its reuse is laid out channels-last
-    (`maybe_apply_channels_last_stride_order`), so its loop runs in that order."""
-    wanted: set[str] = set()
-    last_conv = None
-    for node in reversed(gm.graph.nodes):
-        if node.target is aten.convolution.default:
-            wanted.add(node.name)
-            last_conv = last_conv or node
-        elif node.target is not aten.bmm.default and any(u.name in wanted for u in node.users):
-            wanted.add(node.name)
-    for node in gm.graph.nodes:
-        if node is last_conv:
-            break
-        if node.name in wanted:
-            wanted.update(u.name for u in node.users if u.target is not aten.bmm.default)
-    return wanted
 
 
 def _layouts_differ(shape: tuple[int, ...]) -> bool:
@@ -594,9 +572,21 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
     """Where Inductor's lowering of an op depends on its sizes or dtypes: a short sort is a
     Triton kernel (a reduction-shaped loop, SORTS); a scatter of int64 or bool values, or a
     scatter_reduce other than a sum, calls ATen (`use_scatter_fallback`: Triton has no atomic
-    store of those dtypes)."""
+    store of those dtypes). A tensor constant of the host copied into a device tensor
+    (`t[0] = n - 1` in a model that made `t` without a device: `copy(t[0], lift_fresh_copy(
+    constant))`) is a launch of its own that moves it (`codegen_device_copy`: ir.DeviceCopy
+    is an extern kernel); the lifted constant itself is that launch's input, not a kernel.
+    An index by a mask or by such a constant calls aten.index (`_index_falls_back`)."""
     op_name = _op_name(fx_node)
+    if op_name == "lift_fresh_copy" and _host_constant(fx_node) and all(
+            _op_name(u) == "copy" and u.args[1] is fx_node
+            or _op_name(u) == "index" and _index_falls_back(u) for u in fx_node.users):
+        return Kind.VIEW
     if op_name == "index" and _index_falls_back(fx_node):
+        return Kind.EXTERN
+    if op_name == "copy" and len(fx_node.args) > 1 and isinstance(
+            fx_node.args[1], torch.fx.Node) and _op_name(fx_node.args[1]) == "lift_fresh_copy" \
+            and _host_constant(fx_node.args[1]):
         return Kind.EXTERN
     source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
         fx_node.args[0], torch.fx.Node) else None
@@ -616,19 +606,12 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
     return kind
 
 
-def _constant_copy(fx_node: torch.fx.Node) -> bool:
-    """`lift_fresh_copy` of a module constant (`torch.tensor(...)` in the model code): Inductor
-    passes the constant itself to its readers as a graph input; no kernel copies it."""
-    return fx_node.target is aten.lift_fresh_copy.default and bool(fx_node.args) and \
-        isinstance(fx_node.args[0], torch.fx.Node) and fx_node.args[0].op == "get_attr"
-
-
 def _index_falls_back(fx_node: torch.fx.Node) -> bool:
     """Inductor's `index` lowering calls aten.index when an index is a mask (bool or uint8:
     its output size depends on the data) or lives on another device than the data: a
     tensor the model code made without a device (`torch.tensor([-2])`), which the graph
-    holds as a host constant (`check_and_broadcast_indices`: "Fallback when indices is on a
-    different device")."""
+    holds as a lifted host constant (`check_and_broadcast_indices`: "Fallback when indices
+    is on a different device"); the constant is then the call's input, no kernel copies it."""
     indices = fx_node.args[1] if len(fx_node.args) > 1 else ()
     for index in indices if isinstance(indices, (list, tuple)) else ():
         if not isinstance(index, torch.fx.Node):
@@ -636,16 +619,14 @@ def _index_falls_back(fx_node: torch.fx.Node) -> bool:
         val = index.meta.get("val")
         if isinstance(val, torch.Tensor) and val.dtype in (torch.bool, torch.uint8):
             return True
-        if _host_constant(index):
+        if _op_name(index) == "lift_fresh_copy" and _host_constant(index):
             return True
     return False
 
 
-def _host_constant(node: torch.fx.Node) -> bool:
-    """A module constant (get_attr), or a fresh copy of one: created on the host."""
-    while node.op == "call_function" and node.target is aten.lift_fresh_copy.default:
-        node = node.args[0]
-    return node.op == "get_attr"
+def _host_constant(lifted: torch.fx.Node) -> bool:
+    """Does a lift_fresh_copy lift a tensor constant of the graph (a get_attr)?"""
+    return bool(lifted.args) and getattr(lifted.args[0], "op", None) == "get_attr"
 
 
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:

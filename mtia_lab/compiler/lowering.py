@@ -146,7 +146,9 @@ def large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bo
     return any(n.large_body and set(n.writes) & consumer.reads for n in producer.nodes)
 
 
-def stored(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
-    """should_realize_on_reuse: Inductor stores a value read more than once whose body loads
-    more than 4 values (opcount.stored_values), even when its readers share one kernel."""
+def stored_on_reuse(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """realize_reads_threshold: Inductor stores a value read by several ops (`mark_reuse`)
+    whose body loads more than 4 values (a BatchNorm: input, mean, var, weight, bias; an
+    unrolled softmax's exponentials, their max loading each term), even when all its
+    readers end up in one kernel (SiLU's x * sigmoid(x)): they load it."""
     return any(n.stored and set(n.writes) & consumer.reads for n in producer.nodes)

@@ -45,17 +45,6 @@ def large_bodies(ir: GraphIR) -> dict[str, int]:
     return realize_decisions(ir)[0]
 
 
-def stored_values(ir: GraphIR) -> set[str]:
-    """Pointwise nodes Inductor's lowering realizes though one kernel could compute them
-    inline: reused values `should_realize_on_reuse` stores (more than REALIZE_READS_ON_REUSE
-    loads), bodies over REALIZE_ALWAYS ops; graph outputs and large bodies are left out
-    (other rules read them)."""
-    large, _, realized = realize_decisions(ir)
-    return {n.name for n in ir.nodes if n.name in realized and n.name not in large
-            and node_kind(n) is Kind.POINTWISE and not n.scatter
-            and not any(ir.buffers[b].is_output for b in n.writes)}
-
-
 def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     """({node: ops} realized for the body's size, {node with several readers left
     unrealized}, {node realized}), deciding node by node in graph order as

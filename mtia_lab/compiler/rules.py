@@ -8,7 +8,7 @@ the reason recorded is the one Inductor would give:
                     inside it (Inductor inlines it before scheduling: no guardrail applies),
                     unless Inductor's lowering stores it: too many loads (realize_acc_reads),
                     a loop body over 30 operations (realize_opcount, opcount.py), several
-                    readers and more than 4 loads (should_realize_on_reuse: an unrolled
+                    readers and more than 4 loads (realize_reads_threshold: an unrolled
                     reduction loads each term), a piece of a cat lowered to a ConcatKernel
                     (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import config, lowering
+from . import config, lowering, opcount
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -78,7 +78,8 @@ NOT_MODELLED = {
     "split_reductions": "a large reduction is one kernel, never split in two",
     "realize_reads_threshold": "with computed_once on (the default), an op with several "
                                "users is computed once, never inlined into each of them "
-                               "(computed_once=False follows it: recompute.py)",
+                               "(computed_once=False follows it: recompute.py); one loading "
+                               "more than 4 values is stored in both (stored_on_reuse)",
 }
 
 
@@ -138,7 +139,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     """Inductor lowers a pointwise op into a loop body and realizes it as a buffer only when
     it must (a reduction, an extern's input, a graph output, several users, more than
     REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9; a loop body of more than
-    30 operations with everything inlined into it: `lowering.large_body`). An op whose only
+    30 operations with everything inlined into it: `lowering.large_body`; several readers
+    and more than 4 loads: `lowering.stored_on_reuse`). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -154,7 +156,7 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
                         "slices); we copy the pieces in a kernel of our own")
         return None
     if lowering.loads(producer) > lowering.REALIZE_ACC_READS or lowering.large_body(
-            producer, consumer) or lowering.stored(producer, consumer):
+            producer, consumer) or lowering.stored_on_reuse(producer, consumer):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
@@ -246,11 +248,15 @@ def _channels_last(g: FusedSchedulerNode) -> bool:
 def conv_input_layout(p: Pair) -> Verdict | None:
     """A kernel writing a convolution's input loops channels-last (Inductor's layout
     optimization); it reads or writes nothing at the same index as a kernel looping in the
-    graph's order: no shared data (Inductor's score_fusion_memory is 0)."""
+    graph's order: no shared data (Inductor's score_fusion_memory is 0). Unless it reads a
+    norm's output that Inductor inlines into it (`_reads_inlined_norm`): then it is computed
+    in the norm's own loop, which stores it channels-last."""
     if _channels_last(p.a) == _channels_last(p.b):
         return None
-    last = p.a if _channels_last(p.a) else p.b
-    if p.reorder and _per_channel_reduction(last, p.b if last is p.a else p.a, p.ir):
+    last, other = (p.a, p.b) if _channels_last(p.a) else (p.b, p.a)
+    if _reads_inlined_norm(last, other, p.ir) or _stored_for_it(last, other, p.ir):
+        return None
+    if p.reorder and _per_channel_reduction(last, other, p.ir):
         return None  # the reorder round: the pointwise loop takes the reduction's order
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
@@ -271,6 +277,43 @@ def _per_channel_reduction(last: FusedSchedulerNode, other: FusedSchedulerNode,
         if len(shape) == 4 and other.numel == shape[0] * shape[1] and \
                 other.rnumel == shape[2] * shape[3]:
             return True
+    return False
+
+
+def _stored_for_it(last: FusedSchedulerNode, other: FusedSchedulerNode, ir: GraphIR) -> bool:
+    """A pointwise value Inductor stores for its reuse (`stored_on_reuse`: a BatchNorm read
+    by SiLU's x * sigmoid(x)) that feeds the convolution's input is laid out channels-last
+    too (`find_nodes_prefer_channels_last`: a node prefers it when a user does; applied by
+    `maybe_apply_channels_last_stride_order` when it is realized): a pointwise loop follows
+    its output's layout, so both loop in one order."""
+    if not _pure_pointwise(other):
+        return False
+    fed = [b for n in other.nodes if n.stored for b in n.writes if b in last.reads]
+    return bool(fed) and not any(ir.buffers[b].is_output for b in fed)
+
+
+NORM_STATISTICS = 2  # a norm's normalize loads its mean and its rstd besides its inputs
+
+
+def _reads_inlined_norm(last: FusedSchedulerNode, other: FusedSchedulerNode,
+                        ir: GraphIR) -> bool:
+    """Inductor decomposes a norm (GroupNorm) into its statistics, a reduction, and a
+    pointwise normalize over the whole input. Read by one node, or by several when it loads
+    at most `realize_reads_threshold` (4) values (input, mean, rstd, weight, bias: 5), the
+    normalize is inlined into its reader, which then runs in the norm's loop (the graph's
+    order, storing channels-last); reused and loading more, it is stored, and its reader
+    loops channels-last on its own (`StorageBox.should_realize_on_reuse`)."""
+    for node in other.nodes:
+        if node.kind is not Kind.REDUCTION or node.unrolled:
+            continue
+        for buf in node.writes:
+            readers = ir.users.get(buf, ())
+            full = _elements(ir.buffers[buf].shape) == node.numel * node.rnumel
+            if not (full and readers and all(r in last.names for r in readers)):
+                continue
+            loads = len(node.reads) + NORM_STATISTICS
+            if len(readers) == 1 or loads <= opcount.REALIZE_READS_ON_REUSE:
+                return True
     return False
 
 

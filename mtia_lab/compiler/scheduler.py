@@ -23,7 +23,7 @@ import heapq
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, opcount, pricing, recompute, rules
-from .ir import FusedSchedulerNode, GraphIR, Kind, _layouts_differ, prefers_channels_last
+from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
@@ -129,13 +129,6 @@ def _realized_order(ir: GraphIR) -> None:
             node.order = ir.by_name[inlined[node.name]].order
 
 
-def _channels_last_when_stored(node, ir: GraphIR, prefer: set[str]) -> bool:
-    """A value Inductor stores for its reuse takes the layout the convolutions around it
-    prefer: channels-last for a 4-d value that is not a graph output (ir.prefers_channels_last)."""
-    buf = ir.buffers[node.writes[0]]
-    return node.name in prefer and not buf.is_output and _layouts_differ(buf.shape)
-
-
 @contextlib.contextmanager
 def _gc_paused():
     """The scheduler allocates many small objects and no reference cycles: Python's cycle
@@ -158,18 +151,15 @@ class Scheduler:
         self.name = name
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
-        mark_unrolled(ir)
-        # ...and stores values whose loop body is large, or that are reused and load much
-        large, stored = opcount.large_bodies(ir), opcount.stored_values(ir)
-        prefer = prefers_channels_last(ir.gm) if stored else set()
+        mark_unrolled(ir)  # Inductor unrolls small reductions into pointwise code
+        # ...and stores values whose loop body is large, or reused ones that load much
+        large, _, realized = opcount.realize_decisions(ir)
         # computed_once=False: a clone of each recomputed value per reader (recompute.py)
         self.recomputed = recomputed
         ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
         for node in ir.nodes:
             node.large_body = large.get(recompute.origin(node.name), 0)
-            node.stored = node.name in stored
-            if node.stored and _channels_last_when_stored(node, ir, prefer):
-                node.channels_last = True
+            node.stored = node.kind is Kind.POINTWISE and recompute.origin(node.name) in realized
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])

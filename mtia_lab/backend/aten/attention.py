@@ -31,7 +31,7 @@ from torch.nn.attention import SDPBackend
 
 from ... import _compat
 from ..runtime import cost
-from .registry import register_kernel, run_on_device
+from .registry import WHOLE_OPS, register_kernel, run_on_device
 
 aten = torch.ops.aten
 FUSED = aten._scaled_dot_product_fused_attention_overrideable.default
@@ -225,22 +225,6 @@ def _laid_out_like(like, result):
     return out.copy_(result)
 
 
-def whole_attention(func, args, kwargs, device):
-    """`scaled_dot_product_attention` reaching the device whole: with autograd keys excluded
-    (inference mode) the composite is not decomposed above the Python key. The same choice:
-    the fused kernel, or PyTorch's own SDPA (its checks, the math) on the device's memory."""
-    mask, dropout_p, is_causal = _after_qkv(
-        args, kwargs, {"attn_mask": None, "dropout_p": 0.0, "is_causal": False})
-    query, key, value = args[:3]
-    if fused_refusal(query, key, value, mask, dropout_p, is_causal) is None:
-        overrideable, _ = _compat.sdp_backends_enabled()
-        if overrideable:
-            bias = additive_mask(mask, query.dtype)
-            return fused_forward(FUSED, (query, key, value, bias, 0.0, is_causal),
-                                 {"scale": kwargs.get("scale")}, device)[0]
-    return func(*args, **kwargs)
-
-
 # -- prices ------------------------------------------------------------------------------------
 def _forward_flops(args, out) -> tuple[float, float, int | None]:
     """Two GEMMs (scores, weighted sum) and the softmax's exponentials; the L x S scores stay
@@ -268,12 +252,11 @@ def register() -> None:
         return
     register_kernel(FUSED)(fused_forward)
     register_kernel(FUSED_BACKWARD)(fused_backward)
-    register_kernel(aten.scaled_dot_product_attention.default)(whole_attention)
+    WHOLE_OPS[aten.scaled_dot_product_attention.default] = _scaled_dot_product_attention
     # A question about the tensors, answered below the Python key by the PrivateUse1 kernel.
     register_kernel(aten._fused_sdp_choice.default, kind="query")(run_on_device)
     cost.FLOP_RULES[FUSED] = _forward_flops
     cost.FLOP_RULES[FUSED_BACKWARD] = _backward_flops
-    cost.FLOP_RULES[aten.scaled_dot_product_attention.default] = _forward_flops
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("_fused_sdp_choice", _fused_sdp_choice, "PrivateUse1")
     lib.impl("scaled_dot_product_attention", _scaled_dot_product_attention,

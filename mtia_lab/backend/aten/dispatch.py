@@ -17,14 +17,21 @@ import contextlib
 
 import torch
 
-from ..._compat import DEVICE_NAME, ExcludeDispatchKeys, OpOverload, dispatch_key_set
+from ..._compat import (
+    DEVICE_NAME,
+    ExcludeDispatchKeys,
+    OpOverload,
+    dispatch_key_set,
+    has_composite_implicit,
+    op_schema,
+)
 from ..._compat import compile_session as _session
 from ..._compat import make_fx_watching as _make_fx_watching
 from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME, DeviceState
 from ..runtime.streams import charge
 from . import fallback, host_indices, layouts
-from .registry import KERNELS, Kernel, run_on_device
+from .registry import KERNELS, WHOLE_OPS, Kernel, run_on_device
 from .schema import facts
 from .sparse import MTIASparseTensor, resync
 from .tensor import MTIATensor, wrap
@@ -177,7 +184,7 @@ class _OpPlan:
     later makes the plan stale, and the next call makes a new one."""
 
     __slots__ = ("registered", "kernel", "facts", "name", "first_alias", "host_sync",
-                 "before_run", "layout")
+                 "before_run", "layout", "whole")
 
     def __init__(self, func: OpOverload, registered: Kernel | None) -> None:
         self.registered = registered
@@ -194,6 +201,15 @@ class _OpPlan:
         self.before_run = _BEFORE_RUN.get(func)
         # The layout the fake kernel promises, where the CPU's kernel gives another (layouts.py)
         self.layout = layouts.RULES.get(func)
+        # An op PyTorch writes out of other ops (`linear`, `layer_norm`, `reshape`) reaches the
+        # device whole only where autograd's keys are off (inference mode): run its pieces, as
+        # a CUDA tensor does, instead of sending the whole op to the CPU fallback. Not an op that
+        # writes its arguments (`out=`): the fallback keeps their semantics (out_on_host.py). Not
+        # a factory taking a layout: its pieces would build a sparse CSR tensor that is not ours.
+        composite = (registered is None and not self.facts.mutated
+                     and has_composite_implicit(func)
+                     and not any(a.name == "layout" for a in op_schema(func).arguments))
+        self.whole = WHOLE_OPS.get(func) or (func.decompose if composite else None)
 
 
 # Keyed by id(func): overloads are interned (torch.ops.aten.add.Tensor is always the same object,
@@ -233,6 +249,8 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
     plan = _PLANS.get(id(func))
     if plan is None or plan.registered is not registered:
         plan = _plan_of(func, registered)
+    if plan.whole is not None:
+        return plan.whole(*args, **(kwargs or {}))
     op_facts, kernel = plan.facts, plan.kernel
     if plan.before_run is not None:
         args = plan.before_run(func, args, kwargs)

@@ -30,6 +30,10 @@ class Kernel:
 
 
 KERNELS: dict[OpOverload, Kernel] = {}
+# A composite op that reaches the device whole (autograd's keys off: inference mode) runs its
+# pieces on the device (dispatch.py). An entry here runs it instead, on the device tensors
+# themselves, as the device's own autograd-key kernel does outside inference mode.
+WHOLE_OPS: dict[OpOverload, Callable] = {}
 
 
 def resolve_overloads(op: str | OpOverload | OpOverloadPacket):

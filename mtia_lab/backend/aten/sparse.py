@@ -18,7 +18,14 @@ import torch
 
 from ... import _compat
 from ..._compat import DEVICE_NAME
-from .tensor import DeviceStorage, MTIATensor, device_of, set_sparse_wrap, storage_for
+from .tensor import (
+    DeviceStorage,
+    MTIATensor,
+    device_of,
+    repr_on_device,
+    set_sparse_wrap,
+    storage_for,
+)
 
 # The sparse kernels CUDA has, run on the device's memory like every native kernel.
 SPARSE_OPS = ["_to_sparse", "_to_dense", "_coalesce", "_coalesced_",
@@ -57,13 +64,7 @@ class MTIASparseTensor(torch.Tensor):
         return self._memory[0].device_index
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        text = repr(self._inner.detach())
-        suffix = f", device='{self.device}'"
-        if self.grad_fn is not None:
-            suffix += f", grad_fn=<{type(self.grad_fn).__name__}>"
-        elif self.requires_grad:
-            suffix += ", requires_grad=True"
-        return text[:-1] + suffix + ")"
+        return repr_on_device(self, repr(self._inner.detach()))
 
     def __deepcopy__(self, memo):
         """A clone in fresh device memory. torch.Tensor.__deepcopy__ would also deep-copy our
