@@ -101,6 +101,7 @@ below_autograd = torch._C._AutoDispatchBelowAutograd
 rebuild_tensor = torch._utils._rebuild_tensor_v2
 rebuild_parameter = torch._utils._rebuild_parameter
 rebuild_sparse_tensor = torch._utils._rebuild_sparse_tensor  # (layout, (indices, values, ...))
+rebuild_qtensor = torch._utils._rebuild_qtensor  # (storage, offset, size, stride, qparams, ...)
 tensor_metadata = torch._utils.get_tensor_metadata
 
 
@@ -249,6 +250,13 @@ def dispatch_keys_of(tensor: torch.Tensor) -> list[str]:
 def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
     """Does `op` have a kernel registered at `dispatch_key` ("PrivateUse1", "CPU")?"""
     return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), dispatch_key)
+
+
+def run_composite_kernel(op: torch._ops.OpOverload, *args, **kwargs):
+    """`op`'s CompositeExplicitAutograd kernel, called directly: PyTorch's own behaviour for a
+    key where mtia_lab registered a kernel of its own (quantized.py's `_to_copy` on QuantizedCPU
+    serves the device and hands every other target back to this)."""
+    return op._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
 
 
 # -- used by the trace recorder (mtia_lab/trace/recorder.py) ------------------------------------

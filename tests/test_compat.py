@@ -141,6 +141,9 @@ CORE: dict[str, Pin] = {
     "rebuild_sparse_tensor": P("torch._utils._rebuild_sparse_tensor", alias=True,
                                check=lambda fn: torch.eye(2).to_sparse().__reduce_ex__(2)[0]
                                is fn),
+    "rebuild_qtensor": P("torch._utils._rebuild_qtensor", alias=True,
+                         check=lambda fn: torch.quantize_per_tensor(
+                             torch.ones(2), 0.1, 0, torch.qint8).__reduce_ex__(2)[0] is fn),
     "tensor_metadata": P("torch._utils.get_tensor_metadata", alias=True),
     "op_schema": P("torch._ops.OpOverload", check=lambda fn: [  # reads op._schema
         a.name for a in fn(torch.ops.aten.add.Tensor).arguments][:2] == ["self", "other"]),
@@ -180,6 +183,10 @@ CORE: dict[str, Pin] = {
                           check=lambda fn: fn(torch.ones(1))[-1] == "CPU"),
     "has_kernel_for": P("torch._C._dispatch_has_kernel_for_dispatch_key",
                         check=lambda fn: fn(torch.ops.aten.add.Tensor, "CPU")),
+    "run_composite_kernel": P("torch._C.DispatchKey.CompositeExplicitAutograd",
+                              check=lambda fn: torch.equal(
+                                  fn(torch.ops.aten._to_copy.default, torch.ones(2),
+                                     dtype=torch.int64), torch.ones(2, dtype=torch.int64))),
     "dispatch_key_bits": P("torch._C._dispatch_keys", check=lambda _: _keys_of_cpu_tensor(core)),
     "dispatch_key_names": P("torch._C.DispatchKeySet.from_raw_repr"),
     "current_autograd_node": P("torch._C._current_autograd_node", alias=True,

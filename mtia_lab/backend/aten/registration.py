@@ -80,6 +80,24 @@ def _refuse_compressed_empty(size, dtype=None, layout=None, device=None, pin_mem
     raise sparse.refuse_layout(layout, "aten::empty.memory_format")
 
 
+def _quantized_factory(op):
+    """A factory of quantized tensors with `device="mtia_sim"` (`torch._empty_affine_quantized`,
+    `torch.empty(n, dtype=torch.qint8)`, and `empty_quantized`, which `q.to("mtia_sim")` calls):
+    these reach QuantizedPrivateUse1. The CPU's factory makes the integers and the quantizer
+    (quantized.py), in memory the device's capacity was checked for."""
+    name = str(op).replace("aten.", "aten::", 1).removesuffix(".default")
+
+    def factory(*args, **kwargs):
+        index = _index(kwargs.get("device"))
+        like = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+        dtype = kwargs.get("dtype") or (like.dtype if like is not None else torch.quint8)
+        nbytes = math.prod(args[0]) * dtype.itemsize
+        host = oom.on_host(index, nbytes, name, op, *args, **{**kwargs, "device": "cpu"})
+        return wrap(host, index, name)
+
+    return factory
+
+
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None):
     """Host -> device: the copy keeps dense layouts (transposed, channels_last) as `.to` does."""
@@ -101,6 +119,20 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
     if not non_blocking:
         stream.synchronize()
     return result
+
+
+def _quantized_to_copy(x, dtype=None, layout=None, device=None, pin_memory=None,
+                       non_blocking=False, memory_format=None):
+    """`_to_copy` of a CPU quantized tensor. PyTorch's kernel makes the result with
+    `empty_quantized` and then sets its quantizer in C++, which a device tensor (a Python
+    wrapper, quantizer in its inner tensor) does not have: so a copy to the device is the
+    host -> device copy above, and every other copy PyTorch's own kernel."""
+    if device is not None and torch.device(device).type == DEVICE_NAME:
+        return _to_copy(x, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                        non_blocking=non_blocking, memory_format=memory_format)
+    return _compat.run_composite_kernel(
+        torch.ops.aten._to_copy.default, x, dtype=dtype, layout=layout, device=device,
+        pin_memory=pin_memory, non_blocking=non_blocking, memory_format=memory_format)
 
 
 def _copy_from(src, dst, non_blocking=False):
@@ -201,6 +233,14 @@ def register_backend(device_module) -> None:
         _sparse_with_dims, aten._sparse_coo_tensor_with_dims.default, "native"),
         "SparsePrivateUse1")
     lib.impl("empty.memory_format", _refuse_compressed_empty, "SparseCsrPrivateUse1")
+    # Factories of quantized tensors (a quantized dtype, device="mtia_sim"): quantized.py.
+    for op in (aten.empty.memory_format, aten.empty_strided.default, aten.empty_quantized.default,
+               aten._empty_affine_quantized.default,
+               aten._empty_per_channel_affine_quantized.default):
+        lib.impl(op.__name__.replace(".default", ""),
+                 _observed(_quantized_factory(op), op, "native"), "QuantizedPrivateUse1")
+    lib.impl("_to_copy", _observed(_quantized_to_copy, aten._to_copy.default, "native"),
+             "QuantizedCPU")
     _LIBRARIES.append(lib)
     _LIBRARIES.append(_compat.register_fallback(
         _observed(_boxed_fallback, None, "fallback"), "PrivateUse1"))
