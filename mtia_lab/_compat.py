@@ -252,13 +252,6 @@ def has_kernel_for(op: torch._ops.OpOverload, dispatch_key: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), dispatch_key)
 
 
-def run_composite_kernel(op: torch._ops.OpOverload, *args, **kwargs):
-    """`op`'s CompositeExplicitAutograd kernel, called directly: PyTorch's own behaviour for a
-    key where mtia_lab registered a kernel of its own (quantized.py's `_to_copy` on QuantizedCPU
-    serves the device and hands every other target back to this)."""
-    return op._op_dk(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
-
-
 # -- used by the trace recorder (mtia_lab/trace/recorder.py) ------------------------------------
 def dispatch_key_bits(tensor: torch.Tensor) -> int:
     """The dispatch key set of a tensor as one integer: cheap to read, hash and cache."""

@@ -183,10 +183,6 @@ CORE: dict[str, Pin] = {
                           check=lambda fn: fn(torch.ones(1))[-1] == "CPU"),
     "has_kernel_for": P("torch._C._dispatch_has_kernel_for_dispatch_key",
                         check=lambda fn: fn(torch.ops.aten.add.Tensor, "CPU")),
-    "run_composite_kernel": P("torch._C.DispatchKey.CompositeExplicitAutograd",
-                              check=lambda fn: torch.equal(
-                                  fn(torch.ops.aten._to_copy.default, torch.ones(2),
-                                     dtype=torch.int64), torch.ones(2, dtype=torch.int64))),
     "dispatch_key_bits": P("torch._C._dispatch_keys", check=lambda _: _keys_of_cpu_tensor(core)),
     "dispatch_key_names": P("torch._C.DispatchKeySet.from_raw_repr"),
     "current_autograd_node": P("torch._C._current_autograd_node", alias=True,

@@ -121,20 +121,6 @@ def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_block
     return result
 
 
-def _quantized_to_copy(x, dtype=None, layout=None, device=None, pin_memory=None,
-                       non_blocking=False, memory_format=None):
-    """`_to_copy` of a CPU quantized tensor. PyTorch's kernel makes the result with
-    `empty_quantized` and then sets its quantizer in C++, which a device tensor (a Python
-    wrapper, quantizer in its inner tensor) does not have: so a copy to the device is the
-    host -> device copy above, and every other copy PyTorch's own kernel."""
-    if device is not None and torch.device(device).type == DEVICE_NAME:
-        return _to_copy(x, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
-                        non_blocking=non_blocking, memory_format=memory_format)
-    return _compat.run_composite_kernel(
-        torch.ops.aten._to_copy.default, x, dtype=dtype, layout=layout, device=device,
-        pin_memory=pin_memory, non_blocking=non_blocking, memory_format=memory_format)
-
-
 def _copy_from(src, dst, non_blocking=False):
     dst_inner = dst._inner if isinstance(dst, MTIATensor) else dst
     dst_inner.copy_(src._inner if isinstance(src, MTIATensor) else src)
@@ -239,8 +225,11 @@ def register_backend(device_module) -> None:
                aten._empty_per_channel_affine_quantized.default):
         lib.impl(op.__name__.replace(".default", ""),
                  _observed(_quantized_factory(op), op, "native"), "QuantizedPrivateUse1")
-    lib.impl("_to_copy", _observed(_quantized_to_copy, aten._to_copy.default, "native"),
-             "QuantizedCPU")
+    # `q.to("mtia_sim")` of a CPU quantized tensor: BackendSelect sends it here. PyTorch's own
+    # kernel would set the result's quantizer in C++, which a device tensor (a Python wrapper,
+    # the quantizer in its inner tensor) does not have: the host -> device copy instead.
+    lib.impl("_to_copy", _observed(_to_copy, aten._to_copy.default, "native"),
+             "QuantizedPrivateUse1")
     _LIBRARIES.append(lib)
     _LIBRARIES.append(_compat.register_fallback(
         _observed(_boxed_fallback, None, "fallback"), "PrivateUse1"))
