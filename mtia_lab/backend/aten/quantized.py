@@ -53,10 +53,10 @@ def host_view(inner: torch.Tensor, host: torch.UntypedStorage) -> torch.Tensor:
     would give it an unknown quantizer, which every quantized kernel refuses."""
     scheme = _qscheme(inner)
     if scheme in _PER_TENSOR:
-        empty = torch._empty_affine_quantized(
+        empty = _compat.empty_affine_quantized(
             [0], scale=inner.q_scale(), zero_point=inner.q_zero_point(), dtype=inner.dtype)
     elif scheme is not None:
-        empty = torch._empty_per_channel_affine_quantized(
+        empty = _compat.empty_per_channel_affine_quantized(
             [0], scales=inner.q_per_channel_scales(), zero_points=inner.q_per_channel_zero_points(),
             axis=inner.q_per_channel_axis(), dtype=inner.dtype)
     else:
