@@ -127,8 +127,10 @@ def test_ops_that_copy_match_the_cpu(op, dtype):
     (_per_tensor, lambda q: torch.zeros_like(q)), (_per_tensor, lambda q: q.q_per_channel_axis()),
     (_per_channel, lambda q: q.q_scale()),
     (_per_tensor, lambda q: torch.zeros(2, dtype=q.dtype, device=q.device)),
+    (_per_tensor, lambda q: torch.empty_strided((2, 3), (1, 2), dtype=q.dtype, device=q.device)),
+    (_per_tensor, lambda q: torch._empty_affine_quantized([2], device=q.device)),
 ], ids=["add", "sum", "to_float", "mul", "copy_to_float", "zeros_like", "axis_per_tensor",
-        "scale_per_channel", "zeros"])
+        "scale_per_channel", "zeros", "empty_strided", "no_dtype"])
 def test_ops_the_cpu_refuses_fail_with_the_cpus_words(make, op):
     x = _x(5)
     _, cpu_error = _run(lambda: op(make(x)))

@@ -89,8 +89,9 @@ def _quantized_factory(op):
 
     def factory(*args, **kwargs):
         index = _index(kwargs.get("device"))
-        like = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
-        dtype = kwargs.get("dtype") or (like.dtype if like is not None else torch.quint8)
+        like = args[1] if len(args) > 1 else None  # empty_quantized(size, qtensor)
+        # No dtype at all: the CPU's factory refuses it, in its words, after this estimate.
+        dtype = kwargs.get("dtype") or getattr(like, "dtype", None) or torch.quint8
         nbytes = math.prod(args[0]) * dtype.itemsize
         host = oom.on_host(index, nbytes, name, op, *args, **{**kwargs, "device": "cpu"})
         return wrap(host, index, name)
