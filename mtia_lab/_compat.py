@@ -101,6 +101,10 @@ below_autograd = torch._C._AutoDispatchBelowAutograd
 rebuild_tensor = torch._utils._rebuild_tensor_v2
 rebuild_parameter = torch._utils._rebuild_parameter
 rebuild_sparse_tensor = torch._utils._rebuild_sparse_tensor  # (layout, (indices, values, ...))
+rebuild_qtensor = torch._utils._rebuild_qtensor  # (storage, offset, size, stride, qparams, ...)
+# Quantized tensors with a given quantizer and no data yet (backend/aten/quantized.py).
+empty_affine_quantized = torch._empty_affine_quantized
+empty_per_channel_affine_quantized = torch._empty_per_channel_affine_quantized
 tensor_metadata = torch._utils.get_tensor_metadata
 
 
