@@ -100,6 +100,12 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
 
 
+@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3"])
+def test_our_compiled_code_gives_eagers_results_with_departures_on_and_off(suite, request):
+    for row in request.getfixturevalue(suite):
+        assert not row.against_eager, (row.name, row.against_eager)
+
+
 def test_our_plans_never_move_more_bytes_than_inductors(tuning):
     for row in tuning[:7]:  # the project's own families; both sides priced by our cost model
         assert row.default.ours.bytes_moved <= row.default.priced.bytes_moved, row.name
