@@ -101,6 +101,10 @@ below_autograd = torch._C._AutoDispatchBelowAutograd
 rebuild_tensor = torch._utils._rebuild_tensor_v2
 rebuild_parameter = torch._utils._rebuild_parameter
 rebuild_sparse_tensor = torch._utils._rebuild_sparse_tensor  # (layout, (indices, values, ...))
+rebuild_qtensor = torch._utils._rebuild_qtensor  # (storage, offset, size, stride, qparams, ...)
+# Quantized tensors with a given quantizer and no data yet (backend/aten/quantized.py).
+empty_affine_quantized = torch._empty_affine_quantized
+empty_per_channel_affine_quantized = torch._empty_per_channel_affine_quantized
 tensor_metadata = torch._utils.get_tensor_metadata
 
 
@@ -133,8 +137,12 @@ def composite_implicit(op: OpOverload, *args, **kwargs):
 
 def has_composite_implicit(op: OpOverload) -> bool:
     """Whether ATen writes `op` out of other ops (a CompositeImplicitAutograd kernel): the
-    kernel `composite_implicit` runs."""
-    return op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+    kernel `composite_implicit` runs. False for an op the C++ dispatcher does not know
+    (`aten::sym_stride` is Python's own)."""
+    try:
+        return op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd)
+    except RuntimeError:
+        return False
 
 
 def sdp_backends_enabled() -> tuple[bool, bool]:

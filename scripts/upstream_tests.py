@@ -215,8 +215,6 @@ def openreg_files(source: Path) -> list[str]:
 
 CPU_TOO = ("fails on the CPU too with torch 2.13.0: the file's expectation is another PyTorch "
            "version's ({})")
-QUANTIZED = ("quantized tensors on the device: PyTorch's quantizer is C++; quantizing on the "
-             "device raises NotImplementedError (README, Known limits)")
 BACKEND_META = ("backend metadata (BackendMeta) is a C++ registration a Python backend cannot "
                 "make (README, Known limits)")
 OPENREG_OWN = "a feature of torch_openreg's own, not of PyTorch's device API ({})"
@@ -236,12 +234,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "imports `skip` from common_methods_invocations, absent from 2.13: collection error"),
     r"test_device.py::TestDevice::test_device_properties$": CPU_TOO.format(
         "torch.accelerator.get_memory_info returns a tuple, the test wants a dict"),
-    r"test_shape_ops.py::.*::test_flip_mtia_sim_float32": QUANTIZED,
-    r"test_device.py::TestDevice::test_device_capability$": (
-        "expects the quantized dtypes in get_device_capability; mtia_sim refuses quantized "
-        "tensors (README, Known limits), so it does not list them"),
-    r"test_view_ops.py::.*::test_(flatten|ravel)_mtia_sim$": QUANTIZED,
-    r"test_ops.py::TestQuantization::test_quantize$": QUANTIZED,
     r"test_indexing.py::.*::test_index_put_accumulate_large_tensor_": (
         "needs about 6 GiB of device memory; a simulated device has 2 GiB by default (passes "
         "with --memory-capacity 8GiB)"),

@@ -141,6 +141,17 @@ CORE: dict[str, Pin] = {
     "rebuild_sparse_tensor": P("torch._utils._rebuild_sparse_tensor", alias=True,
                                check=lambda fn: torch.eye(2).to_sparse().__reduce_ex__(2)[0]
                                is fn),
+    "empty_affine_quantized": P("torch._empty_affine_quantized", alias=True,
+                                check=lambda fn: fn([1], scale=0.5, zero_point=1,
+                                                    dtype=torch.qint8).q_scale() == 0.5),
+    "empty_per_channel_affine_quantized": P(
+        "torch._empty_per_channel_affine_quantized", alias=True,
+        check=lambda fn: fn([2], scales=torch.ones(2, dtype=torch.float64),
+                            zero_points=torch.zeros(2, dtype=torch.long), axis=0,
+                            dtype=torch.qint8).q_per_channel_axis() == 0),
+    "rebuild_qtensor": P("torch._utils._rebuild_qtensor", alias=True,
+                         check=lambda fn: torch.quantize_per_tensor(
+                             torch.ones(2), 0.1, 0, torch.qint8).__reduce_ex__(2)[0] is fn),
     "tensor_metadata": P("torch._utils.get_tensor_metadata", alias=True),
     "op_schema": P("torch._ops.OpOverload", check=lambda fn: [  # reads op._schema
         a.name for a in fn(torch.ops.aten.add.Tensor).arguments][:2] == ["self", "other"]),

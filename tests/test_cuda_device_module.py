@@ -13,6 +13,7 @@ import mtia_lab
 
 mt = torch.mtia_sim
 DEVICE = "mtia_sim"
+_QUANTIZED_DTYPES = (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)
 
 SAME_SIGNATURE = [
     "set_device", "device_of", "stream", "set_stream", "seed", "seed_all", "manual_seed",
@@ -244,6 +245,8 @@ def test_torch_accelerator_answers_for_the_device():
         acc.set_stream(torch.Stream(device="cpu"))
     dtypes = acc.get_device_capability()["supported_dtypes"]
     for dtype in dtypes:  # each one allocates and converts on the device, as documented
+        if dtype in _QUANTIZED_DTYPES:  # zeros has no scale to quantize with: the next test
+            continue
         t = torch.zeros(2, dtype=dtype, device=DEVICE)
         back = t.to(torch.complex64 if dtype.is_complex else torch.float32).cpu()
         assert t.dtype == dtype and back.tolist() == [0, 0]
@@ -252,14 +255,20 @@ def test_torch_accelerator_answers_for_the_device():
     del x
 
 
-def test_the_capability_lists_complex32_and_no_quantized_dtype():
-    """complex32 (chalf) tensors work on the device, so the capability says so; quantized
-    dtypes do not (quantizing on the device is refused), so it leaves them out."""
+def test_the_capability_lists_complex32_and_the_quantized_dtypes():
+    """complex32 (chalf) and quantized tensors work on the device, so the capability lists
+    their dtypes, as torch_openreg's (and CUDA's) does (backend/aten/quantized.py)."""
     dtypes = torch.accelerator.get_device_capability(DEVICE)["supported_dtypes"]
     chalf = torch.tensor([1 + 2j], dtype=torch.complex32, device=DEVICE)
     assert (chalf * 2).cpu().to(torch.complex64).tolist() == [2 + 4j]
     assert torch.complex32 in dtypes
-    assert not {torch.qint8, torch.quint8, torch.qint32} & dtypes
+    x = torch.linspace(-1, 1, 8)
+    for qdtype in _QUANTIZED_DTYPES:
+        assert qdtype in dtypes
+        on_device = torch.quantize_per_tensor(x.to(DEVICE), 0.25, 2, qdtype)
+        assert on_device.dtype == qdtype and on_device.device.type == DEVICE
+        assert torch.equal(on_device.dequantize().cpu(),
+                           torch.quantize_per_tensor(x, 0.25, 2, qdtype).dequantize())
 
 
 def test_dynamo_knows_the_device_interface_without_inductor():

@@ -531,6 +531,114 @@ def test_an_op_is_found_by_its_retrace_name_whatever_number_ours_carries():
     assert not c.unexplained, str(c)
 
 
+@pytest.mark.parametrize("experts", [4, 8])
+def test_an_unrolled_softmax_stores_its_exponentials_and_reads_them_per_term(experts):
+    """A softmax over 4 experts is unrolled (unroll_reductions_threshold 8): its max loads
+    the row's 4 logits, each at its own index, so exp, read by the sum and the division,
+    loads 5 values (> realize_reads_threshold 4) and Inductor stores it; the unrolled sum
+    reads it at 4 other positions than it is written, so the division's kernel cannot
+    take the exponentials' loop. Over 8 experts both are reductions: one kernel."""
+    c = _recomputing(lambda x: (x.softmax(-1),), (16, experts))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if experts == 4 else 1), _kernels(c)
+    assert any(d.rule == "read_other_positions" and "unrolled" in d.reason
+               for d in c.ours.decisions) is (experts == 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_an_unrolled_argmax_of_floats_is_large_enough_to_be_stored(dtype):
+    """argmax over 4 values unrolled: each term folds a value and its index, with NaN tests
+    for floats (47 operations in all, > realize_opcount_threshold 30: stored once, read by
+    its two kernels) and without them for integers (29: each kernel computes it again)."""
+    def fn(x):
+        top = x.argmax(-1)
+        return (top > 0).any(), F.one_hot(top, 4).cumsum(0)
+
+    torch.manual_seed(0)
+    x = torch.randn(16, 4) if dtype.is_floating_point else torch.randint(0, 9, (16, 4))
+    with config.patch(matmul_templates=False, computed_once=False):
+        (c,) = compare(fn, x.to("mtia_sim"))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="mtia_lab")(x.to("mtia_sim"))
+    for got, want in zip(compiled, fn(x), strict=True):
+        torch.testing.assert_close(got.cpu(), want)
+    _same_as_inductor(c.check())
+    assert ("argmax" in c.ours.recomputed) is (dtype is torch.int64), c.ours.recomputed
+
+
+def test_a_value_inlined_into_the_last_op_is_as_far_from_the_first_as_that_op():
+    """Two losses added at the end: the scalar tail (divisions, scales, the add) is inlined
+    into the add, the last node; it joins the reduction nearest to it in graph order, the
+    second loss's, as Inductor's score_fusion ranks by proximity among equal scores."""
+    def fn(x, y):
+        return (0.001 * x.pow(2).sum() / 16 + 0.001 * (y * y).mean(),)
+
+    c = _recomputing(fn, (16,), (8,))
+    _same_as_inductor(c)
+    tail = next(g.nodes for g in c.ours.groups if "add" in g.nodes)
+    assert "mean" in tail and "sum_1" not in tail, _kernels(c)
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_an_index_by_a_host_constant_calls_aten_index(constant):
+    """`x[..., torch.tensor([1])]` indexes by a tensor the model code made on the host: the
+    graph holds it as a module constant, Inductor passes it to aten.index (an index on
+    another device than the data falls back), and no kernel copies the constant. An index
+    computed on the device is a gather Inductor lowers in Triton."""
+    def fn(x):
+        index = torch.tensor([1]) if constant else torch.arange(1, 2, device=x.device)
+        return (x[..., index] * 2,)
+
+    c = _recomputing(fn, (8, 4))
+    _same_as_inductor(c)
+    kinds = {g.nodes: g.kind for g in c.ours.groups}
+    assert (kinds.get(("index",)) == "extern") is constant, kinds
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_stored_value_the_convolutions_prefer_channels_last_fuses_with_its_conv_input(pooled):
+    """Batch norm (eval) of a convolution's output loads 5 values and has two readers (SiLU
+    is x * sigmoid(x)): Inductor stores it (should_realize_on_reuse), channels-last as the
+    convolutions around it prefer (maybe_apply_channels_last_stride_order), so the SiLU
+    writing the next convolution's input shares its loop. A mean over H and W of that
+    input (squeeze-excite) reads it over other loops: the reorder round gives the
+    channels-last kernel the mean's loop order, and they fuse."""
+    def fn(x, w1, w2, mean, var, g, b):
+        h = F.silu(F.batch_norm(F.conv2d(x, w1, padding=1), mean, var.abs(), g, b))
+        out = F.conv2d(h, w2)
+        return (out, h.mean((2, 3))) if pooled else (out,)
+
+    torch.manual_seed(0)
+    shapes = [(2, 8, 8, 8), (16, 8, 3, 3), (16, 16, 1, 1), *[(16,)] * 4]
+    host = [torch.randn(*s) for s in shapes]
+    with config.patch(matmul_templates=False, computed_once=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    for got, want in zip(compiled, fn(*host), strict=True):  # two convolutions: sums of 72
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    assert not c.check().unexplained, str(c)
+    silu = next(g.nodes for g in c.ours.groups if "sigmoid" in g.nodes)
+    assert {"add_1", "mul_3"} <= set(silu) and ("mean" in silu) is pooled, _kernels(c)
+
+
+def test_a_cat_piece_is_a_multi_consumer_only_if_the_value_given_to_the_cat_is():
+    """RoFormer's interleaved positions: two halves of one split, each unsqueezed and
+    concatenated with itself. Inductor asks whether the cat's own arguments have other
+    users (has_multi_consumers), not the value they are views of: the other half's views do
+    not count, the cat is pointwise code, and each of its two readers computes it again
+    (ours did the same only for a cat whose source had no other reader)."""
+    def fn(x, y, e):
+        s, c = e.exp().split(4, -1)
+        half = s[..., None]
+        rep = torch.cat([half, half], -1).flatten(-2) + torch.cat([c, c], -1)
+        return x * rep, y.t() * rep
+
+    c = _recomputing(fn, (8, 8), (8, 8), (8, 8))
+    _same_as_inductor(c)
+    assert {"cat", "cat_1"} <= set(c.ours.recomputed), c.ours.recomputed
+
+
 def _layout_copies(comparison) -> list[tuple[str, ...]]:
     return [g.nodes for g in comparison.ours.groups
             if any(n.startswith("layout_copy_") for n in g.nodes)]

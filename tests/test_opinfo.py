@@ -221,21 +221,6 @@ def test_compressed_sparse_results_fail_with_a_clear_error():
         x.to_sparse_csr()
 
 
-@pytest.mark.parametrize("quantize", [
-    lambda x: torch.quantize_per_tensor(x, 0.1, 5, torch.quint8),
-    lambda x: torch.quantize_per_channel(x, torch.ones(3, device=x.device),
-                                         torch.zeros(3, dtype=torch.long, device=x.device), 0,
-                                         torch.qint8),
-], ids=["per_tensor", "per_channel"])
-def test_quantizing_on_the_device_fails_with_a_clear_error(quantize):
-    """A quantized result would be a wrapper without PyTorch's (C++) quantizer: refused at the
-    op that makes it, not later in `qscheme()` with an internal assert."""
-    x = torch.eye(3)
-    assert quantize(x).is_quantized  # the CPU makes one
-    with pytest.raises(NotImplementedError, match="quantized tensor.*mtia_sim stores"):
-        quantize(x.to("mtia_sim"))
-
-
 def test_oracle_reports_a_view_that_copies(ops, replace_kernel):
     replace_kernel("t.default", lambda func, args, kwargs, device: func(*args).clone())
     result = check_op(ops["t"])

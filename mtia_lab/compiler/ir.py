@@ -588,11 +588,15 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
     store of those dtypes). A tensor constant of the host copied into a device tensor
     (`t[0] = n - 1` in a model that made `t` without a device: `copy(t[0], lift_fresh_copy(
     constant))`) is a launch of its own that moves it (`codegen_device_copy`: ir.DeviceCopy
-    is an extern kernel); the lifted constant itself is that launch's input, not a kernel."""
+    is an extern kernel); the lifted constant itself is that launch's input, not a kernel.
+    An index by a mask or by such a constant calls aten.index (`_index_falls_back`)."""
     op_name = _op_name(fx_node)
     if op_name == "lift_fresh_copy" and _host_constant(fx_node) and all(
-            _op_name(u) == "copy" and u.args[1] is fx_node for u in fx_node.users):
+            _op_name(u) == "copy" and u.args[1] is fx_node
+            or _op_name(u) == "index" and _index_falls_back(u) for u in fx_node.users):
         return Kind.VIEW
+    if op_name == "index" and _index_falls_back(fx_node):
+        return Kind.EXTERN
     if op_name == "copy" and len(fx_node.args) > 1 and isinstance(
             fx_node.args[1], torch.fx.Node) and _op_name(fx_node.args[1]) == "lift_fresh_copy" \
             and _host_constant(fx_node.args[1]):
@@ -613,6 +617,24 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
                                                                           torch.bool):
             return Kind.EXTERN
     return kind
+
+
+def _index_falls_back(fx_node: torch.fx.Node) -> bool:
+    """Inductor's `index` lowering calls aten.index when an index is a mask (bool or uint8:
+    its output size depends on the data) or lives on another device than the data: a
+    tensor the model code made without a device (`torch.tensor([-2])`), which the graph
+    holds as a lifted host constant (`check_and_broadcast_indices`: "Fallback when indices
+    is on a different device"); the constant is then the call's input, no kernel copies it."""
+    indices = fx_node.args[1] if len(fx_node.args) > 1 else ()
+    for index in indices if isinstance(indices, (list, tuple)) else ():
+        if not isinstance(index, torch.fx.Node):
+            continue
+        val = index.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dtype in (torch.bool, torch.uint8):
+            return True
+        if _op_name(index) == "lift_fresh_copy" and _host_constant(index):
+            return True
+    return False
 
 
 def _host_constant(lifted: torch.fx.Node) -> bool:

@@ -10,7 +10,9 @@ code. These predicates read the graph (GraphIR) and the kernels so far; the rule
 
 from __future__ import annotations
 
-from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, node_kind
+import torch.fx
+
+from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, classify, node_kind
 
 
 def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
@@ -45,11 +47,8 @@ def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
         return False
     producers = [ir.buffers[b].producer for b in cat.reads]
     users = ir.node_users()
-    for producer in producers:
-        others = [u for u in users.get(producer, ()) if u != cat.name] if producer else []
-        if others and (lowered_pointwise(ir.by_name[producer]) or any(
-                ir.by_name[u].kind is Kind.POINTWISE for u in others)):
-            return False  # has_multi_consumers: the piece would be computed twice
+    if _multi_consumer_piece(cat, ir):
+        return False  # has_multi_consumers: the piece would be computed twice
     lowered = [lowered_as_piece(p, ir) for p in producers]
     readers = users.get(cat.name, set())
     pointwise_uses = bool(readers) and not any(ir.buffers[b].is_output for b in cat.writes) \
@@ -58,6 +57,36 @@ def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
         return True
     return all(lowered) and not any(
         p is not None and reads_reduction(ir.by_name[p], ir) for p in producers)
+
+
+def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
+    """Inductor's `has_multi_consumers`: a piece, as the cat's FX argument, read by other
+    nodes too -- by a pointwise one (which would compute it again), or while it is pointwise
+    code not yet stored. The argument is the value the cat is given: a view of a value (one
+    unsqueezed half of a split) read only by the cat is no multi-consumer piece, however many
+    other views of that value there are."""
+    fx_cat = next(n for n in ir.gm.graph.nodes if n.name == cat.name)
+    pieces = fx_cat.args[0] if fx_cat.args and isinstance(fx_cat.args[0], (list, tuple)) else ()
+    for piece in pieces:
+        if not isinstance(piece, torch.fx.Node) or len(piece.users) <= 1:
+            continue
+        if any(_pointwise_use(u) for u in piece.users if u is not fx_cat):
+            return True
+        buf = ir.buffers.get(ir.base_of.get(piece.name, ""))
+        producer = ir.by_name.get(buf.producer) if buf is not None and buf.producer else None
+        if producer is not None and lowered_pointwise(producer):
+            return True
+    return False
+
+
+def _pointwise_use(node: torch.fx.Node) -> bool:
+    """Inductor's is_pointwise_use: a pointwise op, or a view all of whose uses are."""
+    if node.op != "call_function":
+        return False
+    kind = classify(node.target)
+    if kind is Kind.VIEW:
+        return all(_pointwise_use(u) for u in node.users)
+    return kind is Kind.POINTWISE
 
 
 def lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:
@@ -119,8 +148,9 @@ def large_body(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bo
 
 def stored_on_reuse(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
     """realize_reads_threshold: Inductor stores a value read by several ops (`mark_reuse`)
-    whose body loads more than 4 values (a BatchNorm: input, mean, var, weight, bias), even
-    when all its readers end up in one kernel (SiLU's x * sigmoid(x)): they load it."""
+    whose body loads more than 4 values (a BatchNorm: input, mean, var, weight, bias; an
+    unrolled softmax's exponentials, their max loading each term), even when all its
+    readers end up in one kernel (SiLU's x * sigmoid(x)): they load it."""
     return any(n.stored and set(n.writes) & consumer.reads for n in producer.nodes)
 
 

@@ -134,9 +134,37 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
     keys.add(value)
     if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
         keys |= {("const", 0)} | {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
-    if node.unrolled:  # one load and one combine per term of the reduction
-        keys |= {(value, i) for i in range(2 * node.rnumel)}
+    if node.unrolled:  # the terms' loads, then a combine per term after the first
+        extra = (node.rnumel - 1) * _combine_ops(op, fx_node) - 1  # `value` is the last
+        if op in ARG_REDUCTIONS:
+            extra += 1  # the index of the first term, a constant 0
+        keys = _unrolled_terms(keys, node.rnumel) | {value}
+        keys |= {(value, i) for i in range(extra)}
     return frozenset(keys), value
+
+
+ARG_REDUCTIONS = {"argmax", "argmin"}
+
+
+def _combine_ops(op: str, fx_node: torch.fx.Node) -> int:
+    """Operations that fold one more term into an unrolled reduction: one for a sum or a max;
+    for argmax/argmin the value and its index (compare, equal, a tie goes to the lower index:
+    the term's index constant, less-than, and, or, two wheres), and for floating values two
+    NaN tests and the three ops that let a NaN win (ir.py, `get_reduction_combine_fn`)."""
+    if op not in ARG_REDUCTIONS:
+        return 1
+    src = fx_node.args[0].meta.get("val") if fx_node.args else None
+    floating = isinstance(src, torch.Tensor) and src.dtype.is_floating_point
+    return 8 + (6 if floating else 0)
+
+
+def _unrolled_terms(keys: set, terms: int) -> set:
+    """An unrolled reduction (`Reduction._unroll_reduction_fn`) loads each of its `terms`
+    elements at its own index: every load of its body is a distinct load per term (a softmax
+    over 4 experts loads its row 4 times), and Inductor's `num_reads` counts each
+    (OpCounterCSE.load: one read per distinct name and index)."""
+    loads = {k for k in keys if isinstance(k, tuple) and k and k[0] == "load"}
+    return (keys - loads) | {_at(k, ("term", i)) for k in loads for i in range(terms)}
 
 
 def _view_of(node: SchedulerNode, buf: str) -> object:

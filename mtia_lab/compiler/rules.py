@@ -8,15 +8,17 @@ the reason recorded is the one Inductor would give:
                     inside it (Inductor inlines it before scheduling: no guardrail applies),
                     unless Inductor's lowering stores it: too many loads (realize_acc_reads),
                     a loop body over 30 operations (realize_opcount, opcount.py), several
-                    readers and more than 4 loads (realize_reads_threshold), a piece
-                    of a cat lowered to a ConcatKernel (`pointwise_cat`; concat_kernel, ours)
+                    readers and more than 4 loads (realize_reads_threshold: an unrolled
+                    reduction loads each term), a piece of a cat lowered to a ConcatKernel
+                    (`pointwise_cat`; concat_kernel, ours)
     2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
                     (a kind can depend on the lowering: a sort of at most 512 elements is a
-                    reduction-shaped Triton kernel, a scatter of bool/int64 values an ATen
-                    call: ir._lowered_kind)
+                    reduction-shaped Triton kernel, a scatter of bool/int64 values or an
+                    index by a mask or a host constant an ATen call: ir._lowered_kind)
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
-    4. vertical     scatter_output, indexed_read, read_other_positions, reduction_*
+    4. vertical     scatter_output, indexed_read, read_other_positions (a slice, a shift,
+                    an unrolled reduction's terms), reduction_*
                     (reduction_loop_order), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
@@ -25,7 +27,8 @@ the reason recorded is the one Inductor would give:
 After its rounds, Inductor makes one more (`loop_ordering_after_fusion`) in which a pointwise
 kernel may take a reduction's loop order: a reduction over outer dims (BatchNorm's statistics)
 then fuses with the pointwise kernels over its whole input -- only to align a buffer both
-read whole (`_reorder_aligns`). `Pair.reorder` marks that round.
+read whole (`_reorder_aligns`); a pointwise kernel written channels-last takes the loops of a
+reduction over each channel's H and W (`conv_input_layout`). `Pair.reorder` marks that round.
 
 Iteration spaces, as in Inductor's Triton scheduling: a pointwise kernel loops over `numel`
 elements; a reduction over `numel` outputs times `rnumel` reduced elements. Two kernels fuse
@@ -269,6 +272,8 @@ def conv_input_layout(p: Pair) -> Verdict | None:
     if _reads_inlined_norm(last, other, p.ir) or _stored_for_it(last, other, p.ir) or \
             _copy_of_other(last, other, p.ir):
         return None
+    if p.reorder and _per_channel_reduction(last, other, p.ir):
+        return None  # the reorder round: the pointwise loop takes the reduction's order
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
                    "data is shared at the same index")
@@ -282,6 +287,23 @@ def _layout_copy_apart(p: Pair) -> bool:
             if n.layout_of and p.ir.base_of.get(n.layout_of[1]) in other.writes and \
                     not layout.follows_producer(n, other.writes, p.ir):
                 return True
+    return False
+
+
+def _per_channel_reduction(last: FusedSchedulerNode, other: FusedSchedulerNode,
+                           ir: GraphIR) -> bool:
+    """Inductor's reorder round (`_try_reorder_loops_for_candidates`) reorders the loops of a
+    pointwise kernel written channels-last to those of a reduction that reads its output
+    whole over rows of one (sample, channel) each (a mean over H and W): the same loop
+    variables in another order. A reduction over groups of channels (GroupNorm) splits the
+    channel dim: its loops are other variables, and nothing is reordered."""
+    if not _pure_pointwise(last) or other.kind is not Kind.REDUCTION or not other.inner:
+        return False
+    for buf in last.writes & other.reads:
+        shape = ir.buffers[buf].shape
+        if len(shape) == 4 and other.numel == shape[0] * shape[1] and \
+                other.rnumel == shape[2] * shape[3]:
+            return True
     return False
 
 
@@ -434,11 +456,23 @@ def read_other_positions(p: Pair) -> Verdict | None:
     shifted = _shifted(consumer, p.ir)
     for node in consumer.nodes:
         for buf in producer.writes & set(node.reads):
+            if _unrolled_terms(node):
+                return Verdict(False, "read_other_positions",
+                               f"{node.name} is a reduction over {node.rnumel} elements "
+                               "unrolled into pointwise code: it loads "
+                               f"{producer.nodes[-1].name}'s output at each term's index, "
+                               "not at the index it is written")
             if node.name in shifted or any(_slice(how) for how in node.access.get(buf, ())):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
                                "other positions than it is written (a slice, a shift)")
     return None
+
+
+def _unrolled_terms(node) -> bool:
+    """A reduction Inductor unrolls into pointwise code (`Reduction._unroll_reduction_fn`):
+    each output element loads its `rnumel` terms, each at its own index (x[4*i + j])."""
+    return node.unrolled and node.rnumel > 1
 
 
 def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
@@ -449,7 +483,7 @@ def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
     shifted: set[str] = set()
     for node in reversed(group.nodes):
         for buf in node.reads:
-            if buf in inside and (node.name in shifted or any(
+            if buf in inside and (node.name in shifted or _unrolled_terms(node) or any(
                     _slice(how) for how in node.access.get(buf, ()))):
                 shifted.add(inside[buf])
     return shifted

@@ -54,9 +54,10 @@ def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
 def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
                     inline: bool) -> tuple:
     """Inductor's score_fusion, best first (as a key for ascending sort): lowering's inlining
-    first (it happens before scheduling), then node pairs that are not template fusions
-    (epilogues come after, prologues last), then pairs of the same type (both reductions or
-    neither), then bytes saved, then closeness in graph order."""
+    first (it happens before scheduling, reader after reader in graph order: a value that
+    reads nothing and has several readers goes to the first), then node pairs that are not
+    template fusions (epilogues come after, prologues last), then pairs of the same type
+    (both reductions or neither), then bytes saved, then closeness in graph order."""
     if b.kind is Kind.TEMPLATE:
         template_score = 0
     else:
@@ -64,7 +65,9 @@ def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
     node_type_score = int((a.kind is Kind.REDUCTION) == (b.kind is Kind.REDUCTION)
                           and score > 0)
     proximity = max(abs(a.min_order - b.max_order), abs(b.min_order - a.max_order))
-    return (not inline, -template_score, -node_type_score, -score, proximity, a.index)
+    lowered = max(a.index, b.index) if inline else 0  # lowering goes in graph order
+    return (not inline, lowered, -template_score, -node_type_score, -score, proximity,
+            a.index)
 
 
 def _touched(group: FusedSchedulerNode) -> set[str]:
@@ -95,18 +98,35 @@ def _label(node, ir: GraphIR) -> str:
     return layout.describe(node)
 
 
+def mark_unrolled(ir: GraphIR) -> None:
+    """Inductor unrolls a reduction over fewer than unroll_reductions_threshold elements into
+    pointwise code: marked before anything counts loads or decides what is stored."""
+    threshold = config.unroll_reductions_threshold
+    for node in ir.nodes:
+        node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+
+
 def _realized_order(ir: GraphIR) -> None:
     """Number the nodes as Inductor's scheduler nodes are numbered (min_order/max_order, for
-    the long-distance check): a pointwise op with one user, inlined while lowering, takes the
-    number of the node it is inlined into."""
+    the long-distance check and the proximity of score_fusion): a pointwise op with one user,
+    inlined while lowering, is no scheduler node of its own: it takes the number of the node
+    it is inlined into (a value inlined into the last op of a graph is as far from the first
+    as that op is)."""
     users = ir.node_users()
     order = 0
+    inlined: dict[str, str] = {}  # node -> its one user
     for node in ir.nodes:
         node.order = order
-        inlined = (node.kind is Kind.POINTWISE and not node.scatter
-                   and len(users.get(node.name, ())) == 1
-                   and not any(ir.buffers[b].is_output for b in node.writes))
-        order += 0 if inlined else 1
+        if (node.kind is Kind.POINTWISE and not node.scatter
+                and not node.large_body and not node.stored
+                and len(users.get(node.name, ())) == 1
+                and not any(ir.buffers[b].is_output for b in node.writes)):
+            inlined[node.name] = next(iter(users[node.name]))
+        else:
+            order += 1
+    for node in reversed(ir.nodes):  # a user before the values inlined into it
+        if node.name in inlined:
+            node.order = ir.by_name[inlined[node.name]].order
 
 
 @contextlib.contextmanager
@@ -131,9 +151,7 @@ class Scheduler:
         self.name = name
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
-        threshold = config.unroll_reductions_threshold
-        for node in ir.nodes:  # Inductor unrolls small reductions into pointwise code
-            node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+        mark_unrolled(ir)  # Inductor unrolls small reductions into pointwise code
         # ...and stores values whose loop body is large, or reused ones that load much
         large, _, realized = opcount.realize_decisions(ir)
         # computed_once=False: a clone of each recomputed value per reader (recompute.py)
@@ -293,7 +311,8 @@ class Scheduler:
             self._reorderable.discard(key)
             score = score_fusion_memory(a, b, self.ir)
             verdict = can_fuse(Pair(a, b, self.ir, self.profile, score, reorder))
-            if not verdict.fused and "outer dims" in verdict.reason:
+            if not verdict.fused and (verdict.name == "conv_input_layout"
+                                      or "outer dims" in verdict.reason):
                 self._reorderable.add(key)  # the reorder round may answer otherwise
             if verdict.fused and self.will_fusion_create_cycle(a, b):
                 verdict = Verdict(False, "would_create_cycle",
@@ -482,6 +501,7 @@ def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
     if not config.extern_in_triton:
         ir = layout.split(ir)
     with _gc_paused():  # building the Scheduler allocates one object or more per node too
+        mark_unrolled(ir)
         recomputed = () if config.computed_once else tuple(recompute.candidates(ir))
         while True:
             scheduler = Scheduler(ir, name, profile, recomputed)

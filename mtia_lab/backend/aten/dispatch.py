@@ -31,6 +31,7 @@ from ..runtime import cost, oom
 from ..runtime.device_state import RUNTIME, DeviceState
 from ..runtime.streams import charge
 from . import fallback, host_indices, layouts
+from .quantized import makes_quantized, refuse_compile
 from .registry import KERNELS, WHOLE_OPS, Kernel, run_on_device
 from .schema import facts
 from .sparse import MTIASparseTensor, resync
@@ -356,8 +357,9 @@ def torch_dispatch(cls, func, types, args=(), kwargs=None):
 
 def _answer_query(registered: Kernel, func, args, kwargs):
     """A metadata question about the tensors themselves, not their memory: PyTorch's own
-    answer, from the wrappers (kernels.METADATA_QUERIES) or from a sparse tensor's inner one
-    (sparse.QUERIES), on any mix of devices. No data moves: no price, no trace event."""
+    answer, from the wrappers (kernels.METADATA_QUERIES) or from the inner tensor
+    (sparse.QUERIES, quantized.QUERIES: registry.ask_inner), on any mix of devices. No data
+    moves: no price, no trace event."""
     with ExcludeDispatchKeys(_PYTHON_KEY):
         return registered.fn(func, args, kwargs or {}, None)
 
@@ -373,6 +375,8 @@ def _traced(func, args, kwargs):
     if registered is not None and registered.kind == "query":
         return _answer_query(registered, func, args, kwargs)
     plan = _plan_of(func, registered)
+    if makes_quantized(plan.name, args, kwargs or {}):  # fakes carry no quantizer (quantized.py)
+        raise refuse_compile(plan.name)
     devices: list = []
     if func in host_indices.INDEX_OPS:
         inner_args = host_indices.unwrap_traced(args, _unwrap_traced, devices)

@@ -18,6 +18,7 @@ import torch
 
 from ..._compat import math_bit_keys_enabled
 from ..runtime.device_state import DeviceState
+from .quantized import host_view
 from .schema import OpSchemaFacts
 from .sparse import refuse_layout
 from .tensor import _LIVE_STORAGES
@@ -59,6 +60,8 @@ def run(func, op_facts: OpSchemaFacts, inner_args, inner_kwargs, device: DeviceS
             host = host_of.get(storage.data_ptr())
             if host is None:
                 host = host_of[storage.data_ptr()] = storage.clone()
+            if value.is_quantized:  # the host copy needs the quantizer too (quantized.py)
+                return host_view(value, host)
             copy = torch.empty(0, dtype=value.dtype).set_(
                 host, value.storage_offset(), value.size(), value.stride()
             )
@@ -99,16 +102,9 @@ def _copy_back(written: torch.Tensor, host: torch.Tensor) -> None:
 
 
 def _check_layouts(out, name: str) -> None:
-    """The device stores strided tensors only: say so, rather than fail deep in the wrapper."""
+    """The device stores strided tensors (quantized ones too) and sparse COO ones: refuse the
+    other layouts, rather than fail deep in the wrapper."""
     results = out if isinstance(out, (list, tuple)) else (out,)
     for result in results:
-        if isinstance(result, torch.Tensor) and result.is_quantized:
-            raise NotImplementedError(
-                f"{name} returns a quantized tensor ({result.dtype}), and mtia_sim stores "
-                "unquantized tensors only: a quantized tensor carries PyTorch's C++ quantizer, "
-                "which a Python-registered device cannot attach. Quantize on the CPU "
-                "(`torch.quantize_per_tensor(x.cpu(), ...)`) and keep the result there, or "
-                "keep the float values on the device."
-            )
         if isinstance(result, torch.Tensor) and result.layout not in _STORED_LAYOUTS:
             raise refuse_layout(result.layout, name)

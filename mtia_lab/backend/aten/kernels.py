@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 
 from ..._compat import OpOverloadPacket
-from . import kernels_rnn, sparse
+from . import kernels_rnn, quantized, sparse
 from .kernels_nn import NN_FAMILIES
 from .kernels_nn import register_prices as _register_nn_prices
-from .registry import register_kernel, run_on_device
+from .registry import ask_inner, register_kernel, run_on_device
 
 aten = torch.ops.aten
 
@@ -120,6 +120,7 @@ NATIVE_FAMILIES = {
     "nn": NN,
     **NN_FAMILIES,  # convolution, batch norm, pooling, attention, optimizers: kernels_nn.py
     "sparse": sparse.SPARSE_OPS,
+    "quantized": quantized.QUANTIZED_OPS,
 }
 
 
@@ -138,8 +139,8 @@ def register_native_families() -> None:
         register_kernel(packet, kind="view")(run_on_device)
     for packet in _packets(METADATA_QUERIES):
         register_kernel(packet, kind="query")(run_on_device)
-    for packet in _packets(sparse.QUERIES):
-        register_kernel(packet, kind="query")(sparse.ask_inner)
+    for packet in _packets(sparse.QUERIES + quantized.QUERIES):
+        register_kernel(packet, kind="query")(ask_inner)
     _register_copies()
     _register_device_random()
     _keep_whole(WHOLE_OUT_OPS)

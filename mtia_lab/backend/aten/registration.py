@@ -80,6 +80,25 @@ def _refuse_compressed_empty(size, dtype=None, layout=None, device=None, pin_mem
     raise sparse.refuse_layout(layout, "aten::empty.memory_format")
 
 
+def _quantized_factory(op):
+    """A factory of quantized tensors with `device="mtia_sim"` (`torch._empty_affine_quantized`,
+    `torch.empty(n, dtype=torch.qint8)`, and `empty_quantized`, which `q.to("mtia_sim")` calls):
+    these reach QuantizedPrivateUse1. The CPU's factory makes the integers and the quantizer
+    (quantized.py), in memory the device's capacity was checked for."""
+    name = str(op).replace("aten.", "aten::", 1).removesuffix(".default")
+
+    def factory(*args, **kwargs):
+        index = _index(kwargs.get("device"))
+        like = args[1] if len(args) > 1 else None  # empty_quantized(size, qtensor)
+        # No dtype at all: the CPU's factory refuses it, in its words, after this estimate.
+        dtype = kwargs.get("dtype") or getattr(like, "dtype", None) or torch.quint8
+        nbytes = math.prod(args[0]) * dtype.itemsize
+        host = oom.on_host(index, nbytes, name, op, *args, **{**kwargs, "device": "cpu"})
+        return wrap(host, index, name)
+
+    return factory
+
+
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None):
     """Host -> device: the copy keeps dense layouts (transposed, channels_last) as `.to` does."""
@@ -201,6 +220,17 @@ def register_backend(device_module) -> None:
         _sparse_with_dims, aten._sparse_coo_tensor_with_dims.default, "native"),
         "SparsePrivateUse1")
     lib.impl("empty.memory_format", _refuse_compressed_empty, "SparseCsrPrivateUse1")
+    # Factories of quantized tensors (a quantized dtype, device="mtia_sim"): quantized.py.
+    for op in (aten.empty.memory_format, aten.empty_strided.default, aten.empty_quantized.default,
+               aten._empty_affine_quantized.default,
+               aten._empty_per_channel_affine_quantized.default):
+        lib.impl(op.__name__.replace(".default", ""),
+                 _observed(_quantized_factory(op), op, "native"), "QuantizedPrivateUse1")
+    # `q.to("mtia_sim")` of a CPU quantized tensor: BackendSelect sends it here. PyTorch's own
+    # kernel would set the result's quantizer in C++, which a device tensor (a Python wrapper,
+    # the quantizer in its inner tensor) does not have: the host -> device copy instead.
+    lib.impl("_to_copy", _observed(_to_copy, aten._to_copy.default, "native"),
+             "QuantizedPrivateUse1")
     _LIBRARIES.append(lib)
     _LIBRARIES.append(_compat.register_fallback(
         _observed(_boxed_fallback, None, "fallback"), "PrivateUse1"))

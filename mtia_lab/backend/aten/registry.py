@@ -95,6 +95,15 @@ def run_on_device(func, args, kwargs, device):
     return func(*args, **kwargs)
 
 
+def ask_inner(func, args, kwargs, device):
+    """The generic query kernel: a question about a device tensor's metadata that its inner
+    tensor answers (a sparse tensor's `_nnz()`, a quantized one's `q_scale()`), on the host,
+    with no data moved. A dense device tensor answers too, so that `x.is_coalesced()` or
+    `x.q_scale()` on one raises the CPU's (and CUDA's) error."""
+    return func(*[getattr(a, "_inner", a) if isinstance(a, torch.Tensor) else a for a in args],
+                **kwargs)
+
+
 def kernel_for(func: OpOverload) -> Kernel | None:
     return KERNELS.get(func)
 

@@ -34,6 +34,7 @@ import torch
 from ... import _compat
 from ..._compat import DEVICE_NAME
 from ..runtime.device_state import RUNTIME
+from . import quantized
 from .registry import register_kernel
 from .tensor import DeviceStorage, MTIATensor, _rebuild_on_device
 
@@ -57,6 +58,8 @@ def reduce_device_tensor(tensor: MTIATensor):
         hooks = collections.OrderedDict()
         return (_compat.rebuild_parameter, (tensor.detach(), tensor.requires_grad, hooks))
     typed = torch.storage.TypedStorage(wrap_storage=untyped, dtype=tensor.dtype, _internal=True)
+    if tensor.is_quantized:  # its quantizer too, as for a CUDA one
+        return quantized.reduce(tensor, typed)
     args = (typed, tensor.storage_offset(), tuple(tensor.size()), tensor.stride(),
             tensor.requires_grad, collections.OrderedDict())
     # The lazy conj / neg bits, as torch.save writes them for CPU and CUDA tensors: without

@@ -18,13 +18,13 @@ import torch
 
 from ... import _compat
 from ..._compat import DEVICE_NAME
-from .tensor import DeviceStorage, MTIATensor, device_of, set_sparse_wrap, storage_for
+from .tensor import DeviceStorage, device_of, repr_on_device, set_sparse_wrap, storage_for
 
 # The sparse kernels CUDA has, run on the device's memory like every native kernel.
 SPARSE_OPS = ["_to_sparse", "_to_dense", "_coalesce", "_coalesced_",
               "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_unsafe",
               "sparse_resize_", "sparse_resize_and_clear_", "sparse_mask"]
-# Metadata of a sparse tensor, answered by its inner tensor: no data moves.
+# Metadata of a sparse tensor, answered by its inner tensor (registry.ask_inner): no data moves.
 QUERIES = ["_nnz", "sparse_dim", "dense_dim", "is_coalesced", "_dimI", "_dimV"]
 
 
@@ -57,13 +57,7 @@ class MTIASparseTensor(torch.Tensor):
         return self._memory[0].device_index
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        text = repr(self._inner.detach())
-        suffix = f", device='{self.device}'"
-        if self.grad_fn is not None:
-            suffix += f", grad_fn=<{type(self.grad_fn).__name__}>"
-        elif self.requires_grad:
-            suffix += ", requires_grad=True"
-        return text[:-1] + suffix + ")"
+        return repr_on_device(self, repr(self._inner.detach()))
 
     def __deepcopy__(self, memo):
         """A clone in fresh device memory. torch.Tensor.__deepcopy__ would also deep-copy our
@@ -120,14 +114,6 @@ def resync(tensor: MTIASparseTensor, op: str) -> None:
     if inner.shape != tensor.shape:
         resized = wrap_sparse(inner, tensor.device_index, op)
         _compat.tensor_data_descriptor.__set__(tensor, resized)
-
-
-def ask_inner(func, args, kwargs, device) -> object:
-    """A metadata query's kernel (QUERIES): the inner tensor answers. A dense device tensor
-    answers too, so that `x.is_coalesced()` on one raises the CPU's (and CUDA's) error."""
-    inner_args = [a._inner if isinstance(a, (MTIASparseTensor, MTIATensor)) else a
-                  for a in args]
-    return func(*inner_args, **kwargs)
 
 
 set_sparse_wrap(wrap_sparse)

@@ -279,13 +279,7 @@ class MTIATensor(torch.Tensor):
         return wrap(inner_tensors["_inner"], device_index, "compiled")
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        text = _compat.tensor_str(self._inner.detach())
-        suffix = f", device='{self.device}'"
-        if self.grad_fn is not None:
-            suffix += f", grad_fn=<{type(self.grad_fn).__name__}>"
-        elif self.requires_grad:
-            suffix += ", requires_grad=True"
-        return text[:-1] + suffix + ")"
+        return repr_on_device(self, _compat.tensor_str(self._inner.detach()))
 
     def __deepcopy__(self, memo):
         """A copy in a fresh device block. torch.Tensor.__deepcopy__ clones a wrapper subclass
@@ -334,6 +328,17 @@ def _compat_is_fake(inner: torch.Tensor) -> bool:
     # Only FakeTensor subclasses can be fake: a plain CPU tensor (every op result) costs one
     # type check, not a call into torch._subclasses.
     return type(inner) is not torch.Tensor and is_fake(inner)
+
+
+def repr_on_device(tensor: torch.Tensor, inner_text: str) -> str:
+    """The inner host tensor's repr, told as the device's: its device and autograd state in
+    place of the host's (what a CUDA tensor's repr shows)."""
+    suffix = f", device='{tensor.device}'"
+    if tensor.grad_fn is not None:
+        suffix += f", grad_fn=<{type(tensor.grad_fn).__name__}>"
+    elif tensor.requires_grad:
+        suffix += ", requires_grad=True"
+    return inner_text[:-1] + suffix + ")"
 
 
 def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:

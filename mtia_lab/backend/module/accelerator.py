@@ -106,7 +106,9 @@ SUPPORTED_DTYPES = {
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16,
     torch.uint32, torch.uint64, torch.float16, torch.bfloat16, torch.float32, torch.float64,
     torch.complex32, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2,
-}  # not the quantized dtypes: quantizing on the device is refused (see fallback._check_layouts)
+    # quantized tensors: the integers in device memory, the quantizer PyTorch's (quantized.py)
+    torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4,
+}
 
 
 def _device_capability(device=None, /) -> dict:
