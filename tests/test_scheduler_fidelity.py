@@ -92,9 +92,11 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
                                                                       heldout3):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
-    written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others): a
+    written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
+    Inductor's layout copies of convolution operands modelled (extern_in_triton=False):
+    tuning 218/222, held-out 115/122, held-out-2 145/147, held-out-3 232/248 = 93%): a
     regression guard, not the goal (95% on graphs not tuned on)."""
-    for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.90)):
+    for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
