@@ -5,7 +5,7 @@ at once the first rules were in), the HELD-OUT-2 suite (tests/fidelity_heldout2.
 in neither, written before any tuning against it, never tuned on), the HELD-OUT-3 suite
 (tests/fidelity_heldout3.py: families in none of them, written blind while the rules were being
 tuned elsewhere) and the HELD-OUT-4 suite (tests/fidelity_heldout4.py: families in none of the
-others, written blind, kept to measure on once HELD-OUT-3 has been tuned on), each graph audited
+others, written blind, measured once HELD-OUT-3 had been tuned on), each graph audited
 launch by launch against Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]

@@ -644,6 +644,19 @@ def _layout_copies(comparison) -> list[tuple[str, ...]]:
             if any(n.startswith("layout_copy_") for n in g.nodes)]
 
 
+def _compared_with_layout_copies(fn, host: list):
+    """fn compared with Inductor with extern_in_triton off: audited, identical launch by
+    launch, and compiled by our backend to eager's results."""
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host))
+    c.check()
+    _same_as_inductor(c)
+    return c
+
+
 @pytest.mark.parametrize("operand, copies", [
     ("graph_input", 2),  # x and w are graph inputs (fixed, contiguous): both copied
     ("pointwise", 1),  # relu(x) is a Triton kernel's output: it writes it channels-last
@@ -668,13 +681,7 @@ def test_extern_in_triton_off_a_convolution_operand_of_fixed_layout_gets_a_layou
 
     shapes = [(2, 8 if operand == "slice" else 4, 8, 8), (8, 4 // groups, 3, 3)]
     host = [torch.randn(*s) for s in shapes]
-    with config.patch(extern_in_triton=False):
-        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
-        torch._dynamo.reset()
-        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
-    torch.testing.assert_close(got.cpu(), fn(*host))
-    c.check()
-    _same_as_inductor(c)
+    c = _compared_with_layout_copies(fn, host)
     assert len(_layout_copies(c)) == copies == len(c.ours.layout_copies), _kernels(c)
     for group in c.ours.groups:
         if group.nodes in _layout_copies(c):
@@ -704,12 +711,6 @@ def test_extern_in_triton_off_a_layout_copy_fuses_with_its_producer_only_through
         return F.conv2d(x.relu(), flat.reshape(8, 4, 3, 3), padding=1).sigmoid()
 
     host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3)]
-    with config.patch(extern_in_triton=False):
-        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
-        torch._dynamo.reset()
-        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
-    torch.testing.assert_close(got.cpu(), fn(*host))
-    c.check()
-    _same_as_inductor(c)
+    c = _compared_with_layout_copies(fn, host)
     (copy,) = _layout_copies(c)
     assert (len(copy) == 1) is regrouped, _kernels(c)
