@@ -8,8 +8,7 @@ import multiprocessing
 
 import pytest
 import torch
-
-from tests.fresh_python import run_python
+from fresh_python import run_python
 
 DEVICE = "mtia_sim"
 CUDA_WORDS = ("Cannot re-initialize mtia_sim in forked subprocess. To use mtia_sim with "
