@@ -417,3 +417,12 @@ def compiled_collectives_gather_scatter_backward() -> dict:
                 _compiled(cases[case][0], path), torch.ones(n, device=DEVICE))
         out[("after the mismatches", path)] = _step_record(ddp_like, (w, scale))
     return out
+
+
+def mesh_first() -> tuple[str, int, int]:
+    """A rank whose first device work is a DeviceMesh: the launcher chose its chip, so the
+    mesh keeps mtia_sim:0 rather than setting mtia_sim:<LOCAL_RANK>."""
+    mesh = dist.init_device_mesh(DEVICE, (dist.get_world_size(),))
+    total = torch.ones(1, device=DEVICE)
+    dist.all_reduce(total)
+    return mesh.device_type, torch.mtia_sim.current_device(), int(total.item())

@@ -174,6 +174,11 @@ def one_device():
     return {size: examples.one_device_reference(size, device="mtia_sim") for size in (2, 4)}
 
 
+def test_a_device_mesh_made_first_thing_keeps_the_ranks_own_chip():
+    result = launch(dist_ranks.mesh_first, nprocs=2, timeout=60, echo=False)
+    assert result.values == [("mtia_sim", 0, 2)] * 2
+
+
 def test_tensor_parallel_block_matches_one_device(world, one_device):
     size, values = world
     ref = one_device[size]

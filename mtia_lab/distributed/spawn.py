@@ -166,6 +166,7 @@ def rank_environment(rank: int, world: int, port: int) -> dict[str, str]:
         "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
         "LOCAL_WORLD_SIZE": str(world), "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(port), "MTIA_SIM_VISIBLE_DEVICES": str(rank),
+        "MTIA_SIM_LAUNCHED_RANK": "1",  # its chip is chosen for it (runtime/device_state.py)
         "PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in path if p)),
     })
     # N ranks share this machine's cores: one thread each, unless told otherwise.

@@ -85,7 +85,11 @@ class Runtime:
         self._thread = threading.local()  # holds `current_index`, one per thread
         self.strict = False  # True: an op without a native kernel raises instead of falling back
         self.record_alloc_source = True  # attribute each allocation to the user's source line
-        self.initialized = False  # the device was used (PyTorch calls _lazy_init at first use)
+        # the device was used (PyTorch calls _lazy_init at first use). A rank that our launcher
+        # started (distributed/spawn.py) starts with its one chip chosen for it, as a torchrun
+        # script's set_device(local_rank) chooses one: DeviceMesh then keeps that mtia_sim:0
+        # instead of setting mtia_sim:<LOCAL_RANK>, which this process does not have.
+        self.initialized = os.environ.get("MTIA_SIM_LAUNCHED_RANK") == "1"
         self.in_bad_fork = False  # this process is a fork of one that had initialized it
         self.set_device_count(count)
 
