@@ -340,11 +340,17 @@ def estimate_terms(func, inner_args, out) -> tuple[float, float, int, int, bool,
     read = 0
     for arg in inner_args:  # tensor_bytes(inner_args), unrolled one level: this runs once per op
         if isinstance(arg, torch.Tensor):
-            read += _nbytes(arg)
+            try:  # inline: a call per tensor shows in the per-op cost (bench_ops.py)
+                read += arg.nbytes
+            except RuntimeError:  # sparse COO
+                read += _nbytes(arg)
         elif isinstance(arg, (list, tuple)):
             read += tensor_bytes(arg)
     if isinstance(out, torch.Tensor):
-        written = _nbytes(out)
+        try:
+            written = out.nbytes
+        except RuntimeError:  # sparse COO
+            written = _nbytes(out)
         low, int8 = out.dtype in _LOW_PRECISION, out.dtype in _INT8
     else:
         written, low, int8 = tensor_bytes(out), False, False
