@@ -98,14 +98,17 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
     """(the keys of node's body, the key of its value)."""
     op = node.target.split(".")[1] if node.target.startswith("aten.") else node.target
     if op in FACTORIES:  # a constant fill: one operation, shared by every equal fill
-        fill = FACTORIES[op](fx_node.args)
-        return frozenset({("const", fill)}), ("const", fill)
+        fill = ("const", FACTORIES[op](fx_node.args), _out_dtype(fx_node))
+        return frozenset({fill}), fill
     if op == "arange":  # an iota (over its own index: two aranges are two iotas)
         value = ("iota", node.name)
         return frozenset({value}), value
     scalars = not node.indexed  # a cat's dim or a gather's dim is no constant of the body
     keys: set = set()
     args: list = []
+    operands: dict[int, torch.fx.Node] = {}  # position in args -> the FX tensor it came from
+    promoted = _promoted_dtype(op, fx_node)
+    const_dtype = promoted or _out_dtype(fx_node)  # 1 and 1.0 are two constants to the CSE
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
             buf = ir.base_of.get(arg.name)
@@ -116,16 +119,25 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
                 view = _view_of(node, buf)
                 keys |= bodies[producer] if view is None else {_at(k, view) for k in
                                                                bodies[producer]}
+                operands[len(args)] = arg
                 args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
                 keys.add(key)
+                operands[len(args)] = arg
                 args.append(key)
         elif scalars and isinstance(arg, numbers.Number) and not isinstance(arg, bool):
-            keys.add(("const", arg))
-            args.append(("const", arg))
+            keys.add(("const", arg, const_dtype))
+            args.append(("const", arg, const_dtype))
     if op in IDENTITY or (op == "_to_copy" and not _casts(fx_node)):
         return frozenset(keys), args[0] if args else (op, node.name)
+    if op == "clamp" and _given(fx_node.args[1:3]) + _given(fx_node.kwargs.values()) == 2:
+        keys.add(("clamp_min", _intern(interned, (op, tuple(args)))))  # clamp_min, clamp_max
+    for at, arg in operands.items():  # type promotion: an operand of another dtype converted
+        if promoted is not None and arg in _promoting(op, fx_node) and \
+                _sample(arg).dtype != promoted:
+            args[at] = _intern(interned, ("to_dtype", args[at], promoted))
+            keys.add(args[at])
     value = interned.setdefault((op, tuple(args)), len(interned))  # equal expressions: one key
     if op == "cat" and len(set(args)) == 1:
         return frozenset(keys), value  # cat([x, x]): Inductor reads x at two offsets, no ops
@@ -133,7 +145,8 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
         return frozenset(keys), value
     keys.add(value)
     if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
-        keys |= {("const", 0)} | {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
+        keys |= {("const", 0, const_dtype)}
+        keys |= {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
     if node.unrolled:  # the terms' loads, then a combine per term after the first
         extra = (node.rnumel - 1) * _combine_ops(op, fx_node) - 1  # `value` is the last
         if op in ARG_REDUCTIONS:
@@ -144,6 +157,57 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
 
 
 ARG_REDUCTIONS = {"argmax", "argmin"}
+
+# Ops Inductor lowers with type promotion (lowering.py `transform_args`): an operand of
+# another dtype than the promoted one is converted first, one `to_dtype` more in the body
+# (a float index minus its int64 floor, a bool mask times a float).
+PROMOTING = {"add", "sub", "rsub", "mul", "div", "maximum", "minimum", "pow",
+             "eq", "ne", "lt", "le", "gt", "ge", "where"}
+
+
+def _promoting(op: str, fx_node: torch.fx.Node) -> list:
+    """The operands Inductor promotes to one dtype: both of a binary op, a `where`'s two
+    values (its condition stays bool); none for an op lowered without type promotion."""
+    values = list(fx_node.args[1:3] if op == "where" else fx_node.args[:2])
+    return values if op in PROMOTING and len(values) == 2 else []
+
+
+def _promoted_dtype(op: str, fx_node: torch.fx.Node) -> torch.dtype | None:
+    """The dtype Inductor computes a promoting op in (`get_promoted_dtype`), else None."""
+    samples = [_sample(v) for v in _promoting(op, fx_node)]
+    if not samples or any(s is None for s in samples):
+        return None
+    dtype = torch.result_type(*samples)
+    if op == "div" and not (dtype.is_floating_point or dtype.is_complex) and \
+            fx_node.kwargs.get("rounding_mode") is None:
+        dtype = torch.get_default_dtype()  # true division of integers: INT_TO_FLOAT
+    return dtype
+
+
+def _out_dtype(fx_node: torch.fx.Node) -> torch.dtype | None:
+    val = fx_node.meta.get("val")
+    return val.dtype if isinstance(val, torch.Tensor) else None
+
+
+def _sample(value: object) -> torch.Tensor | numbers.Number | None:
+    """A stand-in of an operand for `torch.result_type`: a number as is, a tensor as an empty
+    one of its dtype and dimension category (0-d or not), None for anything else."""
+    if isinstance(value, torch.fx.Node):
+        val = value.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            return None
+        return torch.empty([0] * min(val.dim(), 1), dtype=val.dtype)
+    return value if isinstance(value, numbers.Number) else None
+
+
+def _given(bounds) -> int:
+    """How many of a clamp's bounds are given: Inductor's decomposition makes each one an op
+    (clamp_min, then clamp_max)."""
+    return sum(1 for b in bounds if b is not None)
+
+
+def _intern(interned: dict, expression: tuple) -> int:
+    return interned.setdefault(expression, len(interned))
 
 
 def _combine_ops(op: str, fx_node: torch.fx.Node) -> int:
