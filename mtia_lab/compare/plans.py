@@ -142,9 +142,9 @@ def launch_group(launch: Launch, ours: FusionPlan, placed: Attribution) -> tuple
     """The group of our nodes a launch computes: those it holds, and the values it computes
     again that our plan recomputes too (computed_once=False). Inductor's records put a value
     it recomputes in several launches on the first of them only (`placed.recomputed`)."""
-    again = set(launch.part_of) & placed.recomputed & set(ours.recomputed)
-    wanted = set(launch.nodes) | again
     ir = ours.ir
+    wanted = set(launch.nodes) | _read_again(
+        set(launch.part_of) & placed.recomputed & set(ours.recomputed), set(launch.nodes), ir)
     for name in reversed(ours.recomputed):  # computed nowhere: with each reader (folded)
         if name not in wanted and placed.how.get(name, "").startswith("absorbed") and any(
                 u in wanted for u in ir.users.get(ir.by_name[name].writes[0], ())):
@@ -152,6 +152,21 @@ def launch_group(launch: Launch, ours: FusionPlan, placed: Attribution) -> tuple
     if wanted == set(launch.nodes):
         return launch.nodes
     return tuple(n.name for n in ir.nodes if n.name in wanted)
+
+
+def _read_again(again: set[str], held: set[str], ir) -> set[str]:
+    """Of the recomputed values a launch's records name, those it computes: read by a node
+    it holds, or by another such value (a weight's layout copy for a convolution names the
+    convolution's input chain in its origins, but reads none of it)."""
+    read: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name in again - read:
+            if any(u in held | read for u in ir.users.get(ir.by_name[name].writes[0], ())):
+                read.add(name)
+                grew = True
+    return read
 
 
 def _homes(ours: FusionPlan) -> dict[str, list]:
