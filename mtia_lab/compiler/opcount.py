@@ -63,7 +63,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
             continue
-        keys, value = _body(node, fx[node.name], ir, bodies, top, realized, interned)
+        keys, value = _body(node, fx, ir, bodies, top, realized, interned)
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
@@ -93,9 +93,10 @@ def _fx_view(fx_node: torch.fx.Node) -> bool:
     return fx_node.op == "call_function" and classify(fx_node.target) is Kind.VIEW
 
 
-def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict,
+def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies: dict,
           top: dict, realized: set, interned: dict) -> tuple[frozenset, object]:
-    """(the keys of node's body, the key of its value)."""
+    """(the keys of node's body, the key of its value); `fx`: the graph's FX nodes by name."""
+    fx_node = fx[node.name]
     op = node.target.split(".")[1] if node.target.startswith("aten.") else node.target
     if op in FACTORIES:  # a constant fill: one operation, shared by every equal fill
         fill = ("const", FACTORIES[op](fx_node.args), _out_dtype(fx_node))
@@ -124,6 +125,7 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
                 keys.add(key)
+                key = _peeled_bias(fx.get(producer or ""), key, keys, ir, interned)
                 operands[len(args)] = arg
                 args.append(key)
         elif scalars and isinstance(arg, numbers.Number) and not isinstance(arg, bool):
@@ -198,6 +200,22 @@ def _sample(value: object) -> torch.Tensor | numbers.Number | None:
             return None
         return torch.empty([0] * min(val.dim(), 1), dtype=val.dtype)
     return value if isinstance(value, numbers.Number) else None
+
+
+def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: GraphIR,
+                 interned: dict) -> object:
+    """The value a reader of a convolution's output computes. Off the CPU, Inductor's
+    convolution lowering (kernel/conv.py) peels the bias off the extern call: the output
+    is a pointwise `add` of the call's result and the bias, inlined into its readers -- two
+    loads and an op in each reader's body (a sum of two biased convolutions and a residual
+    loads six values: stored once several ops read it, `should_realize_on_reuse`)."""
+    if producer is None or producer.target is not torch.ops.aten.convolution.default or \
+            len(producer.args) < 3 or not isinstance(producer.args[2], torch.fx.Node):
+        return key
+    bias = ("load", ir.base_of.get(producer.args[2].name), frozenset({"bias"}))
+    value = _intern(interned, ("add", key, bias))
+    keys |= {bias, value}
+    return value
 
 
 def _given(bounds) -> int:
