@@ -323,11 +323,27 @@ def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:
     holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
     kinds = {home[n].kind for n in launch.part_of}
     scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
-    rule = ("extern_in_triton" if kinds & {"extern", "template"} else
+    rule = (_extern_part(ours, launch) if kinds & {"extern", "template"} else
             "scatter_in_two_launches" if scatter else "inductor_only_launch")
     reason = (f"{launch.name} computes part of {', '.join(launch.part_of) or 'nothing of ours'}"
               f" ({'/'.join(sorted(kinds))} in our plan)")
     return Difference((), holders, (rule,), (reason,), launch.index, launch.name)
+
+
+def _extern_part(ours: FusionPlan, launch: Launch) -> str:
+    """The rule for a launch of Inductor's computing part of an extern of ours: our departure
+    extern_in_triton while it is on; with it off (the layout copies of a convolution's
+    operands are then ours too), what the launch is, a part of the op we do not model
+    (rules.NOT_MODELLED): a convolution's bias Inductor peeled off the call and adds in a
+    Triton kernel no reader of ours joins, or a layout copy of another extern's operand."""
+    if ours.settings.get("extern_in_triton", True):
+        return "extern_in_triton"
+    gm = getattr(ours.ir, "gm", None)
+    fx = {n.name: n for n in gm.graph.nodes} if gm is not None else {}
+    biased = [fx[n] for n in launch.part_of if n in fx
+              and fx[n].target is torch.ops.aten.convolution.default
+              and len(fx[n].args) > 2 and fx[n].args[2] is not None]
+    return "conv_bias_in_triton" if biased else "extern_operand_copy"
 
 
 def _merged(ours: FusionPlan, theirs: FusionPlan, placed: Attribution) -> list[set[str]]:

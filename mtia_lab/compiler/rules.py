@@ -77,6 +77,14 @@ NOT_MODELLED = {
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
     "split_reductions": "a large reduction is one kernel, never split in two",
+    "conv_bias_in_triton": "Inductor peels a convolution's bias off the extern call (off the "
+                           "CPU) and adds it in Triton, inlined into the readers' kernels; "
+                           "we keep it in the call (its loads are counted, opcount.py), so "
+                           "an add that no reader takes (an output, an extern's input) is "
+                           "a launch of Inductor's we do not have",
+    "extern_operand_copy": "Inductor copies an operand of a matmul it cannot read in place "
+                           "(ExternKernel.require_stride_order) in a launch of its own; "
+                           "only a convolution's operand copies are modelled (layout.py)",
     "realize_reads_threshold": "with computed_once on (the default), an op with several "
                                "users is computed once, never inlined into each of them "
                                "(computed_once=False follows it: recompute.py); one loading "
