@@ -714,3 +714,99 @@ def test_extern_in_triton_off_a_layout_copy_fuses_with_its_producer_only_through
     c = _compared_with_layout_copies(fn, host)
     (copy,) = _layout_copies(c)
     assert (len(copy) == 1) is regrouped, _kernels(c)
+
+
+@pytest.mark.parametrize("tail, sines, stored", [
+    ("clamp_both", 24, True),  # clamp(-1, 1): clamp_min then clamp_max, two constants: +4
+    ("clamp_min", 24, False),  # clamp(min=-1): one op, one constant: +2
+    ("int_operand", 25, True),  # + an int64 tensor: a load, its to_dtype, the add: +3
+    ("float_operand", 25, False),  # + a float tensor: a load and the add: +2
+])
+def test_realize_opcount_counts_a_clamps_bounds_and_a_promoted_operand(tail, sines, stored):
+    """x + y then sines (3 + n operations), then a tail whose count Inductor's lowering
+    decides: its decomposition makes a clamp with both bounds two ops, and type promotion
+    converts an int64 operand of a float add (`to_dtype`, one op more). Read through a
+    broadcast by one copy, the value is stored at 31 operations, inlined at 30 or fewer
+    (has_large_inner_fn): one op either way puts it on the other side of the threshold."""
+    def fn(x, y, z):
+        h = x + y
+        for _ in range(sines):
+            h = h.sin()
+        if tail == "clamp_both":
+            h = h.clamp(-1, 1)
+        elif tail == "clamp_min":
+            h = h.clamp(min=-1)
+        else:
+            h = h + z
+        return h[:, None].expand(8, 4, 16).clone()
+
+    torch.manual_seed(0)
+    z = torch.randint(0, 3, (8, 16)) if tail == "int_operand" else torch.randn(8, 16)
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in (torch.randn(8, 16), torch.randn(8, 16), z)))
+    c.check()
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if stored else 1), _kernels(c)
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_stored_on_reuse_a_reader_of_a_biased_convolution_loads_the_bias_too(biased):
+    """Off the CPU, Inductor's convolution lowering peels the bias off the extern call: the
+    output its readers inline is an add of the call's result and the bias, two loads. The
+    sum of two convolutions and a residual, read by two reductions, then loads 5 values
+    with biases (more than realize_reads_threshold: stored once) and 3 without (each
+    reduction's kernel computes it again). Ours counts the bias loads the same way."""
+    def fn(x, w1, w2, b1, b2):
+        v = F.conv2d(x, w1, b1 if biased else None, padding=1) + \
+            F.conv2d(x, w2, b2 if biased else None, padding=1) + x
+        return v.sum(1), v.amax(1)
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, 8, 8), torch.randn(4, 4, 3, 3), torch.randn(4, 4, 3, 3),
+            torch.randn(4), torch.randn(4)]
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    for got, want in zip(compiled, fn(*host), strict=True):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    c.check()
+    _same_as_inductor(c)
+    assert ("add_1" in c.ours.recomputed) is not biased, _kernels(c)
+
+
+def test_a_layout_copy_of_a_weight_computes_none_of_the_recomputed_input_chain():
+    """s = x + y has two readers, a ReLU into a convolution and the residual add: Inductor
+    computes it in both kernels. The launch copying the weight channels-last names the
+    convolution in its origins, but computes none of s: it is one of our layout copies,
+    not a kernel that recomputes s."""
+    def fn(x, y, w):
+        s = x + y
+        return F.conv2d(s.relu(), w, padding=1) + s
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, 8, 8), torch.randn(2, 4, 8, 8), torch.randn(4, 4, 3, 3)]
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    copies = [g for g in c.computed_groups if any(n.startswith("layout_copy_") for n in g)]
+    assert copies and all(len(g) == 1 for g in copies), copies
+    _same_as_inductor(c)
+
+
+@pytest.mark.parametrize("switch", [True, False])
+def test_the_launch_adding_a_peeled_bias_is_labelled_by_what_it_is(switch):
+    """A biased convolution whose output no kernel reads (the graph's output): Inductor adds
+    the bias it peeled off the call in a launch of its own. With extern_in_triton on, our
+    departure explains it; with it off, nothing of ours reproduces it, and the difference
+    names the rule we do not model (conv_bias_in_triton), not the departure that is off."""
+    def fn(x, w, b):
+        return F.conv2d(x, w, b, padding=1)
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, 8, 8), torch.randn(4, 4, 3, 3), torch.randn(4)]
+    with config.patch(extern_in_triton=switch):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    rules = [d.rules for d in c.differences if not d.inductor]
+    assert rules == [("extern_in_triton",) if switch else ("conv_bias_in_triton",)], str(c)
+    assert bool(c.unexplained) is not switch

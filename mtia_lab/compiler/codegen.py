@@ -144,7 +144,8 @@ def _docstring(group: KernelGroup) -> str:
                 if group.cost.sram_bytes else "")
              + f", {group.duration_us:.2f} us simulated."]
     lines += [f"    from {s}" for s in group.source[:4]]
-    return "\n".join(lines)
+    # a source line may end in a line continuation or hold quotes: escaped, it stays text
+    return "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
 
 def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
