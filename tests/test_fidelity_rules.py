@@ -807,6 +807,7 @@ def test_the_launch_adding_a_peeled_bias_is_labelled_by_what_it_is(switch):
     with config.patch(extern_in_triton=switch):
         (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
     c.check()
-    rules = [d.rules for d in c.differences if not d.inductor]
-    assert rules == [("extern_in_triton",) if switch else ("conv_bias_in_triton",)], str(c)
-    assert bool(c.unexplained) is not switch
+    (launch,) = [d for d in c.differences if not d.inductor]
+    assert launch.rules == (("extern_in_triton",) if switch else ("conv_bias_in_triton",))
+    assert (launch.explained, launch.not_modelled) == (switch, not switch), str(c)
+    assert not c.unexplained and ("NOT MODELLED" in str(launch)) is not switch

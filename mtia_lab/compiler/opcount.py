@@ -50,7 +50,9 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     unrealized}, {node realized}), deciding node by node in graph order as
     `GraphLowering.run_node` does. A reused node is left unrealized when
     `should_realize_on_reuse` says no: at most REALIZE_READS_ON_REUSE loads, a body of at
-    most REALIZE_OPCOUNT ops, not a graph output; each of its readers computes it inline."""
+    most REALIZE_OPCOUNT ops, not a graph output; each of its readers computes it inline.
+    A value an extern (a matmul, a convolution) reads is realized when the extern is lowered
+    (`ExternKernel.realize_input`): the readers lowered after it load it (one load, no ops)."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     users = ir.node_users()
     bodies: dict[str, frozenset] = {}  # node -> the expression keys of its (inlined) body
@@ -59,11 +61,14 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     realized: set[str] = set()
     large: dict[str, int] = {}
     inline_reused: set[str] = set()
+    stored_for_extern: set[str] = set()  # read by an extern lowered already: loaded from now
     for node in ir.nodes:
         if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
+            if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):
+                stored_for_extern |= {ir.buffers[b].producer for b in node.reads}
             continue
-        keys, value = _body(node, fx, ir, bodies, top, realized, interned)
+        keys, value = _body(node, fx, ir, bodies, top, realized | stored_for_extern, interned)
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")

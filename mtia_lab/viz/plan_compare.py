@@ -60,7 +60,8 @@ class PlanCompare(View):
             "Inductor": (theirs.after.kernels, priced.bytes_moved, priced.sram_bytes,
                          priced.time_us),
         }
-        self.differences = [(str(d), d.explained) for d in comparison.differences]
+        self.differences = [(str(d), d.explained or d.not_modelled)
+                            for d in comparison.differences]
         self.notes = tuple(getattr(ours, "notes", ()))  # Inductor checks we leave out
         self.identical, self.of = comparison.identical, comparison.inductor_kernels
         self.max_kernels, self.width = max_kernels, width
