@@ -807,7 +807,11 @@ def test_the_launch_adding_a_peeled_bias_is_labelled_by_what_it_is(switch):
     with config.patch(extern_in_triton=switch):
         (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
     c.check()
-    (launch,) = [d for d in c.differences if not d.inductor]
-    assert launch.rules == (("extern_in_triton",) if switch else ("conv_bias_in_triton",))
-    assert (launch.explained, launch.not_modelled) == (switch, not switch), str(c)
-    assert not c.unexplained and ("NOT MODELLED" in str(launch)) is not switch
+    parts = [d for d in c.differences if not d.inductor]  # launches computing part of one
+    if switch:  # the bias's add, and the layout copies of the operands if Inductor made some
+        assert parts and all(d.rules == ("extern_in_triton",) and d.explained for d in parts)
+    else:  # the copies are ours too: only the add is left
+        (launch,) = parts
+        assert launch.rules == ("conv_bias_in_triton",) and launch.not_modelled, str(c)
+        assert not launch.explained and "NOT MODELLED: conv_bias_in_triton" in str(launch)
+    assert not c.unexplained, str(c)
