@@ -13,9 +13,13 @@ and `should_realize_on_reuse`.
 
 `large_bodies(ir)` imitates that count on our IR, in graph order as Inductor lowers: each
 node's body is a set of expression keys (equal keys are one operation, as Inductor's CSE
-makes them), and a producer's keys are part of it unless the producer was realized. The
-costs of a few lowerings (a cat's masked loads, an iota) were read off Inductor's own counts
-on the fidelity suites; the count is an estimate, within an op or two of Inductor's.
+makes them), and a producer's keys are part of it unless the producer was realized. What the
+lowering adds to the aten ops is counted too: a clamp with both bounds is two ops (Inductor's
+decomposition), an operand of another dtype is converted (`to_dtype`, type promotion), a
+constant is one per value and dtype, a biased convolution's output is an add of the call's
+result and the bias (peeled off the call). The costs of a few lowerings (a cat's masked loads,
+an iota) were read off Inductor's own counts on the fidelity suites; the count is an
+estimate, within an op or two of Inductor's (exact on a decomposed bilinear upsample).
 """
 
 from __future__ import annotations
