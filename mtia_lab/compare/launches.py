@@ -285,14 +285,21 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
 
 def _between(by_name: dict, written: set[str], origins: set[str], stored: set[str]) -> set[str]:
     """The launch's origins on a path from values stored before it (`stored`, or graph inputs)
-    to the values it writes: what its loop body computes."""
+    to the values it writes: what its loop body computes. A value written through a view
+    (the `expand` a bmm's operand is made from) is walked through to what it views: the
+    view is no origin, the loop body behind it is."""
     found: set[str] = set()
+    seen: set[str] = set()
     stack = [n for n in written if n in by_name]
     while stack:
         name = stack.pop()
-        if name in found or name not in origins or (name in stored and name not in written):
+        if name in seen or (name in stored and name not in written):
             continue
-        found.add(name)
+        seen.add(name)
+        if name in origins:
+            found.add(name)
+        elif by_name[name].op != "call_function" or not _is_view(by_name[name]):
+            continue
         stack.extend(a.name for a in by_name[name].all_input_nodes)
     return found
 
