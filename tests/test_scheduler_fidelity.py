@@ -104,10 +104,11 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
     Inductor's layout copies of convolution operands modelled (extern_in_triton=False):
     tuning 218/222, held-out 115/122, held-out-2 145/147, held-out-3 232/248 = 93%; and,
-    measured blind after that round, held-out-4 307/341 = 90%): a regression guard, not the
-    goal (95% on graphs not tuned on)."""
+    measured blind after that round, held-out-4 307/341 = 90%; held-out-4 371/393 = 94% once
+    tuned on, SAM's block in it): a regression guard, not the goal (95% on graphs not tuned
+    on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.90)):
+                        (heldout4, 0.94)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
