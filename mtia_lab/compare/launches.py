@@ -285,23 +285,8 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
         origins = set(info.origins.get(g.index, ()))
         between = _between(by_name, written, origins, stored) if g.kind != "extern" else set()
         out.append((origins - inherited) | between)
-        stored |= written | _held(g, info, by_name)
+        stored |= written
     return out
-
-
-def _held(launch, info, by_name: dict) -> set[str]:
-    """The values a Triton launch's buffers hold, also where Inductor recorded no
-    `origin_node` for one (a reduction's buffer fused into its reader's kernel): of each
-    buffer's own origins, those none of whose users is another of them (the value its loop
-    body ends in). Not for an extern: its buffer's origins also name its inputs' bodies."""
-    found: set[str] = set()
-    if launch.kind == "extern":
-        return found
-    for buf in launch.outputs:
-        own = set(getattr(info, "buffer_origins", {}).get(buf, ()))
-        found |= {n for n in own if n in by_name
-                  and not any(u.name in own for u in by_name[n].users)}
-    return found
 
 
 def _between(by_name: dict, written: set[str], origins: set[str], stored: set[str]) -> set[str]:
@@ -335,8 +320,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
     launches = theirs.groups
     computes = _computes(theirs)
     origins = [set(info.origins.get(g.index, ())) for g in launches]
-    by_name = {n.name: n for n in info.gm.graph.nodes}
-    values = [set(info.values.get(g.index, ())) | _held(g, info, by_name) for g in launches]
+    values = [set(info.values.get(g.index, ())) for g in launches]
     home: dict[str, int] = {}
     how: dict[str, str] = {}
     recomputed: set[str] = set()
