@@ -105,10 +105,10 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     Inductor's layout copies of convolution operands modelled (extern_in_triton=False):
     tuning 218/222, held-out 115/122, held-out-2 145/147, held-out-3 232/248 = 93%; and,
     measured blind after that round, held-out-4 307/341 = 90%; held-out-4 371/393 = 94% once
-    tuned on, SAM's block in it): a regression guard, not the goal (95% on graphs not tuned
-    on)."""
+    tuned on, SAM's block in it; 380/393 = 97% with its upsample/cat and residual-sum
+    realizations): a regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.94)):
+                        (heldout4, 0.96)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
