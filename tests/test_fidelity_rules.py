@@ -272,6 +272,28 @@ def test_the_copies_of_an_attention_inductor_rewrote_are_found_by_order_not_by_n
         assert "clone" in c.placed.launches[index].name, (name, c.placed.launches[index])
 
 
+def test_a_copy_of_an_attention_inductor_rewrote_is_found_through_the_patterns_scale():
+    """SDPA's math scales q and k by a `mul` of its own between our linear and the copy of
+    ours it re-made: that copy reads our linear through the pattern's nodes, and is matched to
+    our copy of that linear, not by order to a copy before it that Inductor removed (the clone
+    of a convolution's output PVTv2's spatial reduction reshapes)."""
+    from transformers import PvtV2Config
+    from transformers.models.pvt_v2.modeling_pvt_v2 import PvtV2SelfAttention
+
+    torch.manual_seed(0)
+    cfg = PvtV2Config(linear_attention=False)
+    attn = PvtV2SelfAttention(cfg, hidden_size=32, num_attention_heads=2,
+                              spatial_reduction_ratio=2).eval().requires_grad_(False)
+    attn = attn.to("mtia_sim")
+
+    def fn(x):
+        return attn(x, 8, 8)[0] * 2  # a reader: the output's clone Inductor drops is not this
+
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        c = _compared(fn, (2, 64, 32))
+    assert not c.differences, str(c)
+
+
 @pytest.mark.parametrize("dims", [(2, 2), (1, 2)])
 def test_reduction_loop_order_two_reductions_over_other_dims_share_no_loop(dims):
     """Two scans of one [2, 8, 8] input are both 16 rows of 8: along the same dim they read it

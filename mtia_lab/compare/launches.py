@@ -238,7 +238,9 @@ def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
 
 
 def _input_roots(node: torch.fx.Node, mine: set[str]) -> frozenset:
-    """Our nodes whose values a post-grad node reads, through views."""
+    """Our nodes whose values a post-grad node reads, through views and through the nodes a
+    pattern made (no source remembered: SDPA's math scales q and k by a `mul` between our
+    addmm and the copy of ours the pattern re-made, so that copy reads addmm, not nothing)."""
     found: set[str] = set()
     stack = [a for a in node.all_input_nodes]
     seen: set[str] = set()
@@ -250,7 +252,7 @@ def _input_roots(node: torch.fx.Node, mine: set[str]) -> frozenset:
         r = roots(arg, mine)
         if r:
             found |= r
-        elif _is_view(arg):
+        elif _is_view(arg) or not arg.meta.get("from_node"):
             stack.extend(arg.all_input_nodes)
     return frozenset(found)
 
