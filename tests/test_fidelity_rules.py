@@ -738,6 +738,24 @@ def test_extern_in_triton_off_a_layout_copy_fuses_with_its_producer_only_through
     assert (len(copy) == 1) is regrouped, _kernels(c)
 
 
+@pytest.mark.parametrize("sliced", [False, True])
+def test_extern_in_triton_off_a_layout_copy_fuses_with_its_producer_through_a_permute(sliced):
+    """A conv1d reading a (batch, time, channels) value as (batch, channels, time), the value
+    read again by a residual add (stored, so the convolution's input is a view of a fixed
+    layout: copied). The permute only reorders the producer's dims: Inductor reorders the
+    copy's loops to the producer's (`decide_loop_order_to_match`) and one kernel writes both.
+    Through a slice the copy reads part of the buffer: no shared index, a launch of its own."""
+    def fn(x, w):
+        y = x * 2.0
+        seen = y[:, 1:] if sliced else y
+        return F.conv1d(seen.transpose(1, 2), w, padding=1).transpose(1, 2) + seen
+
+    host = [torch.randn(2, 16, 8), torch.randn(8, 8, 3)]
+    c = _compared_with_layout_copies(fn, host)
+    (copy,) = _layout_copies(c)
+    assert (len(copy) == 1) is sliced, _kernels(c)
+
+
 @pytest.mark.parametrize("tail, sines, stored", [
     ("clamp_both", 24, True),  # clamp(-1, 1): clamp_min then clamp_max, two constants: +4
     ("clamp_min", 24, False),  # clamp(min=-1): one op, one constant: +2

@@ -199,14 +199,34 @@ def follows_producer(copy: SchedulerNode, producer_writes: set[str], ir: GraphIR
     standardized as (1, out, in*kh*kw), viewed as (out, in, kh, kw)): reordering the copy's
     loops (`loop_ordering_after_fusion`) then gives both one index. A slice, or a reshape
     that regroups dims across the producer's (a permuted patch unfolded into an image), has
-    no such order: no shared data, a launch of its own."""
+    no such order: no shared data, a launch of its own. A permute of the whole buffer (a
+    conv1d reading (batch, time, channels) as (batch, channels, time)) has one: the same
+    loop variables in another order (`decide_loop_order_to_match`)."""
     base = ir.base_of.get(copy.layout_of[1]) if copy.layout_of else None
     if base not in producer_writes or copy.access.get(base) != {"full"}:
         return False
     fx = {n.name: n for n in ir.gm.graph.nodes}
+    if _permutes_only(fx[copy.layout_of[1]], base, ir):
+        return True
     view = [size_hint(d) for d in fx[copy.layout_of[1]].meta["val"].shape]
     whole = [size_hint(d) for d in fx[base].meta["val"].shape]
     return _splits(whole, view)
+
+
+_PERMUTES = (torch.ops.aten.permute.default, torch.ops.aten.transpose.int, torch.ops.aten.t.default)
+
+
+def _permutes_only(view: torch.fx.Node, base: str, ir: GraphIR) -> bool:
+    """Is `view` the buffer `base` through permutes alone (its dims reordered, none split)?
+    A copy that is no kernel (a clone keeping its input's layout: not in the IR) is `base`
+    itself."""
+    while view.name != base:
+        removed = view.target is torch.ops.aten.clone.default and \
+            view.name not in ir.by_name and ir.base_of.get(view.name) == base
+        if view.target not in _PERMUTES and not removed:
+            return False
+        view = view.args[0]
+    return True
 
 
 def _splits(whole: list[int], view: list[int]) -> bool:
