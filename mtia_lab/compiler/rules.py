@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import config, layout, lowering, opcount
+from . import config, layout, lowering, opcount, recompute
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -193,6 +193,7 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
     kernel of its own. (Our cat kernel copying the pieces is the concat_kernel departure.)"""
     for g in (p.a, p.b):
         cat = next((n for n in g.nodes if n.target == "aten.cat.default"
+                    and recompute.SEP not in n.name  # a recomputed cat is pointwise code
                     and not lowering.pointwise_cat(n, p.ir)), None)
         if cat is not None:
             return Verdict(False, "concat_kernel_never_fuses",
