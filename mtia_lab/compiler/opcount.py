@@ -50,7 +50,10 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     unrealized}, {node realized}), deciding node by node in graph order as
     `GraphLowering.run_node` does. A reused node is left unrealized when
     `should_realize_on_reuse` says no: at most REALIZE_READS_ON_REUSE loads, a body of at
-    most REALIZE_OPCOUNT ops, not a graph output; each of its readers computes it inline."""
+    most REALIZE_OPCOUNT ops, not a graph output; each of its readers computes it inline.
+    A value an extern reads is realized when the extern is lowered (`realize_input`): the
+    readers lowered after it load it instead of inlining its body (only the body counts
+    change: where it is stored is the scheduler's business, as before)."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     users = ir.node_users()
     bodies: dict[str, frozenset] = {}  # node -> the expression keys of its (inlined) body
@@ -60,11 +63,15 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     large: dict[str, int] = {}
     inline_reused: set[str] = set()
     biases = peeled_biases(ir)
+    loaded: set[str] = set()  # realized by an extern reader: later readers load them
     for node in ir.nodes:
         if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
+            if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):
+                loaded |= {ir.buffers[b].producer for b in node.reads if b in ir.buffers}
             continue
-        keys, value = _body(node, fx[node.name], ir, bodies, top, realized, interned, biases)
+        keys, value = _body(node, fx[node.name], ir, bodies, top, realized | loaded,
+                            interned, biases)
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
