@@ -107,16 +107,18 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
-                                                                      heldout3, heldout4):
+                                                                      heldout3, heldout4,
+                                                                      heldout5):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
     Inductor's layout copies of convolution operands modelled (extern_in_triton=False):
     tuning 218/222, held-out 115/122, held-out-2 145/147, held-out-3 232/248 = 93%; and,
-    measured blind after that round, held-out-4 307/341 = 90%): a regression guard, not the
-    goal (95% on graphs not tuned on)."""
+    measured blind after that round, held-out-4 307/341 = 90%; held-out-5, measured blind
+    at 236/282 = 84%, then tuned on: 245/282 = 87%): a regression guard, not the goal (95%
+    on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.90)):
+                        (heldout4, 0.90), (heldout5, 0.86)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
