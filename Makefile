@@ -20,6 +20,11 @@ NBVAL_ARGS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/saniti
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 PYTEST_ARGS ?=
+# Two workers, a test file each at a time (pytest-xdist): the machines here and CI's have two
+# cores, and most tests spend their time in single-threaded Python (the device's dispatch,
+# Triton's interpreter). Whole files keep module fixtures and a notebook's cells together.
+# `make test XDIST_ARGS=` runs in one process.
+XDIST_ARGS ?= -n 2 --dist loadfile
 # JupyterLab's settings defaults for this venv (see jupyter/lab/settings/overrides.d/): saved
 # notebooks keep their widget state, so a learner's own notebook reopens with its widgets.
 LAB_SETTINGS_SRC := jupyter/lab/settings/overrides.d/mtia_lab.json
@@ -32,7 +37,7 @@ lab: $(STAMP) $(LAB_SETTINGS)
 
 # Lint and tests both run, so one report shows every problem; either failing fails the target.
 # pytest exits 5 when it collected no test at all: say so plainly instead of failing.
-PYTEST_CMD = $(VENV)/bin/pytest $(TEST_PATHS) $(if $(NOTEBOOKS),$(NBVAL_ARGS),) $(PYTEST_ARGS)
+PYTEST_CMD = $(VENV)/bin/pytest $(TEST_PATHS) $(if $(NOTEBOOKS),$(NBVAL_ARGS),) $(XDIST_ARGS) $(PYTEST_ARGS)
 test: $(STAMP) chromium
 	@echo "$(VENV)/bin/ruff check ."; lint=0; $(VENV)/bin/ruff check . || lint=$$?; \
 	echo "$(PYTEST_CMD)"; status=0; $(PYTEST_CMD) || status=$$?; \

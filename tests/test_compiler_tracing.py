@@ -293,6 +293,30 @@ def test_factories_on_the_device_inside_a_compiled_function_match_eager():
     assert torch.ops.aten._to_copy.default not in ops
 
 
+def hard_assign(q, k):
+    """GroupViT's hard softmax: a one-hot made by `zeros_like` of scores no kernel stores."""
+    scores = (q @ k.transpose(-2, -1)) * 0.17
+    soft = scores.softmax(-2)
+    one_hot = torch.zeros_like(scores).scatter_(-2, soft.max(-2, keepdim=True)[1], 1.0)
+    return one_hot - soft.detach() + soft
+
+
+def test_a_like_factory_of_an_unstored_intermediate_compiles_and_matches_eager():
+    """`zeros_like(x)` reads x's metadata only, so the kernel that computes x (fused into a
+    softmax here) does not store it; the factory's kernel must not ask for it either."""
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 4, 32), torch.randn(2, 16, 32)
+    torch.compiler.reset()
+    start = len(COMPILED)
+    out = torch.compile(hard_assign, backend="mtia_lab", dynamic=False)(q.to(DEV), k.to(DEV))
+    torch.testing.assert_close(out.cpu(), hard_assign(q, k))
+    (forward,) = COMPILED[start:]
+    stored = {name for kernel in forward.program.kernels for name in kernel.outputs}
+    produced = stored | set(forward.program.inputs)
+    for kernel in forward.program.kernels:
+        assert set(kernel.inputs) <= produced, kernel.source
+
+
 def causal_attention(q, k, v):
     n = q.shape[-2]
     mask = torch.ones(n, n, device=q.device).tril()

@@ -753,3 +753,56 @@ def test_a_concat_kernel_is_copied_for_a_convolution_and_fuses_with_nothing(reus
     assert (copy in _kernels(c)) is reused, _kernels(c)
     held = [launch.nodes for launch in c.placed.launches if launch.nodes]
     assert (copy in held) is reused, held
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_an_unrolled_masked_max_is_large_so_it_is_stored_with_the_sum(masked):
+    """A softmax over 6 positions is unrolled. Under a causal mask made of position compares,
+    each of the 6 terms computes the mask again at its own index (Inductor's CSE shares only
+    constants between terms): the max's body exceeds 30 ops and it is stored; the sum reads
+    it per row, at the index it is written, so the max and the sum are one kernel and the
+    division recomputes the exponentials. Without the mask the max is small and inlined."""
+    def fn(s):
+        if masked:
+            pos = torch.arange(s.shape[-1], device=s.device)
+            s = s + torch.where(pos[None, :] > pos[:, None], -1e9, 0.0)
+        return (s.softmax(-1),)
+
+    c = _recomputing(fn, (8, 6, 6))
+    _same_as_inductor(c)
+    amax = next(g.nodes for g in c.ours.groups if "amax" in g.nodes)
+    assert ("sum_1" in amax) is masked, _kernels(c)
+
+
+def test_a_launch_a_pattern_made_is_part_of_what_its_reader_holds():
+    """Inductor's joint-graph attention pattern rewrites bmm, scale, softmax, bmm into SDPA,
+    whose math adds `_safe_softmax`'s row check: a launch none of whose nodes is ours. The
+    attribution puts it on the nodes of ours its reader holds, and the difference is the
+    pattern's (post_grad_pattern), so the audit passes."""
+    def fn(q, k, v):
+        return (torch.matmul(torch.matmul(q, k.transpose(-1, -2)).mul(0.25).softmax(-1), v),)
+
+    c = _recomputing(fn, (1, 2, 5, 16), (1, 2, 16, 16), (1, 2, 16, 16))
+    assert c.placed.pattern_only, "the attention was not rewritten: nothing to check"
+    pattern = [d for d in c.differences if d.launch in c.placed.pattern_only]
+    assert pattern and all(d.rules == ("post_grad_pattern",) for d in pattern)
+    assert all(c.placed.launches[k].part_of for k in c.placed.pattern_only)
+    assert {launch.index for launch in c.placed.launches
+            if not launch.nodes} <= c.placed.pattern_only | {d.launch for d in c.differences}
+
+
+def test_a_value_each_bmm_operand_recomputes_is_recomputed_in_every_launch():
+    """`eye` scaled and subtracted from a product, twice, each result a bmm operand (the
+    Newton-Schulz step of Nystromformer's pseudo-inverse): Inductor inlines the eye into each
+    operand's kernel, which it writes through the bmm's expand (a view, no origin). The
+    attribution follows the view to the loop body, so each launch computes the eye again,
+    as ours does with computed_once off."""
+    def fn(a, v):
+        eye = torch.eye(a.shape[-1], device=a.device)
+        for _ in range(2):
+            v = torch.matmul(v, 7 * eye - torch.matmul(a, v))
+        return (v,)
+
+    c = _recomputing(fn, (2, 4, 4), (2, 4, 4))
+    _same_as_inductor(c)
+    assert "eq" in c.placed.recomputed

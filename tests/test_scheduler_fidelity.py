@@ -8,11 +8,11 @@ eleven blocks of families in neither, written before any rule was changed agains
 never tuned on: its figure is the honest one. HELD-OUT-3 (tests/fidelity_heldout3.py): fifteen
 blocks, heads and losses of families in none of them, written blind while the rules were tuned
 elsewhere; its figure was measured once the rules were in (blind), then it was tuned on.
-HELD-OUT-4 (tests/fidelity_heldout4.py): thirteen more families, written blind and measured
+HELD-OUT-4 (tests/fidelity_heldout4.py): fourteen more families (SAM's block compared since
+the attribution places SDPA's `_safe_softmax` launches), written blind and measured
 once, after held-out-3's tuning round, by nobody who tuned (307/341 = 90%). HELD-OUT-5
 (tests/fidelity_heldout5.py): sixteen more families, a training step among them, written
-blind while the others were tuned on; audited and checked against eager here, no floor
-yet. Each
+blind while the others were tuned on, measured once (236/282 = 84%), then tuned on. Each
 graph is compiled by our backend (the plan that ran) and by Inductor for mtia_sim
 (mtia_lab.inductor); Inductor's launches are attributed to our aten nodes from Inductor's own
 records (compare/launches.py) and audited against the launches of Inductor's generated
@@ -114,11 +114,11 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
     Inductor's layout copies of convolution operands modelled (extern_in_triton=False):
     tuning 218/222, held-out 115/122, held-out-2 145/147, held-out-3 232/248 = 93%; and,
-    measured blind after that round, held-out-4 307/341 = 90%; held-out-5, measured blind
-    at 236/282 = 84%, then tuned on: 245/282 = 87%): a regression guard, not the goal (95%
-    on graphs not tuned on)."""
+    measured blind after that round, held-out-4 307/341 = 90%; held-out-4 371/393 = 94% once
+    tuned on, SAM's block in it; held-out-5, measured blind at 236/282 = 84%, then tuned on:
+    245/282 = 87%): a regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.90), (heldout5, 0.86)):
+                        (heldout4, 0.94), (heldout5, 0.86)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)

@@ -28,7 +28,11 @@ where no name leads to them, by op and order (`_post_grad_nodes`).
 
 A launch may own none of our nodes (a layout copy of a convolution's input, a bias add split
 out of it): it is kept, with the nodes it computes part of (`Launch.part_of`), so that the
-launches counted are Inductor's launches. `Attribution.problems()` says what does not line up.
+launches counted are Inductor's launches. A launch that computes only nodes a pattern made
+(none of its post-grad nodes comes from ours: `_safe_softmax`'s row check once Inductor's
+attention pattern rewrote our softmax as SDPA) is part of the nodes of ours its first reader
+holds (`_completed_by_reader`, `Attribution.pattern_only`). `Attribution.problems()` says what
+does not line up.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ class Attribution:
     recomputed: set[str] = field(default_factory=set)  # our nodes computed in several launches
     unplaced: list[str] = field(default_factory=list)  # our nodes no step placed
     wrapper_launches: list[str] | None = None  # kernel names the wrapper calls, in order
+    # launches computing only nodes a pattern made, none from ours (`_completed_by_reader`)
+    pattern_only: set[int] = field(default_factory=set)
 
     def problems(self) -> list[str]:
         """What does not line up, in words; empty when the alignment is complete."""
@@ -285,14 +291,21 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
 
 def _between(by_name: dict, written: set[str], origins: set[str], stored: set[str]) -> set[str]:
     """The launch's origins on a path from values stored before it (`stored`, or graph inputs)
-    to the values it writes: what its loop body computes."""
+    to the values it writes: what its loop body computes. A value written through a view
+    (the `expand` a bmm's operand is made from) is walked through to what it views: the
+    view is no origin, the loop body behind it is."""
     found: set[str] = set()
+    seen: set[str] = set()
     stack = [n for n in written if n in by_name]
     while stack:
         name = stack.pop()
-        if name in found or name not in origins or (name in stored and name not in written):
+        if name in seen or (name in stored and name not in written):
             continue
-        found.add(name)
+        seen.add(name)
+        if name in origins:
+            found.add(name)
+        elif by_name[name].op != "call_function" or not _is_view(by_name[name]):
+            continue
         stack.extend(a.name for a in by_name[name].all_input_nodes)
     return found
 
@@ -342,10 +355,28 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             held[home[name]].append(name)
     part_of = [_part_of(k, theirs, mine, post, held[k], computes[k] | values[k])
                for k in range(len(launches))]
+    claimed = {p for names in post.values() for p in names}
+    pattern_only = {k for k in range(len(launches)) if not held[k] and not part_of[k]
+                    and computes[k] and not computes[k] & claimed}
+    for k in sorted(pattern_only):
+        part_of[k] = _completed_by_reader(k, theirs, held)
     out = [Launch(g.index, info.kernel_names.get(g.index, ""), g.kind, tuple(held[g.index]),
                   tuple(part_of[g.index])) for g in launches]
     return Attribution(out, how, recomputed, [n for n in mine if n not in home],
-                       wrapper_launches(wrapper) if wrapper else None)
+                       wrapper_launches(wrapper) if wrapper else None, pattern_only)
+
+
+def _completed_by_reader(k: int, theirs: FusionPlan, held: list[list[str]]) -> list[str]:
+    """Step 5, for a launch that computes only nodes a pattern made (no post-grad node of it
+    comes from ours: the row check `any(x != -inf)` of `_safe_softmax`, which SDPA's math
+    decomposition adds once Inductor's joint-graph attention pattern rewrote our softmax):
+    it computes a part of the nodes of ours held by the first launch that reads what it
+    writes (there the pattern's `where` applies the check to our softmax's division)."""
+    written = set(theirs.groups[k].outputs)
+    for g in theirs.groups[k + 1:]:
+        if written & set(g.inputs) and held[g.index]:
+            return list(held[g.index])
+    return []
 
 
 def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[str]],

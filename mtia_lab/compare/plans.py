@@ -179,7 +179,7 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
     for launch in placed.launches:
         group = launch_group(launch, ours, placed)
         if not group:
-            out.append(_launch_of_its_own(ours, launch))
+            out.append(_launch_of_its_own(ours, launch, launch.index in placed.pattern_only))
             continue
         if group in mine:
             continue
@@ -302,16 +302,22 @@ def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> b
         for n in names)
 
 
-def _launch_of_its_own(ours: FusionPlan, launch: Launch) -> Difference:
-    """A launch of Inductor's that holds none of our nodes, only parts of them."""
+def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False) -> Difference:
+    """A launch of Inductor's that holds none of our nodes, only parts of them. `pattern`: it
+    computes only nodes a graph rewrite of Inductor's made (launches.py `pattern_only`): the
+    launch exists because of the rewrite (post_grad_pattern), not a fusion decision."""
     home = {n: g for g in ours.groups for n in g.nodes}
     holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
     kinds = {home[n].kind for n in launch.part_of}
     scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
-    rule = ("extern_in_triton" if kinds & {"extern", "template"} else
+    rule = ("post_grad_pattern" if pattern else
+            "extern_in_triton" if kinds & {"extern", "template"} else
             "scatter_in_two_launches" if scatter else "inductor_only_launch")
     reason = (f"{launch.name} computes part of {', '.join(launch.part_of) or 'nothing of ours'}"
               f" ({'/'.join(sorted(kinds))} in our plan)")
+    if pattern:
+        reason += (": it computes only nodes a pattern of Inductor's made (none from ours), "
+                   "as SDPA's math adds `_safe_softmax`'s row check to a softmax it rewrote")
     return Difference((), holders, (rule,), (reason,), launch.index, launch.name)
 
 

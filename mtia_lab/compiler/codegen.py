@@ -25,7 +25,7 @@ import torch.fx
 from ..backend.runtime.cost import KernelCost
 from ..progress import progress
 from ..records.plan import FusionPlan, KernelGroup
-from .ir import GraphIR
+from .ir import LIKE_FACTORIES, GraphIR
 
 
 @dataclass
@@ -114,7 +114,34 @@ class _SubgraphBuilder:
 
     def copy_member(self, fx_name: str) -> None:
         node = self.fx[fx_name]
-        self.env[fx_name] = self.graph.node_copy(node, self.value)
+        template = self._outside_template(node)
+        if template is None:
+            self.env[fx_name] = self.graph.node_copy(node, self.value)
+            return
+        # `zeros_like(x)` takes x's sizes, strides and dtype, never its data, so no kernel
+        # stores x for it (ir.py LIKE_FACTORIES): a stand-in with x's metadata takes its place.
+        stand_in = self.graph.call_function(
+            torch.ops.aten.empty_strided.default,
+            (tuple(template.shape), tuple(template.stride())),
+            {"dtype": template.dtype, "device": template.device})
+        self.env[fx_name] = self.graph.node_copy(
+            node, lambda arg: stand_in if arg is node.args[0] else self.value(arg))
+
+    def _outside_template(self, node: torch.fx.Node) -> torch.Tensor | None:
+        """The metadata of a like-factory's template when no buffer holds it for this kernel:
+        computed by another kernel that does not store it (static sizes only)."""
+        if getattr(node.target, "__name__", "").split(".")[0] not in LIKE_FACTORIES:
+            return None
+        arg = node.args[0] if node.args else None
+        if not isinstance(arg, torch.fx.Node) or arg.op == "placeholder":
+            return None
+        if arg.name in self.env or self.ir.base_of.get(arg.name) in self.members:
+            return None
+        val = arg.meta.get("val")
+        if not isinstance(val, torch.Tensor) or any(
+                not isinstance(d, int) for d in (*val.shape, *val.stride())):
+            return None
+        return val
 
     def source(self, name: str, docstring: str, outputs: list) -> tuple[str, list[str]]:
         self.graph.output(tuple(outputs))

@@ -153,7 +153,7 @@ def _body(node: SchedulerNode, fx_node: torch.fx.Node, ir: GraphIR, bodies: dict
         extra = (node.rnumel - 1) * _combine_ops(op, fx_node) - 1  # `value` is the last
         if op in ARG_REDUCTIONS:
             extra += 1  # the index of the first term, a constant 0
-        keys = _unrolled_terms(keys, node.rnumel) | {value}
+        keys = _unrolled_terms(keys - {value}, node.rnumel) | {value}
         keys |= {(value, i) for i in range(extra)}
     return frozenset(keys), value
 
@@ -192,12 +192,15 @@ def _combine_ops(op: str, fx_node: torch.fx.Node) -> int:
 
 
 def _unrolled_terms(keys: set, terms: int) -> set:
-    """An unrolled reduction (`Reduction._unroll_reduction_fn`) loads each of its `terms`
-    elements at its own index: every load of its body is a distinct load per term (a softmax
-    over 4 experts loads its row 4 times), and Inductor's `num_reads` counts each
-    (OpCounterCSE.load: one read per distinct name and index)."""
-    loads = {k for k in keys if isinstance(k, tuple) and k and k[0] == "load"}
-    return (keys - loads) | {_at(k, ("term", i)) for k in loads for i in range(terms)}
+    """An unrolled reduction (`Reduction._unroll_reduction_fn`) calls its body once per term,
+    at the term's index: every load of its body is a distinct load per term (a softmax over
+    4 experts loads its row 4 times), and Inductor's `num_reads` counts each
+    (OpCounterCSE.load: one read per distinct name and index); so is every operation on
+    them or on the index (a causal mask's compare of positions): CSE shares only the
+    constants between terms. A max over 6 masked scores is ~50 operations, not ~10: a large
+    body that Inductor realizes (has_exceeded_max_reads), and its readers load it."""
+    consts = {k for k in keys if isinstance(k, tuple) and k and k[0] == "const"}
+    return consts | {_at(k, ("term", i)) for k in keys - consts for i in range(terms)}
 
 
 def _view_of(node: SchedulerNode, buf: str) -> object:

@@ -472,8 +472,11 @@ def read_other_positions(p: Pair) -> Verdict | None:
     producer only with readers of the same index (its memory dependencies must match)."""
     producer, consumer = p.producer_consumer()
     shifted = _shifted(consumer, p.ir)
+    rows = {n.numel for n in consumer.nodes if _unrolled_terms(n)}
     for node in consumer.nodes:
         for buf in producer.writes & set(node.reads):
+            if _per_output(p.ir.buffers[buf], rows, node.access.get(buf, ())):
+                continue
             if _unrolled_terms(node):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} is a reduction over {node.rnumel} elements "
@@ -485,6 +488,17 @@ def read_other_positions(p: Pair) -> Verdict | None:
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
                                "other positions than it is written (a slice, a shift)")
     return None
+
+
+def _per_output(buf, rows: set[int], hows) -> bool:
+    """A value with one element per output of an unrolled reduction of the consumer (a row's
+    max, keepdim, read by `x - max` inside a sum unrolled over the row), read whole: each
+    term loads it at the output's index, the index it is written at -- the same memory
+    dependency, so Inductor fuses it (softmax's max and sum in one kernel)."""
+    numel = 1
+    for d in buf.shape:
+        numel *= d
+    return numel in rows and not any(_slice(how) for how in hows)
 
 
 def _unrolled_terms(node) -> bool:
