@@ -857,6 +857,45 @@ def test_the_launch_adding_a_peeled_bias_is_labelled_by_what_it_is(switch):
     assert not c.unexplained, str(c)
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_stored_on_reuse_counts_the_bias_inductor_peels_off_a_convolution(bias):
+    """Off CPU Inductor runs a convolution without its bias and adds the bias, viewed per
+    channel, as pointwise code its readers inline. A sum weighted by a two-channel sigmoid
+    map then loads the map and the bias at two channels, and the two features: with the
+    bias 6 loads (> realize_reads_threshold, 4), so the sum, read by the 4 gathers of a
+    bilinear upsample, is stored; without it 4 loads, and each gather computes it again."""
+    def fn(x, a, b, w, cb):
+        s = torch.sigmoid(F.conv2d(x, w, cb if bias else None, padding=1))
+        h = a * s[:, 0:1] + b * s[:, 1:2]
+        return F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+
+    c = _compared(fn, (2, 4, 4, 4), (2, 4, 4, 4), (2, 4, 4, 4), (2, 4, 3, 3), (2,))
+    assert not c.unexplained, str(c)
+    weighted = next(g.nodes for g in c.ours.groups if "sigmoid" in g.nodes)
+    assert any(n.startswith("index") for n in weighted) is not bias, _kernels(c)
+    held = [launch.nodes for launch in c.placed.launches if launch.nodes]
+    assert weighted in held, _kernels(c)
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_a_concat_kernel_is_copied_for_a_convolution_and_fuses_with_nothing(reused):
+    """A cat whose computed piece is also read by other pointwise code is a ConcatKernel
+    (has_multi_consumers): created with a FixedLayout, so a convolution reading it copies
+    it channels-last in a launch of its own (a nop kernel fuses with nothing). Otherwise
+    the cat is pointwise code that writes the convolution's input in its order itself."""
+    def fn(x, y, w):
+        up = y.relu()
+        out = F.conv2d(torch.cat([x, up], 1), w, padding=1)
+        return (out, up * 2) if reused else out
+
+    with config.patch(extern_in_triton=False):
+        c = _compared(fn, (2, 4, 4, 4), (2, 4, 4, 4), (4, 8, 3, 3))
+    copy = ("layout_copy_input_convolution",)
+    assert (copy in _kernels(c)) is reused, _kernels(c)
+    held = [launch.nodes for launch in c.placed.launches if launch.nodes]
+    assert (copy in held) is reused, held
+
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_an_unrolled_masked_max_is_large_so_it_is_stored_with_the_sum(masked):
     """A softmax over 6 positions is unrolled. Under a causal mask made of position compares,

@@ -1,4 +1,4 @@
-"""Our scheduler against Inductor's real plan for the device, on five suites of graphs.
+"""Our scheduler against Inductor's real plan for the device, on six suites of graphs.
 
 TUNING (tests/fidelity_graphs.py, fidelity_tuning_hf.py): the project's seven families,
 nineteen from real model code and four built from `transformers` modules, the graphs the rules
@@ -10,7 +10,9 @@ blocks, heads and losses of families in none of them, written blind while the ru
 elsewhere; its figure was measured once the rules were in (blind), then it was tuned on.
 HELD-OUT-4 (tests/fidelity_heldout4.py): fourteen more families (SAM's block compared since
 the attribution places SDPA's `_safe_softmax` launches), written blind and measured
-once, after held-out-3's tuning round, by nobody who tuned (307/341 = 90%). Each
+once, after held-out-3's tuning round, by nobody who tuned (307/341 = 90%). HELD-OUT-5
+(tests/fidelity_heldout5.py): sixteen more families, a training step among them, written
+blind while the others were tuned on, measured once (236/282 = 84%), then tuned on. Each
 graph is compiled by our backend (the plan that ran) and by Inductor for mtia_sim
 (mtia_lab.inductor); Inductor's launches are attributed to our aten nodes from Inductor's own
 records (compare/launches.py) and audited against the launches of Inductor's generated
@@ -24,6 +26,7 @@ from fidelity_heldout import heldout_graphs
 from fidelity_heldout2 import heldout2_graphs
 from fidelity_heldout3 import heldout3_graphs
 from fidelity_heldout4 import heldout4_graphs
+from fidelity_heldout5 import heldout5_graphs
 from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
@@ -55,7 +58,13 @@ def heldout4():
     return fidelity_rows(heldout4_graphs())
 
 
-@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4"])
+@pytest.fixture(scope="module")
+def heldout5():
+    return fidelity_rows(heldout5_graphs())
+
+
+@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4",
+                                   "heldout5"])
 def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once(suite, request):
     for row in request.getfixturevalue(suite):
         for comparison in (row.default, row.inductor_like):
@@ -98,7 +107,8 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
-                                                                      heldout3, heldout4):
+                                                                      heldout3, heldout4,
+                                                                      heldout5):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
@@ -106,15 +116,17 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     tuning 218/222, held-out 115/122, held-out-2 145/147, held-out-3 232/248 = 93%; and,
     measured blind after that round, held-out-4 307/341 = 90%; held-out-4 371/393 = 94% once
     tuned on, SAM's block in it; 380/393 = 97% with its upsample/cat and residual-sum
-    realizations): a regression guard, not the goal (95% on graphs not tuned on)."""
+    realizations; held-out-5, measured blind at 236/282 = 84%, then tuned on: 245/282 = 87%):
+    a regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.96)):
+                        (heldout4, 0.96), (heldout5, 0.86)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
 
 
-@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4"])
+@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4",
+                                   "heldout5"])
 def test_our_compiled_code_gives_eagers_results_with_departures_on_and_off(suite, request):
     for row in request.getfixturevalue(suite):
         assert not row.against_eager, (row.name, row.against_eager)

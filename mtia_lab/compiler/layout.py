@@ -28,6 +28,7 @@ from dataclasses import replace
 import torch
 
 from .._compat import size_hint
+from . import lowering
 from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, conv_operands
 
 WHY = "layout copy for conv, Inductor's layout_optimization"
@@ -125,7 +126,8 @@ def _conv_flops(conv: torch.fx.Node, w: torch.Tensor) -> float:
 
 def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
     """Is the operand's layout fixed when the convolution is lowered: a graph input, an
-    extern's output, or a view of a buffer (a slice, a reshape to other sizes)? A Triton
+    extern's output, a cat lowered as a ConcatKernel, or a view of a buffer (a slice, a
+    reshape to other sizes)? A Triton
     kernel's output read whole is still a FlexibleLayout: its producer takes the order."""
     base = ir.base_of.get(arg.name)
     buf = ir.buffers.get(base) if base else None
@@ -134,6 +136,8 @@ def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
     producer = ir.by_name.get(buf.producer)
     if producer is None or producer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
         return True
+    if producer.target == "aten.cat.default" and not lowering.pointwise_cat(producer, ir):
+        return True  # a ConcatKernel: created with a FixedLayout (ir.py ConcatKernel.create)
     if base == arg.name:
         return False
     mine, whole = arg.meta.get("val"), fx[base].meta.get("val") if base in fx else None

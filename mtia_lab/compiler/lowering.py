@@ -10,6 +10,9 @@ code. These predicates read the graph (GraphIR) and the kernels so far; the rule
 
 from __future__ import annotations
 
+import operator
+
+import torch
 import torch.fx
 
 from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, classify, node_kind
@@ -80,13 +83,14 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
 
 
 def _pointwise_use(node: torch.fx.Node) -> bool:
-    """Inductor's is_pointwise_use: a pointwise op, or a view all of whose uses are."""
+    """Inductor's is_pointwise_use (torch/_inductor/utils.py): an op tagged
+    `torch.Tag.pointwise`, or a view (or getitem) all of whose uses are. The tag, not the
+    lowering: an adaptive average pool, lowered as pointwise code, is no pointwise use."""
     if node.op != "call_function":
         return False
-    kind = classify(node.target)
-    if kind is Kind.VIEW:
+    if node.target is operator.getitem or classify(node.target) is Kind.VIEW:
         return all(_pointwise_use(u) for u in node.users)
-    return kind is Kind.POINTWISE
+    return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
 
 
 def lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:

@@ -11,7 +11,8 @@ the reason recorded is the one Inductor would give:
                     readers and more than 4 loads (realize_reads_threshold: an unrolled
                     reduction loads each term), a piece of a cat lowered to a ConcatKernel
                     (`pointwise_cat`; concat_kernel, ours)
-    2. kinds        extern_never_fuses, template_epilogue (ours), factory_into_consumer
+    2. kinds        extern_never_fuses, concat_kernel_never_fuses, template_epilogue (ours),
+                    factory_into_consumer
                     (a kind can depend on the lowering: a sort of at most 512 elements is a
                     reduction-shaped Triton kernel, a scatter of bool/int64 values or an
                     index by a mask or a host constant an ATen call: ir._lowered_kind)
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import config, layout, lowering, opcount
+from . import config, layout, lowering, opcount, recompute
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -193,6 +194,22 @@ def extern_never_fuses(p: Pair) -> Verdict | None:
     return None
 
 
+def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
+    """A cat Inductor lowers as a ConcatKernel is a NopKernelSchedulerNode: its pieces write
+    its buffer, it launches nothing, and `Scheduler.can_fuse` refuses it on either side
+    ("node1 is nop", "node2 is extern or nop"): a reader of the cat reads the buffer in a
+    kernel of its own. (Our cat kernel copying the pieces is the concat_kernel departure.)"""
+    for g in (p.a, p.b):
+        cat = next((n for n in g.nodes if n.target == "aten.cat.default"
+                    and recompute.SEP not in n.name  # a recomputed cat is pointwise code
+                    and not lowering.pointwise_cat(n, p.ir)), None)
+        if cat is not None:
+            return Verdict(False, "concat_kernel_never_fuses",
+                           f"{cat.name} is a ConcatKernel (no kernel of its own to Inductor): "
+                           "nothing fuses with it")
+    return None
+
+
 def template_epilogue(p: Pair) -> Verdict | None:
     """Ours: a matmul template takes a pointwise epilogue over its output tile (an MTIA-style
     GEMM kernel). Inductor does this only for Triton templates (max-autotune); without it,
@@ -238,7 +255,8 @@ def factory_into_consumer(p: Pair) -> Verdict | None:
                    "creates its values in place", inline=True)
 
 
-KIND_RULES = [inlined_while_lowering, extern_never_fuses, template_epilogue,
+KIND_RULES = [inlined_while_lowering, extern_never_fuses, concat_kernel_never_fuses,
+              template_epilogue,
               factory_into_consumer]
 
 
