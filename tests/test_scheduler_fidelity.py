@@ -117,8 +117,8 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     measured blind after that round, held-out-4 307/341 = 90%; held-out-4 371/393 = 94% once
     tuned on, SAM's block in it; 380/393 = 97% with its upsample/cat and residual-sum
     realizations; 383/393 with a pattern-made copy matched by its inputs and a layout copy
-    fused through a permute; held-out-5, measured blind at 236/282 = 84%, then tuned on: 245/282 = 87%):
-    a regression guard, not the goal (95% on graphs not tuned on)."""
+    fused through a permute; held-out-5, measured blind at 236/282 = 84%, then tuned on:
+    245/282 = 87%): a regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
                         (heldout4, 0.97), (heldout5, 0.86)):
         totals = suite_totals(rows)
