@@ -44,10 +44,11 @@ workloads contain, before anything was measured:
 - clipseg_decoder: CLIPSeg's segmentation decoder head, FiLM conditioning of the activations
   by the text embedding (a multiply and an add from linears), reduction linears, a
   transformer layer, transposed convolutions up to the mask.
-- rt_detr_vfl_box_loss: RT-DETR's varifocal classification loss and box losses after matching
-  (the matches given as indices): IoU of the matched boxes as the soft target, the varifocal
-  weight (alpha * p^gamma on negatives), binary cross-entropy with logits, L1 and generalised
-  IoU on centre-format boxes.
+- rt_detr_vfl_loss: RT-DETR's varifocal classification loss after matching (the matches given
+  as indices): the matched boxes gathered, their IoU (centre to corner format) as the soft
+  target, the class targets scattered and one-hot, the varifocal weight (alpha * p^gamma on
+  negatives), binary cross-entropy with logits. Listed first as rt_detr_vfl_box_loss, with
+  RTDetrLoss.loss_boxes (L1 and generalised IoU) as well; cut to the varifocal loss (below).
 
 NOT_CAPTURED, replaced after the first run of the comparison failed on it in Dynamo, before
 any figure was printed (both compilers are given Dynamo's graph, so neither could compile it):
@@ -61,6 +62,11 @@ any figure was printed (both compilers are given Dynamo's graph, so neither coul
   Repro: `torch.compile(EncodecResnetBlock(EncodecConfig(), 16, [3, 1]), backend="eager",
   fullgraph=True)(torch.randn(2, 16, 40))`. Mimi's SEANet (MimiConv1d) keeps the same
   buffers. Replaced by vits_wavenet, another audio convolution block.
+- rt_detr_vfl_box_loss's box losses: `generalized_box_iou` checks its boxes with
+  `if not (boxes1[:, 2:] >= boxes1[:, :2]).all(): raise ValueError(...)`, a data-dependent
+  branch ("Data-dependent branching"); every DETR-family loss calls it. The graph keeps
+  RTDetrLoss.loss_labels_vfl, whole, as rt_detr_vfl_loss. Repro: `torch.compile(
+  generalized_box_iou, backend="eager", fullgraph=True)(torch.rand(3, 4), torch.rand(3, 4))`.
 
 The training step differentiates with `torch.func.grad` inside the compiled function, so that
 forward and backward are one graph (the comparison compiles one graph per entry). Each entry:
@@ -343,7 +349,8 @@ def _clipseg_decoder():
                                        "patch_size": 8, "image_size": 32},
                         projection_dim=24, reduce_dim=16, extract_layers=[1, 2],
                         decoder_num_attention_heads=2, decoder_intermediate_size=32,
-                        conditional_layer=0, use_complex_transposed_convolution=True)
+                        conditional_layer=0, use_complex_transposed_convolution=True,
+                        attn_implementation="eager")
     torch.manual_seed(0)
     decoder = _eval(CLIPSegDecoder(cfg))
 
@@ -354,7 +361,7 @@ def _clipseg_decoder():
     return clipseg, lambda: (_r(2, 17, 32), _r(2, 17, 32), _r(2, 24))
 
 
-def _rt_detr_vfl_box_loss():
+def _rt_detr_vfl_loss():
     from transformers import RTDetrConfig
     from transformers.image_transforms import center_to_corners_format
     from transformers.loss import loss_rt_detr
@@ -366,7 +373,7 @@ def _rt_detr_vfl_box_loss():
         loss_rt_detr.center_to_corners_format = center_to_corners_format
     cfg = RTDetrConfig(num_labels=6)
     # RTDetrLoss without its __init__, which builds the Hungarian matcher (it needs scipy, and
-    # the matches are inputs here): the attributes its two losses read
+    # the matches are inputs here): the attributes its varifocal loss reads
     criterion = RTDetrLoss.__new__(RTDetrLoss)
     torch.nn.Module.__init__(criterion)
     criterion.num_classes = cfg.num_labels
@@ -380,8 +387,7 @@ def _rt_detr_vfl_box_loss():
                    (src_1, torch.arange(src_1.shape[0], device=src_1.device))]
         outputs = {"logits": logits, "pred_boxes": pred_boxes}
         num_boxes = float(src_0.shape[0] + src_1.shape[0])
-        return {**criterion.loss_labels_vfl(outputs, targets, indices, num_boxes),
-                **criterion.loss_boxes(outputs, targets, indices, num_boxes)}
+        return criterion.loss_labels_vfl(outputs, targets, indices, num_boxes)["loss_vfl"]
 
     def boxes(n):  # (centre x, centre y, width, height), normalised, inside the image
         return torch.cat([0.3 + 0.4 * torch.rand(n, 2), 0.1 + 0.3 * torch.rand(n, 2)], dim=1)
@@ -407,7 +413,7 @@ _BUILDERS = {
     "gpt_oss_moe": _gpt_oss_moe,
     "xlstm_block": _xlstm_block,
     "clipseg_decoder": _clipseg_decoder,
-    "rt_detr_vfl_box_loss": _rt_detr_vfl_box_loss,
+    "rt_detr_vfl_loss": _rt_detr_vfl_loss,
 }
 
 # Graphs whose audit fails for a reason in the comparison (none known when this was written).
@@ -415,7 +421,9 @@ NOT_ALIGNED: dict = {}
 
 # Graphs Dynamo cannot capture, so that neither compiler is given them (see the docstring).
 NOT_CAPTURED = {"encodec_resnet_block": (
-    "EncodecConv1d's padding is a tensor buffer: data-dependent branching in _pad1d")}
+    "EncodecConv1d's padding is a tensor buffer: data-dependent branching in _pad1d"),
+    "rt_detr_vfl_box_loss (its loss_boxes)": (
+    "generalized_box_iou's check of the boxes is a data-dependent branch")}
 
 # Graphs our compiler or Inductor failed on (none known when this was written).
 NOT_COMPILED: dict = {}
