@@ -9,9 +9,9 @@ others, written blind, measured once HELD-OUT-3 had been tuned on), the HELD-OUT
 (tests/fidelity_heldout5.py: sixteen more families, a training step among them, written blind
 while the others were tuned on), the HELD-OUT-6 suite (tests/fidelity_heldout6.py: sixteen
 more families, a training step among them, written blind as the fifth was) and the HELD-OUT-7
-suite (tests/fidelity_heldout7.py: fourteen more families, a training step among them, written
-blind as the sixth was), each graph audited launch by launch against Inductor's generated
-wrapper.
+suite (tests/fidelity_heldout7.py: fourteen graphs of thirteen more families, a training step
+among them, written blind as the sixth was), each graph audited launch by launch against
+Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 

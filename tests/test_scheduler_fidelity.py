@@ -16,8 +16,8 @@ blind while the others were tuned on, measured once (236/282 = 84%), then tuned 
 HELD-OUT-6 (tests/fidelity_heldout6.py): sixteen more families, a training step among them,
 written blind while held-out-4 and held-out-5 were tuned on, measured once after that round;
 audited and checked against eager here, no floor yet. HELD-OUT-7 (tests/fidelity_heldout7.py):
-fourteen more families, a training step among them, written blind as held-out-6 was; audited
-and checked against eager here, no floor yet. Each
+fourteen graphs of thirteen more families, a training step among them, written blind as
+held-out-6 was; audited and checked against eager here, no floor yet. Each
 graph is compiled by our backend (the plan that ran) and by Inductor for mtia_sim
 (mtia_lab.inductor); Inductor's launches are attributed to our aten nodes from Inductor's own
 records (compare/launches.py) and audited against the launches of Inductor's generated
