@@ -1,4 +1,4 @@
-"""Our scheduler against Inductor's real plan for the device, on seven suites of graphs.
+"""Our scheduler against Inductor's real plan for the device, on eight suites of graphs.
 
 TUNING (tests/fidelity_graphs.py, fidelity_tuning_hf.py): the project's seven families,
 nineteen from real model code and four built from `transformers` modules, the graphs the rules
@@ -15,7 +15,9 @@ once, after held-out-3's tuning round, by nobody who tuned (307/341 = 90%). HELD
 blind while the others were tuned on, measured once (236/282 = 84%), then tuned on.
 HELD-OUT-6 (tests/fidelity_heldout6.py): sixteen more families, a training step among them,
 written blind while held-out-4 and held-out-5 were tuned on, measured once after that round;
-audited and checked against eager here, no floor yet. Each
+audited and checked against eager here, no floor yet. HELD-OUT-7 (tests/fidelity_heldout7.py):
+fourteen graphs of thirteen more families, a training step among them, written blind as
+held-out-6 was; audited and checked against eager here, no floor yet. Each
 graph is compiled by our backend (the plan that ran) and by Inductor for mtia_sim
 (mtia_lab.inductor); Inductor's launches are attributed to our aten nodes from Inductor's own
 records (compare/launches.py) and audited against the launches of Inductor's generated
@@ -31,6 +33,7 @@ from fidelity_heldout3 import heldout3_graphs
 from fidelity_heldout4 import heldout4_graphs
 from fidelity_heldout5 import heldout5_graphs
 from fidelity_heldout6 import heldout6_graphs
+from fidelity_heldout7 import heldout7_graphs
 from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
@@ -72,8 +75,13 @@ def heldout6():
     return fidelity_rows(heldout6_graphs())
 
 
+@pytest.fixture(scope="module")
+def heldout7():
+    return fidelity_rows(heldout7_graphs())
+
+
 @pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4",
-                                   "heldout5", "heldout6"])
+                                   "heldout5", "heldout6", "heldout7"])
 def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once(suite, request):
     for row in request.getfixturevalue(suite):
         for comparison in (row.default, row.inductor_like):
@@ -137,7 +145,7 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
 
 
 @pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4",
-                                   "heldout5", "heldout6"])
+                                   "heldout5", "heldout6", "heldout7"])
 def test_our_compiled_code_gives_eagers_results_with_departures_on_and_off(suite, request):
     for row in request.getfixturevalue(suite):
         assert not row.against_eager, (row.name, row.against_eager)
