@@ -947,3 +947,18 @@ def test_a_value_each_bmm_operand_recomputes_is_recomputed_in_every_launch():
     c = _recomputing(fn, (2, 4, 4), (2, 4, 4))
     _same_as_inductor(c)
     assert "eq" in c.placed.recomputed
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_is_decomposed_into_indexed_loads_that_take_their_producers(mode):
+    """Inductor decomposes grid_sampler_2d (its decomposition.py, every mode) into pointwise
+    code that loads the input at the grid's positions: the grid's arithmetic and the input's
+    producer are inlined into it and its reader joins it, one launch, where an ATen call
+    would be three."""
+    def fn(x, points):
+        grid = points * 2 - 1
+        return (F.grid_sample(x.abs(), grid, mode=mode, align_corners=False).neg(),)
+
+    c = _compared(fn, (2, 3, 8, 8), (2, 5, 1, 2))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)

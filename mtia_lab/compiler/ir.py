@@ -72,13 +72,15 @@ POINTWISE_EXTRA = {
 # Ops Inductor lowers to fusible (pointwise) code whose loads go through an index or a window:
 # the output is computed element by element, but the inputs are not read at the output's
 # positions. A producer joins such a kernel only by being inlined into it while lowering.
+# grid_sampler_2d is one: Inductor's decomposition.py turns it (every mode) into pointwise code
+# loading the input at the grid's positions.
 INDEXED = {
     "embedding", "gather", "index", "index_select", "cat", "constant_pad_nd", "slice_scatter",
     "select_scatter", "diagonal_scatter", "as_strided_scatter", "avg_pool2d", "avg_pool3d",
     "max_pool2d_with_indices", "max_pool3d_with_indices", "_adaptive_avg_pool2d",
     "adaptive_max_pool2d", "avg_pool2d_backward", "max_pool2d_with_indices_backward",
     "flip", "roll", "repeat", "upsample_nearest2d", "upsample_bilinear2d", "reflection_pad2d",
-    "replication_pad2d", "pad",
+    "replication_pad2d", "pad", "grid_sampler_2d",
 }
 # Ops that store through an index (Inductor: a copy of `self`, then an indexed store): their
 # output is complete only once every store has landed, so no consumer joins their loop.
