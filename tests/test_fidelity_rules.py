@@ -611,6 +611,20 @@ def test_an_unrolled_max_over_a_dim_folds_as_an_argmax_so_floats_are_stored(dtyp
     assert len(c.ours.groups) == (1 if dtype is torch.int64 else 2), _kernels(c)
 
 
+def test_a_reduction_kernel_writing_a_piece_of_a_concat_kernel_is_our_departure():
+    """A cat of 9 row sums (> 8 pieces: a ConcatKernel): Inductor's one kernel of the sums
+    stores each in its slice of the cat's buffer, so its launch holds the cat; our cat is a
+    kernel copying the pieces, the concat_kernel departure (not concat_kernel_never_fuses,
+    which Inductor's launch contradicts)."""
+    def fn(x):
+        return (torch.cat([(x * (i + 1)).sum(-1, keepdim=True) for i in range(9)], -1),)
+
+    with config.patch(matmul_templates=False, computed_once=False):
+        c = _compared(fn, (16, 32))
+    assert not c.unexplained, str(c)
+    assert [d.rules for d in c.differences] == [("concat_kernel",)], str(c)
+
+
 def test_a_value_inlined_into_the_last_op_is_as_far_from_the_first_as_that_op():
     """Two losses added at the end: the scalar tail (divisions, scales, the add) is inlined
     into the add, the last node; it joins the reduction nearest to it in graph order, the
