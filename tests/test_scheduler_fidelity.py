@@ -117,7 +117,7 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
                                                                       heldout3, heldout4,
-                                                                      heldout5):
+                                                                      heldout5, heldout6):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
@@ -127,9 +127,10 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     tuned on, SAM's block in it; 380/393 = 97% with its upsample/cat and residual-sum
     realizations; 383/393 with a pattern-made copy matched by its inputs and a layout copy
     fused through a permute; held-out-5, measured blind at 236/282 = 84%, then tuned on:
-    245/282 = 87%): a regression guard, not the goal (95% on graphs not tuned on)."""
+    244/282 = 87%; held-out-6, measured blind after that round, 302/325 = 93%): a
+    regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.97), (heldout5, 0.86)):
+                        (heldout4, 0.97), (heldout5, 0.86), (heldout6, 0.92)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
