@@ -588,6 +588,43 @@ def test_an_unrolled_argmax_of_floats_is_large_enough_to_be_stored(dtype):
     assert ("argmax" in c.ours.recomputed) is (dtype is torch.int64), c.ours.recomputed
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_an_unrolled_max_over_a_dim_folds_as_an_argmax_so_floats_are_stored(dtype):
+    """`x.max(-1)` over 4 values, its values read by two ops: Inductor lowers max.dim as
+    argmax_value, each term folding the value and its index (with NaN tests for floats: 47
+    operations > realize_opcount_threshold 30, stored by a kernel of its own and loaded by
+    its readers); for integers the fold has no NaN tests (29 operations): inlined, one
+    kernel computes it and both readers."""
+    def fn(x):
+        top = x.max(-1, keepdim=True).values
+        return ((top - x) / x.abs().clamp(min=top),)
+
+    torch.manual_seed(0)
+    x = torch.randn(16, 4) if dtype.is_floating_point else torch.randint(1, 9, (16, 4))
+    with config.patch(matmul_templates=False, computed_once=False):
+        (c,) = compare(fn, x.to("mtia_sim"))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="mtia_lab")(x.to("mtia_sim"))
+    for got, want in zip(compiled, fn(x), strict=True):
+        torch.testing.assert_close(got.cpu(), want)
+    _same_as_inductor(c.check())
+    assert len(c.ours.groups) == (1 if dtype is torch.int64 else 2), _kernels(c)
+
+
+def test_a_reduction_kernel_writing_a_piece_of_a_concat_kernel_is_our_departure():
+    """A cat of 9 row sums (> 8 pieces: a ConcatKernel): Inductor's one kernel of the sums
+    stores each in its slice of the cat's buffer, so its launch holds the cat; our cat is a
+    kernel copying the pieces, the concat_kernel departure (not concat_kernel_never_fuses,
+    which Inductor's launch contradicts)."""
+    def fn(x):
+        return (torch.cat([(x * (i + 1)).sum(-1, keepdim=True) for i in range(9)], -1),)
+
+    with config.patch(matmul_templates=False, computed_once=False):
+        c = _compared(fn, (16, 32))
+    assert not c.unexplained, str(c)
+    assert [d.rules for d in c.differences] == [("concat_kernel",)], str(c)
+
+
 def test_a_value_inlined_into_the_last_op_is_as_far_from_the_first_as_that_op():
     """Two losses added at the end: the scalar tail (divisions, scales, the add) is inlined
     into the add, the last node; it joins the reduction nearest to it in graph order, the

@@ -159,8 +159,9 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         keys |= {("const", 0, const_dtype)}
         keys |= {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
     if node.unrolled:  # the terms' loads, then a combine per term after the first
-        extra = (node.rnumel - 1) * _combine_ops(op, fx_node) - 1  # `value` is the last
-        if op in ARG_REDUCTIONS:
+        arg = _arg_reduction(op, fx_node)
+        extra = (node.rnumel - 1) * _combine_ops(arg, fx_node) - 1  # `value` is the last
+        if arg:
             extra += 1  # the index of the first term, a constant 0
         keys = _unrolled_terms(keys - {value}, node.rnumel) | {value}
         keys |= {(value, i) for i in range(extra)}
@@ -168,6 +169,21 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
 
 
 ARG_REDUCTIONS = {"argmax", "argmin"}
+VALUE_AND_INDEX = {"aten.max.dim", "aten.min.dim"}  # (values, indices)
+
+
+def _arg_reduction(op: str, fx_node: torch.fx.Node) -> bool:
+    """Is this reduction folded as an argmax/argmin (a value and its index per term)? An
+    argmax, and a max or min over a dim (`aten.max.dim`): on a Triton device Inductor lowers
+    it, for a non-bool input, as argmax_with_value (or argmax_value when only the values are
+    read), whose combine is argmax's even for the values alone (lowering.py `reduce_max`)."""
+    if op in ARG_REDUCTIONS:
+        return True
+    if str(fx_node.target) not in VALUE_AND_INDEX:
+        return False
+    src = fx_node.args[0].meta.get("val") if fx_node.args else None
+    return isinstance(src, torch.Tensor) and src.dtype is not torch.bool
+
 
 # Ops Inductor lowers with type promotion (lowering.py `transform_args`): an operand of
 # another dtype than the promoted one is converted first, one `to_dtype` more in the body
@@ -237,12 +253,12 @@ def _intern(interned: dict, expression: tuple) -> int:
     return interned.setdefault(expression, len(interned))
 
 
-def _combine_ops(op: str, fx_node: torch.fx.Node) -> int:
+def _combine_ops(arg: bool, fx_node: torch.fx.Node) -> int:
     """Operations that fold one more term into an unrolled reduction: one for a sum or a max;
     for argmax/argmin the value and its index (compare, equal, a tie goes to the lower index:
     the term's index constant, less-than, and, or, two wheres), and for floating values two
     NaN tests and the three ops that let a NaN win (ir.py, `get_reduction_combine_fn`)."""
-    if op not in ARG_REDUCTIONS:
+    if not arg:
         return 1
     src = fx_node.args[0].meta.get("val") if fx_node.args else None
     floating = isinstance(src, torch.Tensor) and src.dtype.is_floating_point

@@ -198,12 +198,18 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
     """A cat Inductor lowers as a ConcatKernel is a NopKernelSchedulerNode: its pieces write
     its buffer, it launches nothing, and `Scheduler.can_fuse` refuses it on either side
     ("node1 is nop", "node2 is extern or nop"): a reader of the cat reads the buffer in a
-    kernel of its own. (Our cat kernel copying the pieces is the concat_kernel departure.)"""
+    kernel of its own. (Our cat kernel copying the pieces is the concat_kernel departure: the
+    verdict between a piece's kernel and the cat, which Inductor's piece kernel writes.)"""
     for g in (p.a, p.b):
         cat = next((n for n in g.nodes if n.target == "aten.cat.default"
                     and recompute.SEP not in n.name  # a recomputed cat is pointwise code
                     and not lowering.pointwise_cat(n, p.ir)), None)
         if cat is not None:
+            other = p.b if g is p.a else p.a
+            if set(cat.reads) & other.writes and other.kind in (Kind.POINTWISE, Kind.REDUCTION):
+                return ours("concat_kernel", False, f"{other.nodes[-1].name} writes a piece of "
+                            f"{cat.name}, a ConcatKernel to Inductor (the piece's kernel "
+                            "stores its slice); we copy the pieces in a kernel of our own")
             return Verdict(False, "concat_kernel_never_fuses",
                            f"{cat.name} is a ConcatKernel (no kernel of its own to Inductor): "
                            "nothing fuses with it")
