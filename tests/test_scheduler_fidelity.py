@@ -14,10 +14,10 @@ once, after held-out-3's tuning round, by nobody who tuned (307/341 = 90%). HELD
 (tests/fidelity_heldout5.py): sixteen more families, a training step among them, written
 blind while the others were tuned on, measured once (236/282 = 84%), then tuned on.
 HELD-OUT-6 (tests/fidelity_heldout6.py): sixteen more families, a training step among them,
-written blind while held-out-4 and held-out-5 were tuned on, measured once after that round;
-audited and checked against eager here, no floor yet. HELD-OUT-7 (tests/fidelity_heldout7.py):
-fourteen graphs of thirteen more families, a training step among them, written blind as
-held-out-6 was; audited and checked against eager here, no floor yet. Each
+written blind while held-out-4 and held-out-5 were tuned on, measured once after that round
+(302/325 = 93%), then tuned on. HELD-OUT-7 (tests/fidelity_heldout7.py): fourteen graphs of
+thirteen more families, a training step among them, written blind while held-out-6 was tuned
+on, measured once after that round (330/355 = 93%): the blind figure now. Each
 graph is compiled by our backend (the plan that ran) and by Inductor for mtia_sim
 (mtia_lab.inductor); Inductor's launches are attributed to our aten nodes from Inductor's own
 records (compare/launches.py) and audited against the launches of Inductor's generated
@@ -125,7 +125,8 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
                                                                       heldout3, heldout4,
-                                                                      heldout5, heldout6):
+                                                                      heldout5, heldout6,
+                                                                      heldout7):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
@@ -135,10 +136,12 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     tuned on, SAM's block in it; 380/393 = 97% with its upsample/cat and residual-sum
     realizations; 383/393 with a pattern-made copy matched by its inputs and a layout copy
     fused through a permute; held-out-5, measured blind at 236/282 = 84%, then tuned on:
-    244/282 = 87%; held-out-6, measured blind after that round, 302/325 = 93%): a
-    regression guard, not the goal (95% on graphs not tuned on)."""
+    244/282 = 87%, 249/282 = 88% with an unrolled max counted as an argmax; held-out-6,
+    measured blind after that round, 302/325 = 93%, then tuned on: 305/325 = 94% with
+    grid_sampler_2d decomposed; held-out-7, measured blind after the last round, 330/355 =
+    93%): a regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.97), (heldout5, 0.86), (heldout6, 0.92)):
+                        (heldout4, 0.97), (heldout5, 0.87), (heldout6, 0.93), (heldout7, 0.92)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
