@@ -75,54 +75,10 @@ while looking at these graphs: the figure is only honest while no rule was tuned
 them."""
 
 import torch
-
-# Helpers copied (not imported) from the other suites, so that this one stands alone.
-
-
-def _r(*shape, dtype=torch.float32):
-    return torch.randn(*shape, dtype=dtype)
-
-
-def _eval(module: torch.nn.Module) -> torch.nn.Module:
-    """Inference: eval mode, weights frozen, on the device (weights become graph inputs)."""
-    torch.manual_seed(0)
-    return module.eval().requires_grad_(False).to("mtia_sim")
-
-
-def _first(out):
-    """A model layer's first output (layers return a tuple of hidden states and extras)."""
-    return out[0] if isinstance(out, tuple) else out
-
-
-def _positions(batch: int, length: int) -> torch.Tensor:
-    return torch.arange(length).expand(batch, length).contiguous()
-
-
-def _causal_mask(length: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """The additive causal mask a model's mask utilities build: 0 on and below the diagonal."""
-    causal = torch.ones(length, length, dtype=torch.bool, device=device).triu(1)
-    return torch.where(causal, torch.finfo(dtype).min, 0.0).to(dtype)[None, None]
-
-
-def _normal_init(module: torch.nn.Module) -> torch.nn.Module:
-    """Seeded N(0, 0.2) weights, for modules that leave parameters uninitialized (or zero)."""
-    torch.manual_seed(0)
-    for p in module.parameters():
-        torch.nn.init.normal_(p, std=0.2)
-    return module
-
-
-def _with_bn_statistics(module: torch.nn.Module) -> torch.nn.Module:
-    """Seeded running statistics and affine weights for every BatchNorm (fresh ones are 0 and 1,
-    which would let a BatchNorm be folded away as a no-op nobody trains)."""
-    torch.manual_seed(0)
-    for norm in module.modules():
-        if isinstance(norm, torch.nn.BatchNorm2d):
-            norm.running_mean.normal_(std=0.2)
-            norm.running_var.uniform_(0.5, 1.5)
-            torch.nn.init.normal_(norm.weight, mean=1.0, std=0.2)
-            torch.nn.init.normal_(norm.bias, std=0.2)
-    return module
+from fidelity_heldout import _causal_mask, _eval, _first, _positions, _r
+from fidelity_heldout4 import _normal_init
+from fidelity_heldout5 import _with_bn_statistics
+from fidelity_heldout6 import _decoder_train_step
 
 
 def _padding_inputs(length: int, padded: int):
@@ -204,21 +160,7 @@ def _granite_layer_train_step():
                         attn_implementation="eager")
     layer = _eval(GraniteDecoderLayer(cfg, 0))
     rope = _eval(GraniteRotaryEmbedding(cfg))
-    params = dict(layer.named_parameters())
-
-    def train_step(x, position_ids, target):
-        mask = _causal_mask(x.shape[1], x.dtype, x.device)
-        cos_sin = rope(x, position_ids)
-
-        def loss(weights):
-            out = torch.func.functional_call(layer, weights, (x, mask),
-                                             {"position_ids": position_ids,
-                                              "position_embeddings": cos_sin})
-            return torch.nn.functional.mse_loss(_first(out), target)
-
-        return torch.func.grad(loss)(params)
-
-    return train_step, lambda: (_r(2, 8, 32), _positions(2, 8), _r(2, 8, 32))
+    return _decoder_train_step(layer, rope)
 
 
 def _mobilebert_layer():
