@@ -65,14 +65,15 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     realized: set[str] = set()
     large: dict[str, int] = {}
     inline_reused: set[str] = set()
-    stored_for_extern: set[str] = set()  # read by an extern lowered already: loaded from now
+    loaded: set[str] = set()  # realized, or read by an extern lowered already: readers load it
     for node in ir.nodes:
         if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
+            loaded.add(node.name)
             if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):
-                stored_for_extern |= {ir.buffers[b].producer for b in node.reads}
+                loaded |= {ir.buffers[b].producer for b in node.reads}
             continue
-        keys, value = _body(node, fx, ir, bodies, top, realized | stored_for_extern, interned)
+        keys, value = _body(node, fx, ir, bodies, top, loaded, interned)
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
@@ -83,6 +84,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE):
             realized.add(node.name)
+            loaded.add(node.name)
         elif reused:
             inline_reused.add(node.name)
     return large, inline_reused, realized
@@ -103,7 +105,7 @@ def _fx_view(fx_node: torch.fx.Node) -> bool:
 
 
 def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies: dict,
-          top: dict, realized: set, interned: dict) -> tuple[frozenset, object]:
+          top: dict, loaded: set, interned: dict) -> tuple[frozenset, object]:
     """(the keys of node's body, the key of its value); `fx`: the graph's FX nodes by name."""
     fx_node = fx[node.name]
     op = node.target.split(".")[1] if node.target.startswith("aten.") else node.target
@@ -125,7 +127,7 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
             if node.access.get(buf) == {SHAPE_ONLY}:
                 continue  # only its sizes are taken: nothing loaded, nothing inlined
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
-            if producer is not None and producer not in realized and producer in bodies:
+            if producer is not None and producer not in loaded and producer in bodies:
                 view = _view_of(node, buf)
                 keys |= bodies[producer] if view is None else {_at(k, view) for k in
                                                                bodies[producer]}

@@ -42,6 +42,7 @@ their decisions say so ("(ours)") and PlanCompare names them when the two plans 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import config, layout, lowering, opcount, recompute
@@ -509,10 +510,7 @@ def _per_output(buf, rows: set[int], hows) -> bool:
     max, keepdim, read by `x - max` inside a sum unrolled over the row), read whole: each
     term loads it at the output's index, the index it is written at -- the same memory
     dependency, so Inductor fuses it (softmax's max and sum in one kernel)."""
-    numel = 1
-    for d in buf.shape:
-        numel *= d
-    return numel in rows and not any(_slice(how) for how in hows)
+    return math.prod(buf.shape) in rows and not any(_slice(how) for how in hows)
 
 
 def _unrolled_terms(node) -> bool:
