@@ -8,16 +8,17 @@ tuned elsewhere) and the HELD-OUT-4 suite (tests/fidelity_heldout4.py: families 
 others, written blind, measured once HELD-OUT-3 had been tuned on), the HELD-OUT-5 suite
 (tests/fidelity_heldout5.py: sixteen more families, a training step among them, written blind
 while the others were tuned on), the HELD-OUT-6 suite (tests/fidelity_heldout6.py: sixteen
-more families, a training step among them, written blind as the fifth was) and the HELD-OUT-7
+more families, a training step among them, written blind as the fifth was), the HELD-OUT-7
 suite (tests/fidelity_heldout7.py: fourteen graphs of thirteen more families, a training step
-among them, written blind as the sixth was), each graph audited launch by launch against
-Inductor's generated wrapper.
+among them, written blind as the sixth was) and the HELD-OUT-8 suite (tests/fidelity_heldout8.py:
+fifteen more families, a training step among them, written blind as the seventh was), each
+graph audited launch by launch against Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
-SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7 (default:
-all eight, one after the other).
+SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8
+(default: all nine, one after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -37,6 +38,7 @@ from fidelity_heldout4 import heldout4_graphs  # noqa: E402
 from fidelity_heldout5 import heldout5_graphs  # noqa: E402
 from fidelity_heldout6 import heldout6_graphs  # noqa: E402
 from fidelity_heldout7 import heldout7_graphs  # noqa: E402
+from fidelity_heldout8 import heldout8_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -51,6 +53,7 @@ SUITES = {
     "heldout5": ("HELD-OUT-5", heldout5_graphs),
     "heldout6": ("HELD-OUT-6", heldout6_graphs),
     "heldout7": ("HELD-OUT-7", heldout7_graphs),
+    "heldout8": ("HELD-OUT-8", heldout8_graphs),
 }
 
 def main(argv: list[str] | None = None) -> None:
