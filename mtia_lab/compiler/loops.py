@@ -115,3 +115,24 @@ def same_index(a: set, b: set, reorder: bool) -> bool:
             if reorder and reorderable(x, y):
                 return True
     return False
+
+
+def stays_in_rows(view: object, row: int) -> bool:
+    """Does a view (shape, strides, offset) of a buffer laid out in rows of `row` elements
+    pick, at each position, an element of the row that position's unmoved index is in?
+    Each dim must step over whole rows or stay inside one: the offset's place in its row
+    plus the in-row dims' extent fits the row (rotate_half's `x[..., 4:]` of a head of 8,
+    in a row of 32). A view that is nested ("through" a recomputed value's reader, see
+    recompute._through) is judged by the views inside it; anything else moves."""
+    if isinstance(view, tuple) and len(view) == 2 and view[0] == "through":
+        return all(stays_in_rows(v, row) for v in view[1])
+    if not (isinstance(view, tuple) and len(view) == 3) or row <= 1:
+        return False
+    shape, strides, offset = view
+    if not isinstance(offset, int) or offset // row != 0:
+        return False
+    inside = offset % row
+    for n, s in zip(shape, strides, strict=True):
+        if n != 1 and s % row != 0:
+            inside += abs(s) * (n - 1)
+    return inside < row
