@@ -543,12 +543,15 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
 
 def _loop_signatures(fx_node: torch.fx.Node, kind: Kind,
                      whole: list[tuple[str, torch.Tensor]], size: Size) -> dict:
-    """Buffer -> the loop signatures (loops.py) of the node's whole reads and of its write:
-    which kernels touch a buffer at one index (scheduler.score_fusion_memory)."""
+    """Buffer -> the loop signatures (loops.py) of a pointwise node's whole reads and of its
+    write: which kernels touch a buffer at one index (scheduler.score_fusion_memory). None
+    for a reduction: its reads and writes match any loop order, as before (Inductor matches
+    a reduction's store to a permuted reader by other means: `fusable_read_and_write`,
+    nested reductions; not modelled)."""
     val = fx_node.meta.get("val")
-    if not isinstance(val, torch.Tensor) or kind not in (Kind.POINTWISE, Kind.REDUCTION):
+    if not isinstance(val, torch.Tensor) or kind is not Kind.POINTWISE:
         return {}
-    found, write = loops.signatures(val, whole, kind is Kind.POINTWISE, size)
+    found, write = loops.signatures(val, whole, size)
     found.setdefault(fx_node.name, set()).add(write)
     return found
 

@@ -13,7 +13,8 @@ to heads permuted (a [2, 2, 8, 8] copy of a [16, 16] buffer) beside a read in me
 over [2, 8, 16] shares nothing: Inductor keeps them apart.
 
 A loop signature is a tuple of (size, stride) per loop, outermost first, in elements of the
-buffer.
+buffer. Only pointwise kernels have them: a reduction's accesses match any order (Inductor
+also matches a reduction's store to a permuted reader by other means, not modelled).
 """
 
 from __future__ import annotations
@@ -56,22 +57,16 @@ def pick_loop_order(stride_lists: list[list[int]], sizes: list[int]) -> list[int
     return list(reversed(order))
 
 
-def signatures(out: torch.Tensor, reads: list[tuple[str, torch.Tensor]], pointwise: bool,
+def signatures(out: torch.Tensor, reads: list[tuple[str, torch.Tensor]],
                size) -> tuple[dict[str, set], Dims]:
-    """(buffer -> loop signatures of its reads, the signature of the write) of a kernel whose
-    output is `out`, reading each (buffer, view) of `reads` whole. A pointwise kernel loops
-    over its output in `pick_loop_order`'s order; a reduction reads its input in its own."""
+    """(buffer -> loop signatures of its reads, the signature of the write) of a pointwise
+    kernel whose output is `out`, reading each (buffer, view) of `reads` whole: it loops
+    over its output in `pick_loop_order`'s order."""
     out_shape = tuple(size(d) for d in out.shape)
     write = _strides_over(out, out_shape, size)
-    found: dict[str, set] = {}
-    if not pointwise:
-        for buf, val in reads:
-            shape = [size(d) for d in val.shape]
-            strides = [size(s) for s in val.stride()]
-            found.setdefault(buf, set()).add(_squeezed(shape, strides, range(len(shape))))
-        return found, _squeezed(list(out_shape), write, range(len(out_shape)))
     over = [(buf, _strides_over(val, out_shape, size)) for buf, val in reads]
     order = pick_loop_order([write, *(s for _, s in over)], list(out_shape))
+    found: dict[str, set] = {}
     for buf, s in over:
         found.setdefault(buf, set()).add(_squeezed(list(out_shape), s, order))
     return found, _squeezed(list(out_shape), write, order)

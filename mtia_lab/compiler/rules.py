@@ -73,8 +73,10 @@ DEPARTURES = {
 }
 # Inductor checks left out on purpose (the plan records this list in its settings).
 NOT_MODELLED = {
-    "loop_index_inversion_in_fusion": "reads in another order count as shared (we compare "
-                                      "addresses, not index expressions)",
+    "loop_index_inversion_in_fusion": "a pointwise read in another order is shared when "
+                                      "its loops can be reordered to match (loops.py); "
+                                      "a reduction's reads and writes match any order, "
+                                      "and a copy's index is never inverted",
     "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
