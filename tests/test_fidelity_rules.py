@@ -993,3 +993,41 @@ def test_grid_sample_is_decomposed_into_indexed_loads_that_take_their_producers(
     c = _compared(fn, (2, 3, 8, 8), (2, 5, 1, 2))
     _same_as_inductor(c)
     assert len(c.ours.groups) == 1, _kernels(c)
+
+
+@pytest.mark.parametrize("heads", [True, False])
+def test_a_permuted_read_shares_a_buffer_only_in_loops_reordering_can_match(heads):
+    """A projection read twice: scaled over (batch, seq, hidden), and copied permuted. Into
+    heads (batch, heads, seq, head_dim: four loops beside three) no reordering of loops
+    gives the two reads one index, so Inductor's score_fusion_memory finds no shared data
+    and the two stay apart (ConvBERT's value and key copies); transposed (three loops, the
+    same (size, stride) pairs) the reorder round aligns them and they fuse."""
+    def fn(x, w, y):
+        a = x @ w
+        moved = a.view(2, 8, 2, 8).permute(0, 2, 1, 3) if heads else \
+            a.view(2, 8, 16).permute(0, 2, 1)
+        return a.view(2, 8, 16) * y, moved.contiguous()
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(16, 32), torch.randn(32, 16), torch.randn(16)])
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 3) is heads, _kernels(c)
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_shift_inside_the_rows_of_a_norm_reads_its_statistic_at_its_own_index(inside):
+    """RMSNorm over the whole hidden dim, then rotate_half on each head: its halves are
+    slices that move inside a head, so inside the norm's row, and every load of the row's
+    mean stays at the index it is written: Inductor fuses the norm and the rotation into
+    one kernel (OLMo-2's q/k norm). A shift along the sequence moves to another row: the
+    mean is read at other positions, and the norm's reduction stays a kernel apart."""
+    def fn(x):
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        if not inside:
+            return (h[:, 1:] * 2,)
+        h = h.view(2, 8, 2, 8).transpose(1, 2)
+        return (h * 2 + torch.cat((-h[..., 4:], h[..., :4]), -1) * 3,)
+
+    c = _recomputing(fn, (2, 8, 16))
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 1) is inside, _kernels(c)

@@ -29,6 +29,7 @@ import torch.fx
 
 from .._compat import OpOverload, op_schema, size_hint, symbolic_size_at
 from ..source import node_source
+from . import loops
 from .plan_detail import plan_detail
 
 aten = torch.ops.aten
@@ -138,6 +139,7 @@ class SchedulerNode:
     stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
+    loops: dict = field(default_factory=dict)  # buffer -> loop signatures of whole accesses
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
 
@@ -393,12 +395,15 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         op_name = op.__name__ if op is not None else ""
         through_index = _indexed_args(fx_node, op_name)
         indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
+        whole: list[tuple[str, torch.Tensor]] = []  # (buffer, view) of each whole read
         for a in args:
             if base_of[a.name] in buffers:
-                access.setdefault(base_of[a.name], set()).add(
-                    indexed_how if a.name in through_index else SHAPE_ONLY
-                    if _shape_only(fx_node, a) else
-                    _access(a.meta.get("val"), buffers[base_of[a.name]], size))
+                how = indexed_how if a.name in through_index else SHAPE_ONLY \
+                    if _shape_only(fx_node, a) else \
+                    _access(a.meta.get("val"), buffers[base_of[a.name]], size)
+                access.setdefault(base_of[a.name], set()).add(how)
+                if how == "full" and isinstance(a.meta.get("val"), torch.Tensor):
+                    whole.append((base_of[a.name], a.meta["val"]))
         first = outs[0]
         numel, rnumel = _numel(first, size), 1
         if kind is Kind.REDUCTION and args:  # rnumel: input elements per output element
@@ -418,6 +423,7 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             else _outer_order(fx_node),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
+        node.loops = _loop_signatures(fx_node, kind, whole, size)
         node.gemm_flops = _gemm_flops(fx_node, size)
         if kind in (Kind.POINTWISE, Kind.REDUCTION):
             node.vector_flops = float(numel * rnumel)
@@ -533,6 +539,21 @@ def _access(val, buffer: Buffer, size: Size = size_hint) -> object:
             s != 0 or d == 1 for s, d in zip(strides, shape, strict=True)):
         return "full"
     return (shape, strides, size(val.storage_offset()))
+
+
+def _loop_signatures(fx_node: torch.fx.Node, kind: Kind,
+                     whole: list[tuple[str, torch.Tensor]], size: Size) -> dict:
+    """Buffer -> the loop signatures (loops.py) of a pointwise node's whole reads and of its
+    write: which kernels touch a buffer at one index (scheduler.score_fusion_memory). None
+    for a reduction: its reads and writes match any loop order, as before (Inductor matches
+    a reduction's store to a permuted reader by other means: `fusable_read_and_write`,
+    nested reductions; not modelled)."""
+    val = fx_node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or kind is not Kind.POINTWISE:
+        return {}
+    found, write = loops.signatures(val, whole, size)
+    found.setdefault(fx_node.name, set()).add(write)
+    return found
 
 
 def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:

@@ -22,9 +22,10 @@ kernels call the ATen op, which would draw other values in each kernel).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
-from . import lowering, opcount
+from . import loops, lowering, opcount
 from .ir import POOLS, SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
 
 SEP = "@"  # a clone of value `v` for reader `r` is named "v@r"
@@ -132,7 +133,8 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
             host = nodes[reader] if reader in nodes else _clone_named(clones, reader)
             clone = replace(node, name=f"{node.name}{SEP}{reader}",
                             writes=(f"{buf}{SEP}{reader}",),
-                            access=_through(node.access, host.access.get(buf, {"full"})))
+                            access=_through(node.access, host.access.get(buf, {"full"}),
+                                            ir))
             new_buf = clone.writes[0]
             buffers[new_buf] = replace(buffers[buf], name=new_buf, producer=clone.name)
             users[new_buf] = [reader]
@@ -152,15 +154,27 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
     return GraphIR(ir.gm, ordered, buffers, users, ir.base_of, ir.inputs, ir.views, home=home)
 
 
-def _through(access: dict, how: set) -> dict:
+def _through(access: dict, how: set, ir: GraphIR) -> dict:
     """A clone's reads, when its reader reads the value through a view (a piece of a split,
     a slice): the clone computes only those elements, so it reads its own inputs at the
     positions the view picks -- other addresses than a clone for another piece (Inductor's
-    memory deps differ: no shared data between them)."""
+    memory deps differ: no shared data between them). Except a value of one element per
+    row of a reduction when the view moves only inside rows (`loops.stays_in_rows`): the
+    clone loads it at the row's own index."""
     if how == {"full"}:
         return dict(access)
     view = ("through", frozenset(how))
-    return {b: {view} for b in access}
+    return {b: (hows if _per_row(b, how, ir) else {view}) for b, hows in access.items()}
+
+
+def _per_row(buf: str, how: set, ir: GraphIR) -> bool:
+    """Is `buf` one value per row of an inner reduction, and does every view of `how` stay
+    inside the rows it reduces?"""
+    producer = ir.by_name.get(ir.buffers[buf].producer or "") if buf in ir.buffers else None
+    if producer is None or producer.kind is not Kind.REDUCTION or producer.unrolled or \
+            not producer.inner or math.prod(ir.buffers[buf].shape) != producer.numel:
+        return False
+    return all(h == "full" or loops.stays_in_rows(h, producer.rnumel) for h in how)
 
 
 def _clone_named(clones: dict[str, list[SchedulerNode]], name: str) -> SchedulerNode:

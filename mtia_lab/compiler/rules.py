@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import config, layout, lowering, opcount, recompute
+from . import config, layout, loops, lowering, opcount, recompute
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -73,8 +73,10 @@ DEPARTURES = {
 }
 # Inductor checks left out on purpose (the plan records this list in its settings).
 NOT_MODELLED = {
-    "loop_index_inversion_in_fusion": "reads in another order count as shared (we compare "
-                                      "addresses, not index expressions)",
+    "loop_index_inversion_in_fusion": "a pointwise read in another order is shared when "
+                                      "its loops can be reordered to match (loops.py); "
+                                      "a reduction's reads and writes match any order, "
+                                      "and a copy's index is never inverted",
     "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
@@ -498,7 +500,9 @@ def read_other_positions(p: Pair) -> Verdict | None:
                                "unrolled into pointwise code: it loads "
                                f"{producer.nodes[-1].name}'s output at each term's index, "
                                "not at the index it is written")
-            if node.name in shifted or any(_slice(how) for how in node.access.get(buf, ())):
+            moved = node.name in shifted and not _within_rows(shifted[node.name], producer,
+                                                              p.ir.buffers[buf])
+            if moved or any(_slice(how) for how in node.access.get(buf, ())):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
                                "other positions than it is written (a slice, a shift)")
@@ -519,18 +523,36 @@ def _unrolled_terms(node) -> bool:
     return node.unrolled and node.rnumel > 1
 
 
-def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
-    """Nodes of a group computed at other positions than the group's own: read through a
-    slice by another member (an inlined op is recomputed where it is read), and what they
-    read inside the group, transitively."""
+def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> dict[str, set]:
+    """Nodes of a group computed at other positions than the group's own -> the views that
+    move them: read through a slice by another member (an inlined op is recomputed where it
+    is read), and what they read inside the group, transitively ("terms": the terms of an
+    unrolled reduction)."""
     inside = {b: ir.buffers[b].producer for b in group.writes}
-    shifted: set[str] = set()
+    shifted: dict[str, set] = {}
     for node in reversed(group.nodes):
         for buf in node.reads:
-            if buf in inside and (node.name in shifted or _unrolled_terms(node) or any(
-                    _slice(how) for how in node.access.get(buf, ()))):
-                shifted.add(inside[buf])
+            if buf not in inside:
+                continue
+            views = {how for how in node.access.get(buf, ()) if _slice(how)}
+            views |= shifted.get(node.name, set())
+            if _unrolled_terms(node):
+                views.add("terms")
+            if views:
+                shifted.setdefault(inside[buf], set()).update(views)
     return shifted
+
+
+def _within_rows(views: set, producer: FusedSchedulerNode, buf) -> bool:
+    """Does a value of one element per row of the producer's reduction (a mean over the last
+    dim) stay at its own index when read at positions moved by `views`? Yes when each view
+    moves only inside rows of the reduced length (rotate_half's halves of a head, inside the
+    RMSNorm's row of every head): the kernel loads it at the row's index, the index it is
+    written at -- Inductor's memory dependencies match, and it fuses (OLMo-2's q/k norm)."""
+    if producer.kind is not Kind.REDUCTION or not producer.inner or \
+            math.prod(buf.shape) != producer.numel:
+        return False
+    return all(loops.stays_in_rows(view, producer.rnumel) for view in views)
 
 
 def reduction_fusion(p: Pair) -> Verdict | None:

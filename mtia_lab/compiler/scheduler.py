@@ -22,7 +22,7 @@ import heapq
 
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, layout, opcount, pricing, recompute, rules
+from . import config, layout, loops, opcount, pricing, recompute, rules
 from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -32,10 +32,39 @@ MAX_ROUNDS = 10
 def score_fusion_memory(a: FusedSchedulerNode, b: FusedSchedulerNode, ir: GraphIR) -> int:
     """Bytes of the buffers both kernels touch at the same addresses: traffic a fused kernel
     moves only once. Two slices of one buffer, or a buffer and its broadcast, do not count
-    (Inductor compares the two kernels' memory dependencies, index and all)."""
+    (Inductor compares the two kernels' memory dependencies, index and all); nor do two
+    whole reads in loop orders no reordering makes one (loops.py: a permuted read over
+    other loops than the other kernel's)."""
     acc_a, acc_b = _accesses(a), _accesses(b)
+    reorder = not (a.kind is Kind.REDUCTION and b.kind is Kind.REDUCTION)
     return sum(ir.buffers[buf].nbytes for buf in _touched(a) & _touched(b)
-               if acc_a[buf] & acc_b[buf])
+               if _same_index(buf, acc_a[buf] & acc_b[buf], a, b, reorder))
+
+
+def _same_index(buf: str, common: set, a: FusedSchedulerNode, b: FusedSchedulerNode,
+                reorder: bool) -> bool:
+    """Do both touch `buf` at one index: the same view of it, or both whole in loop orders
+    that match (`MemoryDep` equality, after Inductor's loop reordering)?"""
+    if common - {"full"}:
+        return True
+    if not common:
+        return False
+    return loops.same_index(_loops(a).get(buf, {None}), _loops(b).get(buf, {None}), reorder)
+
+
+def _loops(group: FusedSchedulerNode) -> dict[str, set]:
+    """Buffer -> loop signatures of the group's whole accesses of it (None where unknown)."""
+    found = group.cache.get("loops")
+    if found is None:
+        found = {}
+        for node in group.nodes:
+            for buf in node.writes:
+                found.setdefault(buf, set()).update(node.loops.get(buf, {None}))
+            for buf in node.reads:
+                if buf in group.reads and "full" in node.access.get(buf, {"full"}):
+                    found.setdefault(buf, set()).update(node.loops.get(buf, {None}))
+        group.cache["loops"] = found
+    return found
 
 
 def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
