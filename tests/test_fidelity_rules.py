@@ -993,3 +993,23 @@ def test_grid_sample_is_decomposed_into_indexed_loads_that_take_their_producers(
     c = _compared(fn, (2, 3, 8, 8), (2, 5, 1, 2))
     _same_as_inductor(c)
     assert len(c.ours.groups) == 1, _kernels(c)
+
+
+@pytest.mark.parametrize("permuted", [False, True])
+def test_a_reduction_over_permuted_rows_keeps_an_epilogue_that_merges_a_row_dim(permuted):
+    """A multi-head norm: mean and variance of each head's row, then the heads merged back
+    (`reshape(B, T, heads * d)`). Reading the heads permuted, Inductor loops over the rows in
+    memory order and stores the statistics so; the normalize's loop merges the head dim with
+    the reduced one, so no reordering of it reads them at the index they are written: two
+    launches. Read in the graph's order, it is one."""
+    def fn(x, w, g):
+        h = x.permute(0, 2, 1, 3) if permuted else x
+        mean = h.mean(-1, keepdim=True)
+        var = h.var(-1, keepdim=True, correction=0)
+        y = ((h - mean) * torch.rsqrt(var + 1e-6)).reshape(2, 8, 32)
+        return (torch.sigmoid(g) * (y * w),)
+
+    c = _recomputing(fn, (2, 2, 8, 16), (32,), (2, 8, 32))
+    _same_as_inductor(c)
+    stats = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
+    assert ("sub" in stats) is not permuted, _kernels(c)
