@@ -1013,3 +1013,20 @@ def test_a_reduction_over_permuted_rows_keeps_an_epilogue_that_merges_a_row_dim(
     _same_as_inductor(c)
     stats = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
     assert ("sub" in stats) is not permuted, _kernels(c)
+
+
+def test_a_launch_computes_again_what_a_value_inductor_folded_away_reads():
+    """A gradient scaled by a loss's ones (`d / 256 * ones_like(loss)`), read by the kernel
+    feeding a matmul and by a reduction after it: Inductor removes the multiplication by
+    ones, so the scaled value has no node of its own (absorbed), and each launch computes
+    d again. The launch's group holds what the folded value reads, transitively (d, x), as
+    ours recomputes them: the plans are the same."""
+    def fn(a, b, t, w, m):
+        x = a + b * 0.22
+        g = (x - t) * (1 / 256) * torch.ones_like(t[0, 0, 0])
+        y = ((g * 0.22).reshape(16, 32) @ m).reshape(2, 8, 32)
+        return (g + (w * y * x).sum(-1, keepdim=True) * x,)
+
+    c = _recomputing(fn, (2, 8, 32), (2, 8, 32), (2, 8, 32), (32,), (32, 32))
+    _same_as_inductor(c)
+    assert "sub" in c.placed.recomputed and "sub" in c.ours.recomputed
