@@ -1030,3 +1030,21 @@ def test_a_launch_computes_again_what_a_value_inductor_folded_away_reads():
     c = _recomputing(fn, (2, 8, 32), (2, 8, 32), (2, 8, 32), (32,), (32, 32))
     _same_as_inductor(c)
     assert "sub" in c.placed.recomputed and "sub" in c.ours.recomputed
+
+
+def test_an_unrolled_sum_is_inlined_into_the_indexed_kernel_its_readers_joined():
+    """RoPE's backward for grouped heads: the heads' gradients summed (2 terms: unrolled),
+    scaled, and rotated back through two slice_scatters. The sum is pointwise code to
+    Inductor's lowering, inlined into every reader, the slice_scatters' kernel too: one
+    launch. Only a cat made a ConcatKernel realizes what it reads."""
+    def fn(g, cos, sin):
+        s = g.view(2, 2, 2, 8, 8).sum(2)
+        a = s * sin
+        z = torch.zeros_like(a)
+        rot = torch.slice_scatter(z, -a[..., :4], 3, 4) + \
+            torch.slice_scatter(z, a[..., 4:], 3, 0, 4)
+        return (rot + s * cos,)
+
+    c = _recomputing(fn, (2, 4, 8, 8), (8, 8), (8, 8))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)
