@@ -1048,3 +1048,28 @@ def test_an_unrolled_sum_is_inlined_into_the_indexed_kernel_its_readers_joined()
     c = _recomputing(fn, (2, 4, 8, 8), (8, 8), (8, 8))
     _same_as_inductor(c)
     assert len(c.ours.groups) == 1, _kernels(c)
+
+
+def test_interleaved_slice_scatter_chains_a_pass_remade_are_told_apart():
+    """A chunkwise recurrence stores each step's state and normalizer into two buffers
+    (`states[:, 8*i:8*i+8] = s`): two slice_scatter chains, interleaved. Inductor re-makes
+    them (`slice_scatter_default_k`, no source remembered) in another order than ours; each
+    link reads the one before, so it is matched to ours by what it reads once that one is
+    matched, not by its place in the graph: each chain's launch holds its own links."""
+    def fn(x, y):
+        states = torch.zeros(2, 24, 16, device=x.device)
+        norms = torch.zeros(2, 24, device=x.device)
+        s, n = x[:, 0].exp(), y[:, 0].exp()
+        for i in range(3):
+            states[:, 8 * i:8 * i + 8] = s
+            norms[:, 8 * i:8 * i + 8] = n
+            s = s * 0.5 + x[:, i]
+            n = n * 0.5 + y[:, i]
+        return (states[:, :16].reshape(2, 2, 8, 16).permute(0, 1, 3, 2).contiguous(),
+                norms[:, :16].unsqueeze(-1).contiguous())
+
+    c = _recomputing(fn, (2, 3, 8, 16), (2, 3, 8))
+    _same_as_inductor(c)
+    held = [set(launch.nodes) for launch in c.placed.launches]
+    assert {"slice_scatter", "slice_scatter_2", "slice_scatter_4"} in [
+        h & {f"slice_scatter{k}" for k in ("", "_1", "_2", "_3", "_4", "_5")} for h in held]
