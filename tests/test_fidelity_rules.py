@@ -1031,3 +1031,83 @@ def test_a_shift_inside_the_rows_of_a_norm_reads_its_statistic_at_its_own_index(
     c = _recomputing(fn, (2, 8, 16))
     _same_as_inductor(c)
     assert (len(c.ours.groups) == 1) is inside, _kernels(c)
+
+
+@pytest.mark.parametrize("permuted", [False, True])
+def test_a_reduction_over_permuted_rows_keeps_an_epilogue_that_merges_a_row_dim(permuted):
+    """A multi-head norm: mean and variance of each head's row, then the heads merged back
+    (`reshape(B, T, heads * d)`). Reading the heads permuted, Inductor loops over the rows in
+    memory order and stores the statistics so; the normalize's loop merges the head dim with
+    the reduced one, so no reordering of it reads them at the index they are written: two
+    launches. Read in the graph's order, it is one."""
+    def fn(x, w, g):
+        h = x.permute(0, 2, 1, 3) if permuted else x
+        mean = h.mean(-1, keepdim=True)
+        var = h.var(-1, keepdim=True, correction=0)
+        y = ((h - mean) * torch.rsqrt(var + 1e-6)).reshape(2, 8, 32)
+        return (torch.sigmoid(g) * (y * w),)
+
+    c = _recomputing(fn, (2, 2, 8, 16), (32,), (2, 8, 32))
+    _same_as_inductor(c)
+    stats = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
+    assert ("sub" in stats) is not permuted, _kernels(c)
+
+
+def test_a_launch_computes_again_what_a_value_inductor_folded_away_reads():
+    """A gradient scaled by a loss's ones (`d / 256 * ones_like(loss)`), read by the kernel
+    feeding a matmul and by a reduction after it: Inductor removes the multiplication by
+    ones, so the scaled value has no node of its own (absorbed), and each launch computes
+    d again. The launch's group holds what the folded value reads, transitively (d, x), as
+    ours recomputes them: the plans are the same."""
+    def fn(a, b, t, w, m):
+        x = a + b * 0.22
+        g = (x - t) * (1 / 256) * torch.ones_like(t[0, 0, 0])
+        y = ((g * 0.22).reshape(16, 32) @ m).reshape(2, 8, 32)
+        return (g + (w * y * x).sum(-1, keepdim=True) * x,)
+
+    c = _recomputing(fn, (2, 8, 32), (2, 8, 32), (2, 8, 32), (32,), (32, 32))
+    _same_as_inductor(c)
+    assert "sub" in c.placed.recomputed and "sub" in c.ours.recomputed
+
+
+def test_an_unrolled_sum_is_inlined_into_the_indexed_kernel_its_readers_joined():
+    """RoPE's backward for grouped heads: the heads' gradients summed (2 terms: unrolled),
+    scaled, and rotated back through two slice_scatters. The sum is pointwise code to
+    Inductor's lowering, inlined into every reader, the slice_scatters' kernel too: one
+    launch. Only a cat made a ConcatKernel realizes what it reads."""
+    def fn(g, cos, sin):
+        s = g.view(2, 2, 2, 8, 8).sum(2)
+        a = s * sin
+        z = torch.zeros_like(a)
+        rot = torch.slice_scatter(z, -a[..., :4], 3, 4) + \
+            torch.slice_scatter(z, a[..., 4:], 3, 0, 4)
+        return (rot + s * cos,)
+
+    c = _recomputing(fn, (2, 4, 8, 8), (8, 8), (8, 8))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)
+
+
+def test_interleaved_slice_scatter_chains_a_pass_remade_are_told_apart():
+    """A chunkwise recurrence stores each step's state and normalizer into two buffers
+    (`states[:, 8*i:8*i+8] = s`): two slice_scatter chains, interleaved. Inductor re-makes
+    them (`slice_scatter_default_k`, no source remembered) in another order than ours; each
+    link reads the one before, so it is matched to ours by what it reads once that one is
+    matched, not by its place in the graph: each chain's launch holds its own links."""
+    def fn(x, y):
+        states = torch.zeros(2, 24, 16, device=x.device)
+        norms = torch.zeros(2, 24, device=x.device)
+        s, n = x[:, 0].exp(), y[:, 0].exp()
+        for i in range(3):
+            states[:, 8 * i:8 * i + 8] = s
+            norms[:, 8 * i:8 * i + 8] = n
+            s = s * 0.5 + x[:, i]
+            n = n * 0.5 + y[:, i]
+        return (states[:, :16].reshape(2, 2, 8, 16).permute(0, 1, 3, 2).contiguous(),
+                norms[:, :16].unsqueeze(-1).contiguous())
+
+    c = _recomputing(fn, (2, 3, 8, 16), (2, 3, 8))
+    _same_as_inductor(c)
+    held = [set(launch.nodes) for launch in c.placed.launches]
+    assert {"slice_scatter", "slice_scatter_2", "slice_scatter_4"} in [
+        h & {f"slice_scatter{k}" for k in ("", "_1", "_2", "_3", "_4", "_5")} for h in held]

@@ -229,26 +229,40 @@ def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
     for n in ir.nodes:
         if not post[n.name] and producers[n.name] and not n.layout_of:
             wanted.setdefault((n.target, producers[n.name]), []).append(n.name)
-    for source, names in list(unrooted.items()):
-        node = by_name.get(names[0])
-        key = (source[1], _input_roots(node, mine)) if node is not None else None
-        if key in wanted and wanted[key]:
-            post[wanted[key].pop(0)] = list(names)
-            del unrooted[source]
+    matched: dict[str, str] = {}  # post-grad node matched here -> our node
+    grew = True
+    while grew:  # a chain a pass re-made (slice_scatter_default_4 reads ..._default_3)
+        grew = False
+        for source, names in list(unrooted.items()):
+            node = by_name.get(names[0])
+            key = (source[1], _input_roots(node, mine, matched)) if node is not None \
+                else None
+            if key in wanted and wanted[key]:
+                ours = wanted[key].pop(0)
+                post[ours] = list(names)
+                matched.update(dict.fromkeys(names, ours))
+                del unrooted[source]
+                grew = True
 
 
-def _input_roots(node: torch.fx.Node, mine: set[str]) -> frozenset:
+def _input_roots(node: torch.fx.Node, mine: set[str],
+                 matched: dict[str, str] | None = None) -> frozenset:
     """Our nodes whose values a post-grad node reads, through views and through the nodes a
     pattern made (no source remembered: SDPA's math scales q and k by a `mul` between our
-    addmm and the copy of ours the pattern re-made, so that copy reads addmm, not nothing)."""
+    addmm and the copy of ours the pattern re-made, so that copy reads addmm, not nothing),
+    or through a node matched to one of ours already (`matched`)."""
     found: set[str] = set()
     stack = [a for a in node.all_input_nodes]
     seen: set[str] = set()
+    matched = matched or {}
     while stack:
         arg = stack.pop()
         if arg.name in seen or arg.op != "call_function":
             continue
         seen.add(arg.name)
+        if arg.name in matched:
+            found.add(matched[arg.name])
+            continue
         r = roots(arg, mine)
         if r:
             found |= r

@@ -153,12 +153,17 @@ def launch_group(launch: Launch, ours: FusionPlan, placed: Attribution) -> tuple
     again that our plan recomputes too (computed_once=False). Inductor's records put a value
     it recomputes in several launches on the first of them only (`placed.recomputed`)."""
     ir = ours.ir
-    wanted = set(launch.nodes) | _read_again(
-        set(launch.part_of) & placed.recomputed & set(ours.recomputed), set(launch.nodes), ir)
-    for name in reversed(ours.recomputed):  # computed nowhere: with each reader (folded)
-        if name not in wanted and placed.how.get(name, "").startswith("absorbed") and any(
-                u in wanted for u in ir.users.get(ir.by_name[name].writes[0], ())):
-            wanted.add(name)
+    again = set(launch.part_of) & placed.recomputed & set(ours.recomputed)
+    wanted = set(launch.nodes)
+    grew = True
+    while grew:  # a value Inductor folded away (x * ones) brings in what it reads again
+        size = len(wanted)
+        wanted |= _read_again(again, wanted, ir)
+        for name in reversed(ours.recomputed):  # computed nowhere: with each reader (folded)
+            if name not in wanted and placed.how.get(name, "").startswith("absorbed") and any(
+                    u in wanted for u in ir.users.get(ir.by_name[name].writes[0], ())):
+                wanted.add(name)
+        grew = len(wanted) > size
     if wanted == set(launch.nodes):
         return launch.nodes
     return tuple(n.name for n in ir.nodes if n.name in wanted)

@@ -134,6 +134,9 @@ class SchedulerNode:
     # A layout copy (extern_in_triton=False, layout.py): (the convolution, its FX argument)
     layout_of: tuple[str, str] | None = None
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
+    # A reduction whose rows Inductor loops in its input's memory order, not its output's
+    # (it reads a permuted view): its output is stored in that order (_rows_permuted)
+    rows_permuted: bool = False
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
@@ -421,6 +424,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             loads=_loads(fx_node, op_name, len(reads)),
             rorder=() if kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
             else _outer_order(fx_node),
+            rows_permuted=kind is Kind.REDUCTION and op_name in REDUCTIONS
+            and _rows_permuted(fx_node, size),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.loops = _loop_signatures(fx_node, kind, whole, size)
@@ -692,6 +697,26 @@ def _outer_order(fx_node: torch.fx.Node) -> tuple:
     if all(size_hint(source.shape[d]) == 1 for d in kept_after):
         return ()
     return tuple(size_hint(d) for d in source.shape), tuple(sorted(reduced))
+
+
+def _rows_permuted(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
+    """Does Inductor loop over the reduction's rows in another order than its output's dims?
+    Its loop order follows the strides of what it reads (`pick_loop_order`), and its output,
+    laid out flexibly, is stored in that order (`ComputedBuffer.get_fill_order`): a mean over
+    the last dim of `x.permute(0, 2, 1, 3)` loops (and stores) dims 0, 2, 1."""
+    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    if not isinstance(source, torch.Tensor) or source.dim() < 2:
+        return False
+    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1
+    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
+    if dims is None or dims == []:
+        return False
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    reduced = {d % source.dim() for d in dims if isinstance(d, int)}
+    strides = [size(source.stride(d)) for d in range(source.dim())
+               if d not in reduced and size(source.shape[d]) > 1]
+    return any(a < b for a, b in zip(strides, strides[1:], strict=False))
 
 
 def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:

@@ -21,14 +21,16 @@ from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, classify, node
 def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
                    ir: GraphIR) -> bool:
     """A reduction small enough to unroll is pointwise code to Inductor's lowering: inlined
-    into a plain pointwise or reduction reader, and into a cat that Inductor lowers as
-    pointwise code (`pointwise_cat`); not into a ConcatKernel, whose inputs are realized."""
+    into a plain pointwise or reduction reader, into an indexed kernel (a slice_scatter that
+    a reader of it feeds: each loads it where it needs it), and into a cat that Inductor
+    lowers as pointwise code (`pointwise_cat`); not into a ConcatKernel, whose inputs are
+    realized (lowering.py `cat`: `ConcatKernel.create` realizes each piece)."""
     if not all(node_kind(n) is Kind.POINTWISE and not n.scatter for n in producer.nodes):
         return False
     if not consumer.indexed:
         return True
     readers = [n for n in consumer.nodes if set(n.reads) & producer.writes]
-    return all(n.target == "aten.cat.default" and pointwise_cat(n, ir) for n in readers)
+    return all(n.target != "aten.cat.default" or pointwise_cat(n, ir) for n in readers)
 
 
 def into_concat_kernel(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:

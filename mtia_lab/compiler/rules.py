@@ -574,6 +574,11 @@ def reduction_fusion(p: Pair) -> Verdict | None:
         name = "horizontal"
     else:
         name = "reduction_prologue" if p.producer_consumer()[0] is pw else "reduction_epilogue"
+    if fit is not None and name == "reduction_epilogue" and _rows_merged(pw, red, p.ir):
+        return Verdict(False, name, f"{red.nodes[-1].name} loops over its rows in its input's "
+                       "memory order (a permuted view) and stores them so; "
+                       f"{pw.nodes[-1].name}'s loop merges a row dim with the reduced one "
+                       "(a reshape): no reordering of its loops reads them in that order")
     if fit is None:
         why = (f"pointwise space {pw.numel} fits neither {red.numel}x{red.rnumel} nor "
                f"{red.numel}")
@@ -582,6 +587,35 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                    "reduction over outer dims (until the reorder round)")
         return Verdict(False, name, why)
     return Verdict(True, name, f"pointwise over the reduction's {fit}")
+
+
+def _rows_merged(pw: FusedSchedulerNode, red: FusedSchedulerNode, ir: GraphIR) -> bool:
+    """An epilogue over a reduction's whole input that cannot loop in the reduction's row
+    order. A reduction reading a permuted view loops over its rows in its input's memory order
+    and stores its output in that order (`rows_permuted`). Inductor fuses a reader over the
+    full space only when the reader's loads of that output are at the index it is written
+    (`fusable_read_and_write`), after reordering the reader's loops if need be (the reorder
+    round, `_try_reorder_loops_for_candidates`): that takes each row dim as a loop of the
+    reader's own. A reader whose loop is a reshape merging a row dim with the reduced one
+    (heads' rows normalized, then `reshape(B, T, heads * d)`) has no such loop: the two
+    stay apart."""
+    if pw.numel != red.numel * red.rnumel or not any(n.rows_permuted for n in red.nodes):
+        return False
+    for node in red.nodes:
+        if not node.rows_permuted:
+            continue
+        rows = [d for d in ir.buffers[node.writes[0]].shape if d > 1]
+        for member in pw.nodes:
+            if member.kind is not Kind.POINTWISE or member.numel != pw.numel:
+                continue
+            dims = [d for d in ir.buffers[member.writes[0]].shape if d > 1]
+            for d in rows:
+                if d not in dims:
+                    return True
+                dims.remove(d)
+            if math.prod(dims) != node.rnumel:
+                return True
+    return False
 
 
 def reduction_loop_order(p: Pair) -> Verdict:
