@@ -993,3 +993,20 @@ def test_grid_sample_is_decomposed_into_indexed_loads_that_take_their_producers(
     c = _compared(fn, (2, 3, 8, 8), (2, 5, 1, 2))
     _same_as_inductor(c)
     assert len(c.ours.groups) == 1, _kernels(c)
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_a_concat_kernel_read_by_one_op_is_stored_not_inlined_into_it(reused):
+    """TimeSformer's residual: a class token concatenated with the tokens a pointwise add
+    made, then added to another cat. When the add has another pointwise reader, Inductor's
+    cat lowering makes a ConcatKernel (has_multi_consumers): a buffer the add writes its
+    slice of, which the one reader of the cat loads in a kernel of its own; otherwise the
+    cat is pointwise code inlined into its reader."""
+    def fn(x, y, z):
+        a = x[:, 1:] + y
+        out = torch.cat([x[:, :1], a], 1) + z.exp()
+        return (out, a * 2) if reused else (out,)
+
+    c = _recomputing(fn, (2, 9, 8), (2, 8, 8), (2, 9, 8))
+    _same_as_inductor(c)
+    assert (("cat",) in _kernels(c)) is reused, _kernels(c)

@@ -151,7 +151,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     it must (a reduction, an extern's input, a graph output, several users, more than
     REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9; a loop body of more than
     30 operations with everything inlined into it: `lowering.large_body`; several readers
-    and more than 4 loads: `lowering.stored_on_reuse`). An op whose only
+    and more than 4 loads: `lowering.stored_on_reuse`), and a cat it lowers as a
+    ConcatKernel is a buffer its pieces write (`_concat_kernel`). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -159,6 +160,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     producer, consumer = p.producer_consumer()
     if producer.size != 1 or consumer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
         return None
+    if _concat_kernel(producer, p.ir) is not None:
+        return None  # a buffer its pieces write: its readers load it (concat_kernel_never_fuses)
     if not (_pure_pointwise(producer) or lowering.unrolled_into(producer, consumer, p.ir)):
         if producer.kind is Kind.POINTWISE and consumer.indexed and lowering.into_concat_kernel(
                 producer, consumer):
@@ -202,9 +205,7 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
     kernel of its own. (Our cat kernel copying the pieces is the concat_kernel departure: the
     verdict between a piece's kernel and the cat, which Inductor's piece kernel writes.)"""
     for g in (p.a, p.b):
-        cat = next((n for n in g.nodes if n.target == "aten.cat.default"
-                    and recompute.SEP not in n.name  # a recomputed cat is pointwise code
-                    and not lowering.pointwise_cat(n, p.ir)), None)
+        cat = _concat_kernel(g, p.ir)
         if cat is not None:
             other = p.b if g is p.a else p.a
             if set(cat.reads) & other.writes and other.kind in (Kind.POINTWISE, Kind.REDUCTION):
@@ -215,6 +216,14 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
                            f"{cat.name} is a ConcatKernel (no kernel of its own to Inductor): "
                            "nothing fuses with it")
     return None
+
+
+def _concat_kernel(g: FusedSchedulerNode, ir: GraphIR):
+    """The cat of a kernel that Inductor's `cat` lowering (lowering.py) makes a ConcatKernel
+    of, not `pointwise_cat` code: a buffer its pieces write, even read by one op only."""
+    return next((n for n in g.nodes if n.target == "aten.cat.default"
+                 and recompute.SEP not in n.name  # a recomputed cat is pointwise code
+                 and not lowering.pointwise_cat(n, ir)), None)
 
 
 def template_epilogue(p: Pair) -> Verdict | None:
