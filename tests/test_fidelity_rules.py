@@ -1010,3 +1010,21 @@ def test_a_concat_kernel_read_by_one_op_is_stored_not_inlined_into_it(reused):
     c = _recomputing(fn, (2, 9, 8), (2, 8, 8), (2, 9, 8))
     _same_as_inductor(c)
     assert (("cat",) in _kernels(c)) is reused, _kernels(c)
+
+
+@pytest.mark.parametrize("rows", [16, 32])
+def test_split_reduction_an_outer_norm_of_many_terms_runs_in_two_kernels(rows):
+    """Weight norm (SEW's positional convolution): the norm of a (rows, 8, 16) weight over
+    all but the last dim, then weight * g / norm. With 256 terms per output and 16 outputs
+    Inductor splits the reduction in two (Reduction.num_splits: 2 partial sums per
+    output), and the pointwise scale, over the whole weight, fits neither stage: three
+    launches, the first one a part of Inductor we name and do not model. With 128 terms it
+    is one reduction, whose loops the pointwise takes in the reorder round."""
+    def fn(w, g):
+        return (w * (g / torch.linalg.vector_norm(w, 2, [0, 1], True)),)
+
+    c = _recomputing(fn, (rows, 8, 16), (1, 1, 16))
+    assert not c.unexplained, str(c)
+    assert [d.rules for d in c.differences] == ([("split_reductions",)] if rows == 32 else [])
+    norm = next(g.nodes for g in c.ours.groups if "linalg_vector_norm" in g.nodes)
+    assert (norm == ("linalg_vector_norm",)) is (rows == 32), _kernels(c)

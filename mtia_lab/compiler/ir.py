@@ -134,6 +134,7 @@ class SchedulerNode:
     layout_of: tuple[str, str] | None = None
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
+    splits: int = 1  # a reduction Inductor splits in two: partial results per output (scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)

@@ -19,8 +19,8 @@ the reason recorded is the one Inductor would give:
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
     4. vertical     scatter_output, indexed_read, read_other_positions (a slice, a shift,
-                    an unrolled reduction's terms), reduction_*
-                    (reduction_loop_order), vertical_pointwise
+                    an unrolled reduction's terms), split_reduction (a reduction Inductor
+                    splits in two), reduction_* (reduction_loop_order), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -78,7 +78,10 @@ NOT_MODELLED = {
     "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
-    "split_reductions": "a large reduction is one kernel, never split in two",
+    "split_reductions": "Inductor splits a reduction of few outputs and many terms in two "
+                        "(Reduction.num_splits): what fuses with it is modelled "
+                        "(split_reduction; our kernel is its second stage), the first "
+                        "stage's launch is not",
     "conv_bias_in_triton": "Inductor peels a convolution's bias off the extern call (off the "
                            "CPU) and adds it in Triton, inlined into the readers' kernels; "
                            "we keep it in the call (its loads are counted, opcount.py), so "
@@ -542,6 +545,31 @@ def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> set[str]:
     return shifted
 
 
+def split_reduction(p: Pair) -> Verdict | None:
+    """A reduction Inductor splits in two (`Reduction.num_splits`, lowering.reduction_splits)
+    is, to its scheduler, a first kernel reducing the input to partial results (a launch
+    we do not model: rules.NOT_MODELLED split_reductions) and a second reducing those: our
+    kernel. The second reads only the partial results, nothing its input's producer or
+    siblings touch, and loops over outputs x splits: only a pointwise reader over its
+    outputs fits it."""
+    for g in (p.a, p.b):
+        split = next((n for n in g.nodes if n.splits > 1), None)
+        if split is None:
+            continue
+        other = p.b if g is p.a else p.a
+        what = (f"Inductor splits {split.name} in two ({split.numel}x{split.rnumel} reduced "
+                f"to {split.numel}x{split.splits} partial results first)")
+        if set(split.reads) & other.writes or not p.vertical:
+            return Verdict(False, "split_reduction", f"{what}: its first stage reads the "
+                           "input, the second shares no data with "
+                           f"{other.nodes[-1].name}")
+        if set(split.writes) & other.reads and not (
+                other.kind is Kind.POINTWISE and other.numel == split.numel):
+            return Verdict(False, "split_reduction", f"{what}: its second stage loops over "
+                           f"{split.numel}x{split.splits}, not {_space(other)}")
+    return None
+
+
 def reduction_fusion(p: Pair) -> Verdict | None:
     """Reductions fuse with reductions over the same space, and with pointwise kernels over
     the reduced space, or over the full space when the reduction runs over the inner dims."""
@@ -589,8 +617,8 @@ def vertical_pointwise(p: Pair) -> Verdict | None:
                    + (" match" if same else " differ"))
 
 
-VERTICAL = [scatter_output, indexed_read, read_other_positions, reduction_fusion,
-            vertical_pointwise]
+VERTICAL = [scatter_output, indexed_read, read_other_positions, split_reduction,
+            reduction_fusion, vertical_pointwise]
 
 
 def score_fusion_memory_threshold(p: Pair) -> Verdict | None:
@@ -619,7 +647,8 @@ def horizontal(p: Pair) -> Verdict | None:
                    f"{p.a.numel} and {p.b.numel}" + (" match" if same else " differ"))
 
 
-HORIZONTAL = [score_fusion_memory_threshold, long_distance, reduction_fusion, horizontal]
+HORIZONTAL = [score_fusion_memory_threshold, long_distance, split_reduction,
+              reduction_fusion, horizontal]
 
 
 # ---- 5. ours ---------------------------------------------------------------------------------
@@ -635,8 +664,8 @@ def on_chip_memory_budget(p: Pair) -> Verdict | None:
     return None
 
 
-RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, reduction_fusion,
-         vertical_pointwise, horizontal]
+RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, split_reduction,
+         reduction_fusion, vertical_pointwise, horizontal]
 
 
 def _first(checks, p: Pair) -> Verdict | None:
