@@ -1028,3 +1028,18 @@ def test_split_reduction_an_outer_norm_of_many_terms_runs_in_two_kernels(rows):
     assert [d.rules for d in c.differences] == ([("split_reductions",)] if rows == 32 else [])
     norm = next(g.nodes for g in c.ours.groups if "linalg_vector_norm" in g.nodes)
     assert (norm == ("linalg_vector_norm",)) is (rows == 32), _kernels(c)
+
+
+@pytest.mark.parametrize("dims", [(0, 1), (0, 2)])
+def test_split_reduction_only_a_reduction_that_keeps_the_innermost_dim_is_outer(dims):
+    """A sum over all dims but one, read back by a pointwise over the whole input (as a
+    BatchNorm's statistics are): kept dim last, Inductor's num_splits finds no reduced dim
+    of stride 1 (an outer reduction) and splits 512 terms in four; kept dim in the middle,
+    the innermost dim is reduced (an inner reduction: split only past 8192 terms)."""
+    def fn(x):
+        return (x - x.sum(dims, keepdim=True),)
+
+    c = _recomputing(fn, (16, 32, 8) if dims == (0, 1) else (16, 8, 32))
+    assert not c.unexplained, str(c)
+    split = [d.rules for d in c.differences] == [("split_reductions",)]
+    assert split is (dims == (0, 1)), str(c)

@@ -186,9 +186,20 @@ def reduction_splits(node: SchedulerNode, num_sm: int, major: int) -> int:
         return _inner_splits(rnumel, numel, num_sm, major)
     if rnumel <= WARP or numel >= num_sm * 2 * 32:
         return 1
-    if node.inner:
+    if _reduces_innermost(node):
         return _inner_splits(rnumel, numel, num_sm, major)
     return _outer_splits(rnumel, numel, num_sm)
+
+
+def _reduces_innermost(node: SchedulerNode) -> bool:
+    """num_splits' inner reduction: one of the reduced dims is the input's innermost (stride
+    1), as BatchNorm's statistics over N, H and W -- not only a reduction over the trailing
+    dims (`node.inner`)."""
+    if not node.rorder:
+        return True
+    shape, reduced = node.rorder
+    last = max((d for d, size in enumerate(shape) if size != 1), default=None)
+    return last is None or last in reduced
 
 
 def _closest_divisor(n: int, target: int) -> int:
