@@ -30,7 +30,6 @@ import torch
 
 from . import lowering
 from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
-from .ir import _access as access_of
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -131,15 +130,14 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
             if node.access.get(buf) == {SHAPE_ONLY}:
                 continue  # only its sizes are taken: nothing loaded, nothing inlined
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
-            hows = _read_as(node, arg, buf, ir)
             if producer is not None and producer not in loaded and producer in bodies:
-                view = _view_of(hows)
+                view = _view_of(node, buf)
                 keys |= bodies[producer] if view is None else {_at(k, view) for k in
                                                                bodies[producer]}
                 operands[len(args)] = arg
                 args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
-                key = ("load", buf, hows)
+                key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
                 keys.add(key)
                 key = _peeled_bias(fx.get(producer or ""), key, keys, ir, interned)
                 operands[len(args)] = arg
@@ -284,20 +282,12 @@ def _unrolled_terms(keys: set, terms: int) -> set:
     return consts | {_at(k, ("term", i)) for k in keys - consts for i in range(terms)}
 
 
-def _read_as(node: SchedulerNode, arg: torch.fx.Node, buf: str, ir: GraphIR) -> frozenset:
-    """How this operand reads `buf`: its own view (two selects of one buffer are two loads
-    at two indices: OpCounterCSE.load counts a read per distinct name and index), or, for
-    an indexed op, every way the node reads it."""
-    if node.indexed or buf not in ir.buffers:
-        return frozenset(node.access.get(buf, {"full"}))
-    return frozenset({access_of(arg.meta.get("val"), ir.buffers[buf])})
-
-
-def _view_of(hows: frozenset) -> object:
-    """None when an operand reads its buffer whole, at the node's own index; else the view it
-    reads (a slice, a shift): an inlined producer is then computed at other indices, and
-    Inductor's CSE shares none of its operations with another read of it (sin of x[0::2],
-    cos of x[1::2] compute x's body twice)."""
+def _view_of(node: SchedulerNode, buf: str) -> object:
+    """None when `node` reads `buf` whole, at its own index; else the view it reads (a slice,
+    a shift): an inlined producer is then computed at other indices, and Inductor's CSE
+    shares none of its operations with another read of it (sin of x[0::2], cos of
+    x[1::2] compute x's body twice)."""
+    hows = node.access.get(buf, {"full"})
     views = [h for h in hows if h != "full" and not (isinstance(h, tuple) and h[0] == "indexed")]
     return frozenset(views) if views else None
 
