@@ -1043,27 +1043,3 @@ def test_split_reduction_only_a_reduction_that_keeps_the_innermost_dim_is_outer(
     assert not c.unexplained, str(c)
     split = [d.rules for d in c.differences] == [("split_reductions",)]
     assert split is (dims == (0, 1)), str(c)
-
-
-@pytest.mark.parametrize("steps", [5, 6])
-def test_a_cat_of_pieces_stored_for_their_large_bodies_is_a_concat_kernel(steps):
-    """RT-DETR's boxes: a cat of pieces Inductor has stored already (bodies of more than 30
-    operations loading two values, realized as they are lowered: has_exceeded_max_reads)
-    copies none of them: a ConcatKernel whose pieces write their slices
-    (`can_realize_into_without_copy`), read by the cat's reader in a kernel of its own.
-    Smaller pieces are pointwise code the cat inlines, inlined in turn into its reader.
-    (A graph output is stored too, but its strides are fixed: the cat copies it.)"""
-    def branch(x, y, k):
-        a = x * k + y
-        for _ in range(steps):
-            a = torch.sin(a) * k
-        return a
-
-    def fn(x, y, z):
-        pieces = [branch(x, y, 1.5) + branch(x, y, 2.5), branch(y, z, 1.5) + branch(y, z, 2.5)]
-        return (torch.cat(pieces, 1) * 2, *(pieces if steps == 5 else ()))
-
-    c = _recomputing(fn, (4, 8), (4, 8), (4, 8))
-    assert not c.unexplained, str(c)
-    cat = next(g.nodes for g in c.ours.groups if "cat" in g.nodes)
-    assert (cat == ("cat",)) is (steps == 6), _kernels(c)

@@ -40,22 +40,20 @@ def into_concat_kernel(producer: FusedSchedulerNode, consumer: FusedSchedulerNod
 MAX_POINTWISE_CAT_INPUTS = 8  # Inductor's max_complex_pointwise_cat_inputs
 
 
-def pointwise_cat(cat: SchedulerNode, ir: GraphIR, realized: set[str] | None = None) -> bool:
+def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
     """Inductor's `cat` lowering (lowering.py, on a GPU-like device): a pointwise kernel that
     loads each piece where it falls (pointwise_cat), or a ConcatKernel whose inputs are
     realized, each producer writing its slice. Pointwise when there are at most 8 pieces,
     none also read by another pointwise op, and either the cat's readers are all pointwise
     and a piece is computed (not a stored buffer), or every piece needs a copy anyway and
-    none is, or reads, a reduction (a pointwise cat would recompute it per element).
-    `realized`: the pointwise values Inductor's lowering has stored so far (while
-    opcount.realize_decisions is deciding them); otherwise the scheduler's `stored` marks."""
+    none is, or reads, a reduction (a pointwise cat would recompute it per element)."""
     if len(cat.reads) > MAX_POINTWISE_CAT_INPUTS:
         return False
     producers = [ir.buffers[b].producer for b in cat.reads]
     users = ir.node_users()
-    if _multi_consumer_piece(cat, ir, realized):
+    if _multi_consumer_piece(cat, ir):
         return False  # has_multi_consumers: the piece would be computed twice
-    lowered = [lowered_as_piece(p, ir, realized) for p in producers]
+    lowered = [lowered_as_piece(p, ir) for p in producers]
     readers = users.get(cat.name, set())
     pointwise_uses = bool(readers) and not any(ir.buffers[b].is_output for b in cat.writes) \
         and all(ir.by_name[u].kind is Kind.POINTWISE for u in readers)
@@ -65,7 +63,7 @@ def pointwise_cat(cat: SchedulerNode, ir: GraphIR, realized: set[str] | None = N
         p is not None and reads_reduction(ir.by_name[p], ir) for p in producers)
 
 
-def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR, realized: set[str] | None) -> bool:
+def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
     """Inductor's `has_multi_consumers`: a piece, as the cat's FX argument, read by other
     nodes too -- by a pointwise one (which would compute it again), or while it is pointwise
     code not yet stored. The argument is the value the cat is given: a view of a value (one
@@ -80,8 +78,7 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR, realized: set[str] | 
             return True
         buf = ir.buffers.get(ir.base_of.get(piece.name, ""))
         producer = ir.by_name.get(buf.producer) if buf is not None and buf.producer else None
-        if producer is not None and lowered_pointwise(producer) and \
-                not _realized(producer, realized):
+        if producer is not None and lowered_pointwise(producer):
             return True
     return False
 
@@ -97,29 +94,15 @@ def _pointwise_use(node: torch.fx.Node) -> bool:
     return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
 
 
-def lowered_as_piece(producer: str | None, ir: GraphIR,
-                     realized: set[str] | None = None) -> bool:
+def lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:
     """Inductor's should_lower_cat_input: a piece the cat must compute or copy itself -- a
     stored buffer (a graph input, an extern's output) or pointwise code not yet realized. A
-    reduction, or pointwise code realized (for its many loads, its large body, its reuse:
-    a ComputedBuffer of flexible layout, `can_realize_into_without_copy`), can write its
-    slice itself."""
+    reduction, or pointwise code realized for its many loads, can write its slice itself."""
     if producer is None or ir.by_name[producer].kind in (Kind.EXTERN, Kind.TEMPLATE):
         return True
     node = ir.by_name[producer]
-    return lowered_pointwise(node) and not _realized_flexible(node, realized, ir) and loads(
+    return lowered_pointwise(node) and loads(
         FusedSchedulerNode(inlined_cone(node, ir))) <= REALIZE_ACC_READS
-
-
-def _realized(node: SchedulerNode, realized: set[str] | None) -> bool:
-    """Has Inductor's lowering stored this pointwise value (opcount.realize_decisions)?"""
-    return node.name in realized if realized is not None else node.stored
-
-
-def _realized_flexible(node: SchedulerNode, realized: set[str] | None, ir: GraphIR) -> bool:
-    """Stored in a buffer of flexible layout, that a ConcatKernel can take as its slice? A
-    graph output's strides are fixed: the cat copies it."""
-    return _realized(node, realized) and not any(ir.buffers[b].is_output for b in node.writes)
 
 
 def inlined_cone(node: SchedulerNode, ir: GraphIR) -> list[SchedulerNode]:

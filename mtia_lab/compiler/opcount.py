@@ -28,7 +28,6 @@ import numbers
 
 import torch
 
-from . import lowering
 from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
@@ -68,9 +67,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     inline_reused: set[str] = set()
     loaded: set[str] = set()  # realized, or read by an extern lowered already: readers load it
     for node in ir.nodes:
-        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of or (
-                node.target == "aten.cat.default" and not lowering.pointwise_cat(
-                    node, ir, realized)):  # a ConcatKernel: its readers load its buffer
+        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
             loaded.add(node.name)
             if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):

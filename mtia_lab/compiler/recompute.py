@@ -36,32 +36,29 @@ def candidates(ir: GraphIR) -> list[str]:
     the unrealized values inlined into them (one reader each: recomputed with it)."""
     _, reused, realized = opcount.realize_decisions(ir)
     fx = {n.name: n for n in ir.gm.graph.nodes}
-    chosen = {n.name for n in ir.nodes if n.name in reused
-              and _recomputable(n, ir, 2, realized)
+    chosen = {n.name for n in ir.nodes if n.name in reused and _recomputable(n, ir, 2)
               and not scaled_softmax_shift(fx[n.name])}
     for node in reversed(ir.nodes):  # a reader before its producers
-        if node.name in chosen or node.name in realized or \
-                not _recomputable(node, ir, 1, realized):
+        if node.name in chosen or node.name in realized or not _recomputable(node, ir, 1):
             continue
         if all(u in chosen for u in ir.users[node.writes[0]]):
             chosen.add(node.name)
     return [n.name for n in ir.nodes if n.name in chosen]
 
 
-def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int,
-                  realized: set[str]) -> bool:
+def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool:
     """A pointwise value with one buffer (no pool, no cat Inductor makes a ConcatKernel of),
     read by at least `fewest_readers` loops that can inline it (no extern, template, scatter
     or ConcatKernel, no layout copy; no reader of its sizes only)."""
     if len(node.writes) != 1 or node.scatter or _pool(node) or _random(node, ir) or \
-            not _inlinable(node, ir, realized) or \
+            not _inlinable(node, ir) or \
             node_kind(node) is not Kind.POINTWISE or ir.buffers[node.writes[0]].is_output:
         return False
     buf = node.writes[0]
     readers = [ir.by_name[u] for u in ir.users.get(buf, ())]
     return len(readers) >= fewest_readers and all(
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
-        and not r.layout_of and _inlinable(r, ir, realized) and r.access.get(buf) != {SHAPE_ONLY}
+        and not r.layout_of and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY}
         for r in readers)
 
 
@@ -102,9 +99,9 @@ def _pool(node: SchedulerNode) -> bool:
     return _op(node) in POOLS
 
 
-def _inlinable(node: SchedulerNode, ir: GraphIR, realized: set[str]) -> bool:
+def _inlinable(node: SchedulerNode, ir: GraphIR) -> bool:
     """Pointwise code to Inductor's lowering: anything but a cat lowered as a ConcatKernel."""
-    return node.target != "aten.cat.default" or lowering.pointwise_cat(node, ir, realized)
+    return node.target != "aten.cat.default" or lowering.pointwise_cat(node, ir)
 
 
 def origin(name: str) -> str:
