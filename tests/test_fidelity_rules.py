@@ -1111,3 +1111,53 @@ def test_interleaved_slice_scatter_chains_a_pass_remade_are_told_apart():
     held = [set(launch.nodes) for launch in c.placed.launches]
     assert {"slice_scatter", "slice_scatter_2", "slice_scatter_4"} in [
         h & {f"slice_scatter{k}" for k in ("", "_1", "_2", "_3", "_4", "_5")} for h in held]
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_a_concat_kernel_read_by_one_op_is_stored_not_inlined_into_it(reused):
+    """TimeSformer's residual: a class token concatenated with the tokens a pointwise add
+    made, then added to another cat. When the add has another pointwise reader, Inductor's
+    cat lowering makes a ConcatKernel (has_multi_consumers): a buffer the add writes its
+    slice of, which the one reader of the cat loads in a kernel of its own; otherwise the
+    cat is pointwise code inlined into its reader."""
+    def fn(x, y, z):
+        a = x[:, 1:] + y
+        out = torch.cat([x[:, :1], a], 1) + z.exp()
+        return (out, a * 2) if reused else (out,)
+
+    c = _recomputing(fn, (2, 9, 8), (2, 8, 8), (2, 9, 8))
+    _same_as_inductor(c)
+    assert (("cat",) in _kernels(c)) is reused, _kernels(c)
+
+
+@pytest.mark.parametrize("rows", [16, 32])
+def test_split_reduction_an_outer_norm_of_many_terms_runs_in_two_kernels(rows):
+    """Weight norm (SEW's positional convolution): the norm of a (rows, 8, 16) weight over
+    all but the last dim, then weight * g / norm. With 256 terms per output and 16 outputs
+    Inductor splits the reduction in two (Reduction.num_splits: 2 partial sums per
+    output), and the pointwise scale, over the whole weight, fits neither stage: three
+    launches, the first one a part of Inductor we name and do not model. With 128 terms it
+    is one reduction, whose loops the pointwise takes in the reorder round."""
+    def fn(w, g):
+        return (w * (g / torch.linalg.vector_norm(w, 2, [0, 1], True)),)
+
+    c = _recomputing(fn, (rows, 8, 16), (1, 1, 16))
+    assert not c.unexplained, str(c)
+    assert [d.rules for d in c.differences] == ([("split_reductions",)] if rows == 32 else [])
+    norm = next(g.nodes for g in c.ours.groups if "linalg_vector_norm" in g.nodes)
+    assert (norm == ("linalg_vector_norm",)) is (rows == 32), _kernels(c)
+
+
+@pytest.mark.parametrize("dims", [(0, 1), (0, 2)])
+def test_split_reduction_only_a_reduction_that_keeps_the_innermost_dim_is_outer(dims):
+    """A sum over all dims but one, read back by a pointwise over the whole input (as a
+    BatchNorm's statistics are): kept dim last, Inductor's num_splits finds no reduced dim
+    of stride 1 (an outer reduction) and splits 512 terms in four; kept dim in the middle,
+    the innermost dim is reduced (an inner reduction: split only past 8192 terms)."""
+    def fn(x):
+        return (x - x.sum(dims, keepdim=True),)
+
+    c = _recomputing(fn, (16, 32, 8) if dims == (0, 1) else (16, 8, 32))
+    assert not c.unexplained, str(c)
+    split = [d.rules for d in c.differences] == [("split_reductions",)]
+    assert split is (dims == (0, 1)), str(c)

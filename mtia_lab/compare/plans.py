@@ -340,9 +340,12 @@ def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False) 
     holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
     kinds = {home[n].kind for n in launch.part_of}
     scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
+    split = ours.ir is not None and any(
+        ours.ir.by_name[n].splits > 1 for n in launch.part_of if n in ours.ir.by_name)
     rule = ("post_grad_pattern" if pattern else
             _extern_part(ours, launch) if kinds & {"extern", "template"} else
-            "scatter_in_two_launches" if scatter else "inductor_only_launch")
+            "scatter_in_two_launches" if scatter else
+            "split_reductions" if split else "inductor_only_launch")
     reason = (f"{launch.name} computes part of {', '.join(launch.part_of) or 'nothing of ours'}"
               f" ({'/'.join(sorted(kinds))} in our plan)")
     if pattern:

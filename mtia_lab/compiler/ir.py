@@ -138,6 +138,7 @@ class SchedulerNode:
     # (it reads a permuted view): its output is stored in that order (_rows_permuted)
     rows_permuted: bool = False
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
+    splits: int = 1  # a reduction Inductor splits in two: partial results per output (scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
     stored: bool = False  # pointwise, but Inductor's lowering stores it (opcount.py; scheduler)
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)

@@ -10,12 +10,13 @@ code. These predicates read the graph (GraphIR) and the kernels so far; the rule
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
 import torch.fx
 
-from .ir import FusedSchedulerNode, GraphIR, Kind, SchedulerNode, classify, node_kind
+from .ir import REDUCTIONS, FusedSchedulerNode, GraphIR, Kind, SchedulerNode, classify, node_kind
 
 
 def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
@@ -164,3 +165,81 @@ def copied_for_layout(producer: FusedSchedulerNode, consumer: FusedSchedulerNode
     """A value a layout copy reads (layout.py) is realized first: Inductor's convolution
     lowering calls `x.realize()` on its operands before `require_channels_last` copies them."""
     return any(n.layout_of and set(n.reads) & producer.writes for n in consumer.nodes)
+
+
+# Reduction.num_splits and choices.reduction_split_factor (torch/_inductor), on a device of
+# 32-thread warps and 2048 threads per processor (DeviceProperties' defaults)
+SPLIT_REDUCTIONS = REDUCTIONS - {"argmax", "argmin"}  # an arg-reduction is never split
+WARP, THREADS_PER_SM, NUM_THREADS = 32, 2048, 256  # num_threads: warp * 8 warps
+INNER_NO_SPLIT = 8192  # reduction_split_factor's no_split_threshold below compute capability 10
+
+
+def reduction_splits(node: SchedulerNode, num_sm: int, major: int) -> int:
+    """How many partial results per output Inductor's Reduction.create computes first, when
+    `num_splits` splits a reduction in two for parallelism (few outputs, many terms): a
+    first kernel over (outputs x splits) partial reductions, a second over the splits. 1: one
+    kernel. An outer reduction (over dims that are not the innermost, weight norm's over all
+    but the last) splits from 129 terms on; an inner one only past 8192."""
+    op = node.target.split(".")[1] if node.target.count(".") >= 1 else ""
+    if node.kind is not Kind.REDUCTION or node.unrolled or op not in SPLIT_REDUCTIONS:
+        return 1
+    rnumel, numel = node.rnumel, node.numel
+    if numel == 1:
+        return _inner_splits(rnumel, numel, num_sm, major)
+    if rnumel <= WARP or numel >= num_sm * 2 * 32:
+        return 1
+    if _reduces_innermost(node):
+        return _inner_splits(rnumel, numel, num_sm, major)
+    return _outer_splits(rnumel, numel, num_sm)
+
+
+def _reduces_innermost(node: SchedulerNode) -> bool:
+    """num_splits' inner reduction: one of the reduced dims is the input's innermost (stride
+    1), as BatchNorm's statistics over N, H and W -- not only a reduction over the trailing
+    dims (`node.inner`)."""
+    if not node.rorder:
+        return True
+    shape, reduced = node.rorder
+    last = max((d for d, size in enumerate(shape) if size != 1), default=None)
+    return last is None or last in reduced
+
+
+def _closest_divisor(n: int, target: int) -> int:
+    return min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - target))
+
+
+def _inner_splits(rnumel: int, numel: int, num_sm: int, major: int) -> int:
+    """reduction_split_factor(inner_reduction=True)."""
+    if numel >= 2 * num_sm or rnumel <= (524288 if major >= 10 else INNER_NO_SPLIT):
+        return 1
+    total, fewest, most = rnumel * numel, WARP * num_sm * THREADS_PER_SM, \
+        512 * num_sm * THREADS_PER_SM
+    if total <= fewest:
+        size = WARP
+    elif total < most:
+        blocks = math.ceil(num_sm * THREADS_PER_SM // (2 * NUM_THREADS) / numel)
+        want = math.ceil(rnumel / (NUM_THREADS * blocks))
+        closest = _closest_divisor(rnumel, want)
+        size = max(closest, WARP) if abs(closest - want) < 30 else want
+    else:
+        closest = _closest_divisor(rnumel, 512)
+        size = closest if abs(closest - 512) < 50 else 512
+    return math.ceil(rnumel / (size * NUM_THREADS))
+
+
+def _outer_splits(rnumel: int, numel: int, num_sm: int) -> int:
+    """reduction_split_factor(inner_reduction=False): 4 values per thread, 128 outputs a
+    block."""
+    total, fewest, most = rnumel * numel, WARP * num_sm * THREADS_PER_SM, \
+        512 * num_sm * THREADS_PER_SM
+    if total < fewest:
+        size = WARP
+    elif total < most:
+        blocks = math.ceil(num_sm * THREADS_PER_SM // NUM_THREADS / math.ceil(numel / 128))
+        want = math.ceil(rnumel / (4 * blocks))
+        closest = _closest_divisor(rnumel, want)
+        size = max(closest, WARP) if abs(want - closest) < 20 else want
+    else:
+        closest = _closest_divisor(rnumel, 512)
+        size = closest if abs(closest - 512) < 50 else 512
+    return math.ceil(rnumel / (4 * size))

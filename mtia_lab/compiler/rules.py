@@ -19,8 +19,8 @@ the reason recorded is the one Inductor would give:
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
     4. vertical     scatter_output, indexed_read, read_other_positions (a slice, a shift,
-                    an unrolled reduction's terms), reduction_*
-                    (reduction_loop_order), vertical_pointwise
+                    an unrolled reduction's terms), split_reduction (a reduction Inductor
+                    splits in two), reduction_* (reduction_loop_order), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -80,7 +80,10 @@ NOT_MODELLED = {
     "tiling_prevents_pointwise_fusion": "Triton tilings are not modelled",
     "speedup_by_fusion": "only benchmarks templates under max-autotune",
     "mix_order_reduction": "reductions over the same data in another order stay apart",
-    "split_reductions": "a large reduction is one kernel, never split in two",
+    "split_reductions": "Inductor splits a reduction of few outputs and many terms in two "
+                        "(Reduction.num_splits): what fuses with it is modelled "
+                        "(split_reduction; our kernel is its second stage), the first "
+                        "stage's launch is not",
     "conv_bias_in_triton": "Inductor peels a convolution's bias off the extern call (off the "
                            "CPU) and adds it in Triton, inlined into the readers' kernels; "
                            "we keep it in the call (its loads are counted, opcount.py), so "
@@ -153,7 +156,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     it must (a reduction, an extern's input, a graph output, several users, more than
     REALIZE_ACC_READS loads per element: a 3x3 max pool loads 9; a loop body of more than
     30 operations with everything inlined into it: `lowering.large_body`; several readers
-    and more than 4 loads: `lowering.stored_on_reuse`). An op whose only
+    and more than 4 loads: `lowering.stored_on_reuse`), and a cat it lowers as a
+    ConcatKernel is a buffer its pieces write (`_concat_kernel`). An op whose only
     user is one pointwise or reduction kernel is computed inside that kernel -- whatever the
     spaces: a broadcast or an indexed load just recomputes it where it is needed."""
     if not p.vertical:
@@ -161,6 +165,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
     producer, consumer = p.producer_consumer()
     if producer.size != 1 or consumer.kind not in (Kind.POINTWISE, Kind.REDUCTION):
         return None
+    if _concat_kernel(producer, p.ir) is not None:
+        return None  # a buffer its pieces write: its readers load it (concat_kernel_never_fuses)
     if not (_pure_pointwise(producer) or lowering.unrolled_into(producer, consumer, p.ir)):
         if producer.kind is Kind.POINTWISE and consumer.indexed and lowering.into_concat_kernel(
                 producer, consumer):
@@ -204,9 +210,7 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
     kernel of its own. (Our cat kernel copying the pieces is the concat_kernel departure: the
     verdict between a piece's kernel and the cat, which Inductor's piece kernel writes.)"""
     for g in (p.a, p.b):
-        cat = next((n for n in g.nodes if n.target == "aten.cat.default"
-                    and recompute.SEP not in n.name  # a recomputed cat is pointwise code
-                    and not lowering.pointwise_cat(n, p.ir)), None)
+        cat = _concat_kernel(g, p.ir)
         if cat is not None:
             other = p.b if g is p.a else p.a
             if set(cat.reads) & other.writes and other.kind in (Kind.POINTWISE, Kind.REDUCTION):
@@ -217,6 +221,14 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
                            f"{cat.name} is a ConcatKernel (no kernel of its own to Inductor): "
                            "nothing fuses with it")
     return None
+
+
+def _concat_kernel(g: FusedSchedulerNode, ir: GraphIR):
+    """The cat of a kernel that Inductor's `cat` lowering (lowering.py) makes a ConcatKernel
+    of, not `pointwise_cat` code: a buffer its pieces write, even read by one op only."""
+    return next((n for n in g.nodes if n.target == "aten.cat.default"
+                 and recompute.SEP not in n.name  # a recomputed cat is pointwise code
+                 and not lowering.pointwise_cat(n, ir)), None)
 
 
 def template_epilogue(p: Pair) -> Verdict | None:
@@ -555,6 +567,31 @@ def _within_rows(views: set, producer: FusedSchedulerNode, buf) -> bool:
     return all(loops.stays_in_rows(view, producer.rnumel) for view in views)
 
 
+def split_reduction(p: Pair) -> Verdict | None:
+    """A reduction Inductor splits in two (`Reduction.num_splits`, lowering.reduction_splits)
+    is, to its scheduler, a first kernel reducing the input to partial results (a launch
+    we do not model: rules.NOT_MODELLED split_reductions) and a second reducing those: our
+    kernel. The second reads only the partial results, nothing its input's producer or
+    siblings touch, and loops over outputs x splits: only a pointwise reader over its
+    outputs fits it."""
+    for g in (p.a, p.b):
+        split = next((n for n in g.nodes if n.splits > 1), None)
+        if split is None:
+            continue
+        other = p.b if g is p.a else p.a
+        what = (f"Inductor splits {split.name} in two ({split.numel}x{split.rnumel} reduced "
+                f"to {split.numel}x{split.splits} partial results first)")
+        if set(split.reads) & other.writes or not p.vertical:
+            return Verdict(False, "split_reduction", f"{what}: its first stage reads the "
+                           "input, the second shares no data with "
+                           f"{other.nodes[-1].name}")
+        if set(split.writes) & other.reads and not (
+                other.kind is Kind.POINTWISE and other.numel == split.numel):
+            return Verdict(False, "split_reduction", f"{what}: its second stage loops over "
+                           f"{split.numel}x{split.splits}, not {_space(other)}")
+    return None
+
+
 def reduction_fusion(p: Pair) -> Verdict | None:
     """Reductions fuse with reductions over the same space, and with pointwise kernels over
     the reduced space, or over the full space when the reduction runs over the inner dims."""
@@ -636,8 +673,8 @@ def vertical_pointwise(p: Pair) -> Verdict | None:
                    + (" match" if same else " differ"))
 
 
-VERTICAL = [scatter_output, indexed_read, read_other_positions, reduction_fusion,
-            vertical_pointwise]
+VERTICAL = [scatter_output, indexed_read, read_other_positions, split_reduction,
+            reduction_fusion, vertical_pointwise]
 
 
 def score_fusion_memory_threshold(p: Pair) -> Verdict | None:
@@ -666,7 +703,8 @@ def horizontal(p: Pair) -> Verdict | None:
                    f"{p.a.numel} and {p.b.numel}" + (" match" if same else " differ"))
 
 
-HORIZONTAL = [score_fusion_memory_threshold, long_distance, reduction_fusion, horizontal]
+HORIZONTAL = [score_fusion_memory_threshold, long_distance, split_reduction,
+              reduction_fusion, horizontal]
 
 
 # ---- 5. ours ---------------------------------------------------------------------------------
@@ -682,8 +720,8 @@ def on_chip_memory_budget(p: Pair) -> Verdict | None:
     return None
 
 
-RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, reduction_fusion,
-         vertical_pointwise, horizontal]
+RULES = [*KIND_RULES, scatter_output, indexed_read, read_other_positions, split_reduction,
+         reduction_fusion, vertical_pointwise, horizontal]
 
 
 def _first(checks, p: Pair) -> Verdict | None:

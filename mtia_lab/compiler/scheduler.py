@@ -22,7 +22,7 @@ import heapq
 
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, layout, loops, opcount, pricing, recompute, rules
+from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
 from .ir import FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -181,6 +181,9 @@ class Scheduler:
         self.profile = profile or RUNTIME.device().profile
         self.group_of: dict[str, FusedSchedulerNode] = {}
         mark_unrolled(ir)  # Inductor unrolls small reductions into pointwise code
+        for node in ir.nodes:  # ...and splits those with few outputs and many terms in two
+            node.splits = lowering.reduction_splits(node, self.profile.num_pes,
+                                                    self.profile.major)
         # ...and stores values whose loop body is large, or reused ones that load much
         large, _, realized = opcount.realize_decisions(ir)
         # computed_once=False: a clone of each recomputed value per reader (recompute.py)
