@@ -993,3 +993,21 @@ def test_grid_sample_is_decomposed_into_indexed_loads_that_take_their_producers(
     c = _compared(fn, (2, 3, 8, 8), (2, 5, 1, 2))
     _same_as_inductor(c)
     assert len(c.ours.groups) == 1, _kernels(c)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_computed_once_off_a_linears_bias_is_one_more_load_of_its_pointwise_readers(bias):
+    """`linear(x) * y + z) * u` read by two reductions over other dims. On a GPU-like device
+    Inductor rewrites an fp32 addmm read only by pointwise ops as mm + a pointwise bias add
+    (post_grad.py `unfuse_bias_add_to_pointwise`), inlined into its readers: with a bias v
+    loads 5 values (mm, bias, y, z, u), more than realize_reads_threshold (4), and is stored
+    once; without one it loads 4 and each reduction's kernel computes it again."""
+    def fn(x, w, b, y, z, u):
+        v = (F.linear(x, w, b if bias else None) * y + z) * u
+        return v.sum(-1), v.amax(0)
+
+    c = _recomputing(fn, (8, 16), (16, 16), (16,), (8, 16), (8, 16), (8, 16))
+    _same_as_inductor(c)
+    assert ("mul_1" in c.ours.recomputed) is not bias, c.ours.recomputed
+
+

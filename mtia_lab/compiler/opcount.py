@@ -29,6 +29,7 @@ import numbers
 import torch
 
 from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
+from .lowering import is_pointwise_use
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -235,14 +236,34 @@ def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: Grap
     convolution lowering (kernel/conv.py) peels the bias off the extern call: the output
     is a pointwise `add` of the call's result and the bias, inlined into its readers -- two
     loads and an op in each reader's body (a sum of two biased convolutions and a residual
-    loads six values: stored once several ops read it, `should_realize_on_reuse`)."""
-    if producer is None or producer.target is not torch.ops.aten.convolution.default or \
+    loads six values: stored once several ops read it, `should_realize_on_reuse`). So is the
+    bias of an addmm Inductor unfuses (`_unfused_addmm`)."""
+    if _unfused_addmm(producer):
+        bias_arg = producer.args[0]
+    elif producer is None or producer.target is not torch.ops.aten.convolution.default or \
             len(producer.args) < 3 or not isinstance(producer.args[2], torch.fx.Node):
         return key
-    bias = ("load", ir.base_of.get(producer.args[2].name), frozenset({"bias"}))
+    else:
+        bias_arg = producer.args[2]
+    bias = ("load", ir.base_of.get(bias_arg.name), frozenset({"bias"}))
     value = _intern(interned, ("add", key, bias))
     keys |= {bias, value}
     return value
+
+
+def _unfused_addmm(producer: torch.fx.Node | None) -> bool:
+    """An addmm whose readers are all pointwise ops: on a GPU-like device Inductor's
+    post-grad pass `unfuse_bias_add_to_pointwise` (fx_passes/post_grad.py, its check
+    `should_prefer_unfused_addmm`) rewrites it as an mm and a pointwise `bias + mm`, inlined
+    into the readers: one load and one op more in each reader's body. A bf16/fp16 bias keeps
+    the addmm fused (`keep_addmm_fused_for_half_dtypes`)."""
+    if producer is None or producer.target is not torch.ops.aten.addmm.default or \
+            not isinstance(producer.args[0], torch.fx.Node):
+        return False
+    bias = producer.args[0].meta.get("val")
+    if not isinstance(bias, torch.Tensor) or bias.dtype in (torch.bfloat16, torch.float16):
+        return False
+    return bool(producer.users) and all(is_pointwise_use(u) for u in producer.users)
 
 
 def _given(bounds) -> int:
