@@ -1011,3 +1011,18 @@ def test_computed_once_off_a_linears_bias_is_one_more_load_of_its_pointwise_read
     assert ("mul_1" in c.ours.recomputed) is not bias, c.ours.recomputed
 
 
+@pytest.mark.parametrize("pieces", ["one_view", "two_views"])
+def test_computed_once_off_each_view_a_pointwise_cat_takes_of_one_buffer_is_a_load(pieces):
+    """A point's two coordinates swapped by a cat of two slices of one input (deformable
+    attention's offset normalizer), read with three more inputs by a value two reductions
+    read. Inductor's pointwise cat loads each piece at its own index: 5 loads, more than
+    realize_reads_threshold (4), and the value is stored once; a cat of one slice twice
+    loads it once (4 loads) and each reduction's kernel computes the value again."""
+    def fn(s, p, r, q):
+        second = s[:, 0:1] if pieces == "one_view" else s[:, 1:2]
+        v = (r + p / torch.cat([second, s[:, 0:1]], -1)) * q
+        return v.sum(-1), v.amax(0)
+
+    c = _recomputing(fn, (8, 2), (8, 2), (8, 2), (8, 2))
+    _same_as_inductor(c)
+    assert ("mul" in c.ours.recomputed) is (pieces == "one_view"), c.ours.recomputed

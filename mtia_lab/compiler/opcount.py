@@ -122,20 +122,23 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     operands: dict[int, torch.fx.Node] = {}  # position in args -> the FX tensor it came from
     promoted = _promoted_dtype(op, fx_node)
     const_dtype = promoted or _out_dtype(fx_node)  # 1 and 1.0 are two constants to the CSE
+    pieces = _cat_piece_views(fx_node, ir) if op == "cat" else {}
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
             buf = ir.base_of.get(arg.name)
             if node.access.get(buf) == {SHAPE_ONLY}:
                 continue  # only its sizes are taken: nothing loaded, nothing inlined
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
+            piece = pieces.get(arg.name)
             if producer is not None and producer not in loaded and producer in bodies:
-                view = _view_of(node, buf)
+                view = _view_of(node, buf) if piece is None else piece
                 keys |= bodies[producer] if view is None else {_at(k, view) for k in
                                                                bodies[producer]}
                 operands[len(args)] = arg
                 args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
+                key = key if piece is None else (*key, piece)
                 keys.add(key)
                 key = _peeled_bias(fx.get(producer or ""), key, keys, ir, interned)
                 operands[len(args)] = arg
@@ -249,6 +252,23 @@ def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: Grap
     value = _intern(interned, ("add", key, bias))
     keys |= {bias, value}
     return value
+
+
+def _cat_piece_views(fx_node: torch.fx.Node, ir: GraphIR) -> dict[str, tuple]:
+    """{piece: its view} for the pieces of a cat that are other views of a buffer another
+    piece views too (the two coordinates of a point, `x[..., 0]` and `x[..., 1]`): Inductor's
+    pointwise cat loads each piece at its own index (a masked load per piece), two distinct
+    loads of one buffer (`num_reads`), and computes an inlined producer at each."""
+    views: dict[str, tuple] = {}
+    for arg in _flat_args(fx_node):
+        val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if isinstance(val, torch.Tensor) and ir.base_of.get(arg.name) != arg.name:
+            views[arg.name] = (ir.base_of.get(arg.name), tuple(val.shape), tuple(val.stride()),
+                               val.storage_offset())
+    bases: dict[object, set] = {}
+    for view in views.values():
+        bases.setdefault(view[0], set()).add(view)
+    return {name: ("piece", view) for name, view in views.items() if len(bases[view[0]]) > 1}
 
 
 def _unfused_addmm(producer: torch.fx.Node | None) -> bool:
