@@ -995,6 +995,23 @@ def test_grid_sample_is_decomposed_into_indexed_loads_that_take_their_producers(
     assert len(c.ours.groups) == 1, _kernels(c)
 
 
+def test_a_bilinear_grid_sample_is_a_large_body_stored_as_its_cats_piece():
+    """Deformable attention's sampling: two bilinear grid samples concatenated, read by a
+    pointwise op. Inductor's decomposed grid sample is some 90 operations (a masked load and
+    a weight per corner): stored for its size (realize_opcount_threshold), so the cat is a
+    ConcatKernel whose pieces the two samples' kernels write, and the reader a launch of its
+    own; counted as one op, ours would inline both samples into a pointwise cat."""
+    def fn(x1, x2, g1, g2, w):  # two feature levels, each sampled at its own points
+        a = F.grid_sample(x1, g1, align_corners=False)
+        b = F.grid_sample(x2, g2, align_corners=False)
+        return (torch.cat([a, b], -1) * w,)
+
+    c = _recomputing(fn, (2, 4, 8, 8), (2, 4, 4, 4), (2, 5, 6, 2), (2, 5, 6, 2),
+                     (2, 4, 5, 12))
+    _same_as_inductor(c)
+    assert ("grid_sampler_2d",) in _kernels(c), _kernels(c)
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_computed_once_off_a_linears_bias_is_one_more_load_of_its_pointwise_readers(bias):
     """`linear(x) * y + z) * u` read by two reductions over other dims. On a GPU-like device

@@ -42,6 +42,11 @@ FACTORIES = {
     "zeros_like": lambda args: 0, "ones_like": lambda args: 1,
 }
 GATHERS = {"gather", "index", "embedding", "index_select"}
+# Inductor's decomposition of grid_sampler_2d (decomposition.py, torch._decomp's
+# `_grid_sampler_2d`) is pointwise code: per interpolation mode (0 bilinear, 1 nearest,
+# 2 bicubic), the corners it loads the input at and the operations around them
+# (unnormalize, floor, bounds masks, weights); bilinear read off Inductor's kernel (~90).
+GRID_SAMPLER_BODY = {0: (4, 90), 1: (1, 25), 2: (16, 300)}
 IDENTITY = {"clone", "copy", "alias", "lift_fresh_copy", "expand", "contiguous"}
 
 
@@ -161,6 +166,10 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     if op in GATHERS:  # its input's body computed at the index it loads: no op of its own
         return frozenset(keys), value
     keys.add(value)
+    if op == "grid_sampler_2d":  # decomposed: a masked load per corner, their weights
+        corners, ops = GRID_SAMPLER_BODY.get(_grid_mode(fx_node), GRID_SAMPLER_BODY[0])
+        keys |= {("load", value, i) for i in range(corners - 1)}
+        keys |= {(value, i) for i in range(ops)}
     if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
         keys |= {("const", 0, const_dtype)}
         keys |= {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
@@ -252,6 +261,13 @@ def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: Grap
     value = _intern(interned, ("add", key, bias))
     keys |= {bias, value}
     return value
+
+
+def _grid_mode(fx_node: torch.fx.Node) -> int:
+    """grid_sampler_2d's interpolation_mode (0 bilinear, 1 nearest, 2 bicubic)."""
+    mode = fx_node.args[2] if len(fx_node.args) > 2 else fx_node.kwargs.get(
+        "interpolation_mode", 0)
+    return mode if isinstance(mode, int) else 0
 
 
 def _cat_piece_views(fx_node: torch.fx.Node, ir: GraphIR) -> dict[str, tuple]:
