@@ -1012,6 +1012,21 @@ def test_a_bilinear_grid_sample_is_a_large_body_stored_as_its_cats_piece():
     assert ("grid_sampler_2d",) in _kernels(c), _kernels(c)
 
 
+@pytest.mark.parametrize("length", [4, 16])
+def test_a_short_scan_is_never_unrolled_and_takes_its_full_space_epilogue(length):
+    """Inductor unrolls a reduction over fewer than 8 elements into pointwise code
+    (`Reduction.create`), never a scan (`Scan.create`): a cumsum over 4 elements is a kernel
+    over rows of 4, and a pointwise op over all its elements joins it (Mamba-2's segment
+    sums), as it does over 16; unrolled, it would loop over the 16 rows only."""
+    def fn(x, y):
+        c = torch.cumsum(x * 2, -1)  # read twice: a kernel of its own, never inlined
+        return c.exp() * y, c.amax(-1)
+
+    c = _compared(fn, (16, length), (16, length))
+    _same_as_inductor(c)
+    assert any({"cumsum", "exp"} <= set(g.nodes) for g in c.ours.groups), _kernels(c)
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_computed_once_off_a_linears_bias_is_one_more_load_of_its_pointwise_readers(bias):
     """`linear(x) * y + z) * u` read by two reductions over other dims. On a GPU-like device
