@@ -1161,3 +1161,68 @@ def test_split_reduction_only_a_reduction_that_keeps_the_innermost_dim_is_outer(
     assert not c.unexplained, str(c)
     split = [d.rules for d in c.differences] == [("split_reductions",)]
     assert split is (dims == (0, 1)), str(c)
+
+
+def test_a_bilinear_grid_sample_is_a_large_body_stored_as_its_cats_piece():
+    """Deformable attention's sampling: two bilinear grid samples concatenated, read by a
+    pointwise op. Inductor's decomposed grid sample is some 90 operations (a masked load and
+    a weight per corner): stored for its size (realize_opcount_threshold), so the cat is a
+    ConcatKernel whose pieces the two samples' kernels write, and the reader a launch of its
+    own; counted as one op, ours would inline both samples into a pointwise cat."""
+    def fn(x1, x2, g1, g2, w):  # two feature levels, each sampled at its own points
+        a = F.grid_sample(x1, g1, align_corners=False)
+        b = F.grid_sample(x2, g2, align_corners=False)
+        return (torch.cat([a, b], -1) * w,)
+
+    c = _recomputing(fn, (2, 4, 8, 8), (2, 4, 4, 4), (2, 5, 6, 2), (2, 5, 6, 2),
+                     (2, 4, 5, 12))
+    _same_as_inductor(c)
+    assert ("grid_sampler_2d",) in _kernels(c), _kernels(c)
+
+
+@pytest.mark.parametrize("length", [4, 16])
+def test_a_short_scan_is_never_unrolled_and_takes_its_full_space_epilogue(length):
+    """Inductor unrolls a reduction over fewer than 8 elements into pointwise code
+    (`Reduction.create`), never a scan (`Scan.create`): a cumsum over 4 elements is a kernel
+    over rows of 4, and a pointwise op over all its elements joins it (Mamba-2's segment
+    sums), as it does over 16; unrolled, it would loop over the 16 rows only."""
+    def fn(x, y):
+        c = torch.cumsum(x * 2, -1)  # read twice: a kernel of its own, never inlined
+        return c.exp() * y, c.amax(-1)
+
+    c = _compared(fn, (16, length), (16, length))
+    _same_as_inductor(c)
+    assert any({"cumsum", "exp"} <= set(g.nodes) for g in c.ours.groups), _kernels(c)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_computed_once_off_a_linears_bias_is_one_more_load_of_its_pointwise_readers(bias):
+    """`linear(x) * y + z) * u` read by two reductions over other dims. On a GPU-like device
+    Inductor rewrites an fp32 addmm read only by pointwise ops as mm + a pointwise bias add
+    (post_grad.py `unfuse_bias_add_to_pointwise`), inlined into its readers: with a bias v
+    loads 5 values (mm, bias, y, z, u), more than realize_reads_threshold (4), and is stored
+    once; without one it loads 4 and each reduction's kernel computes it again."""
+    def fn(x, w, b, y, z, u):
+        v = (F.linear(x, w, b if bias else None) * y + z) * u
+        return v.sum(-1), v.amax(0)
+
+    c = _recomputing(fn, (8, 16), (16, 16), (16,), (8, 16), (8, 16), (8, 16))
+    _same_as_inductor(c)
+    assert ("mul_1" in c.ours.recomputed) is not bias, c.ours.recomputed
+
+
+@pytest.mark.parametrize("pieces", ["one_view", "two_views"])
+def test_computed_once_off_each_view_a_pointwise_cat_takes_of_one_buffer_is_a_load(pieces):
+    """A point's two coordinates swapped by a cat of two slices of one input (deformable
+    attention's offset normalizer), read with three more inputs by a value two reductions
+    read. Inductor's pointwise cat loads each piece at its own index: 5 loads, more than
+    realize_reads_threshold (4), and the value is stored once; a cat of one slice twice
+    loads it once (4 loads) and each reduction's kernel computes the value again."""
+    def fn(s, p, r, q):
+        second = s[:, 0:1] if pieces == "one_view" else s[:, 1:2]
+        v = (r + p / torch.cat([second, s[:, 0:1]], -1)) * q
+        return v.sum(-1), v.amax(0)
+
+    c = _recomputing(fn, (8, 2), (8, 2), (8, 2), (8, 2))
+    _same_as_inductor(c)
+    assert ("mul" in c.ours.recomputed) is (pieces == "one_view"), c.ours.recomputed

@@ -76,7 +76,7 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
     for piece in pieces:
         if not isinstance(piece, torch.fx.Node) or len(piece.users) <= 1:
             continue
-        if any(_pointwise_use(u) for u in piece.users if u is not fx_cat):
+        if any(is_pointwise_use(u) for u in piece.users if u is not fx_cat):
             return True
         buf = ir.buffers.get(ir.base_of.get(piece.name, ""))
         producer = ir.by_name.get(buf.producer) if buf is not None and buf.producer else None
@@ -85,14 +85,14 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
     return False
 
 
-def _pointwise_use(node: torch.fx.Node) -> bool:
+def is_pointwise_use(node: torch.fx.Node) -> bool:
     """Inductor's is_pointwise_use (torch/_inductor/utils.py): an op tagged
     `torch.Tag.pointwise`, or a view (or getitem) all of whose uses are. The tag, not the
     lowering: an adaptive average pool, lowered as pointwise code, is no pointwise use."""
     if node.op != "call_function":
         return False
     if node.target is operator.getitem or classify(node.target) is Kind.VIEW:
-        return all(_pointwise_use(u) for u in node.users)
+        return all(is_pointwise_use(u) for u in node.users)
     return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
 
 

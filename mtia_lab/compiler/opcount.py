@@ -29,6 +29,7 @@ import numbers
 import torch
 
 from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
+from .lowering import is_pointwise_use
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -41,6 +42,11 @@ FACTORIES = {
     "zeros_like": lambda args: 0, "ones_like": lambda args: 1,
 }
 GATHERS = {"gather", "index", "embedding", "index_select"}
+# Inductor's decomposition of grid_sampler_2d (decomposition.py, torch._decomp's
+# `_grid_sampler_2d`) is pointwise code: per interpolation mode (0 bilinear, 1 nearest,
+# 2 bicubic), the corners it loads the input at and the operations around them
+# (unnormalize, floor, bounds masks, weights); bilinear read off Inductor's kernel (~90).
+GRID_SAMPLER_BODY = {0: (4, 90), 1: (1, 25), 2: (16, 300)}
 IDENTITY = {"clone", "copy", "alias", "lift_fresh_copy", "expand", "contiguous"}
 
 
@@ -121,20 +127,23 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     operands: dict[int, torch.fx.Node] = {}  # position in args -> the FX tensor it came from
     promoted = _promoted_dtype(op, fx_node)
     const_dtype = promoted or _out_dtype(fx_node)  # 1 and 1.0 are two constants to the CSE
+    pieces = _cat_piece_views(fx_node, ir) if op == "cat" else {}
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
             buf = ir.base_of.get(arg.name)
             if node.access.get(buf) == {SHAPE_ONLY}:
                 continue  # only its sizes are taken: nothing loaded, nothing inlined
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
+            piece = pieces.get(arg.name)
             if producer is not None and producer not in loaded and producer in bodies:
-                view = _view_of(node, buf)
+                view = _view_of(node, buf) if piece is None else piece
                 keys |= bodies[producer] if view is None else {_at(k, view) for k in
                                                                bodies[producer]}
                 operands[len(args)] = arg
                 args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
+                key = key if piece is None else (*key, piece)
                 keys.add(key)
                 key = _peeled_bias(fx.get(producer or ""), key, keys, ir, interned)
                 operands[len(args)] = arg
@@ -157,6 +166,10 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     if op in GATHERS:  # its input's body computed at the index it loads: no op of its own
         return frozenset(keys), value
     keys.add(value)
+    if op == "grid_sampler_2d":  # decomposed: a masked load per corner, their weights
+        corners, ops = GRID_SAMPLER_BODY.get(_grid_mode(fx_node), GRID_SAMPLER_BODY[0])
+        keys |= {("load", value, i) for i in range(corners - 1)}
+        keys |= {(value, i) for i in range(ops)}
     if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
         keys |= {("const", 0, const_dtype)}
         keys |= {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
@@ -235,14 +248,58 @@ def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: Grap
     convolution lowering (kernel/conv.py) peels the bias off the extern call: the output
     is a pointwise `add` of the call's result and the bias, inlined into its readers -- two
     loads and an op in each reader's body (a sum of two biased convolutions and a residual
-    loads six values: stored once several ops read it, `should_realize_on_reuse`)."""
-    if producer is None or producer.target is not torch.ops.aten.convolution.default or \
+    loads six values: stored once several ops read it, `should_realize_on_reuse`). So is the
+    bias of an addmm Inductor unfuses (`_unfused_addmm`)."""
+    if _unfused_addmm(producer):
+        bias_arg = producer.args[0]
+    elif producer is None or producer.target is not torch.ops.aten.convolution.default or \
             len(producer.args) < 3 or not isinstance(producer.args[2], torch.fx.Node):
         return key
-    bias = ("load", ir.base_of.get(producer.args[2].name), frozenset({"bias"}))
+    else:
+        bias_arg = producer.args[2]
+    bias = ("load", ir.base_of.get(bias_arg.name), frozenset({"bias"}))
     value = _intern(interned, ("add", key, bias))
     keys |= {bias, value}
     return value
+
+
+def _grid_mode(fx_node: torch.fx.Node) -> int:
+    """grid_sampler_2d's interpolation_mode (0 bilinear, 1 nearest, 2 bicubic)."""
+    mode = fx_node.args[2] if len(fx_node.args) > 2 else fx_node.kwargs.get(
+        "interpolation_mode", 0)
+    return mode if isinstance(mode, int) else 0
+
+
+def _cat_piece_views(fx_node: torch.fx.Node, ir: GraphIR) -> dict[str, tuple]:
+    """{piece: its view} for the pieces of a cat that are other views of a buffer another
+    piece views too (the two coordinates of a point, `x[..., 0]` and `x[..., 1]`): Inductor's
+    pointwise cat loads each piece at its own index (a masked load per piece), two distinct
+    loads of one buffer (`num_reads`), and computes an inlined producer at each."""
+    views: dict[str, tuple] = {}
+    for arg in _flat_args(fx_node):
+        val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if isinstance(val, torch.Tensor) and ir.base_of.get(arg.name) != arg.name:
+            views[arg.name] = (ir.base_of.get(arg.name), tuple(val.shape), tuple(val.stride()),
+                               val.storage_offset())
+    bases: dict[object, set] = {}
+    for view in views.values():
+        bases.setdefault(view[0], set()).add(view)
+    return {name: ("piece", view) for name, view in views.items() if len(bases[view[0]]) > 1}
+
+
+def _unfused_addmm(producer: torch.fx.Node | None) -> bool:
+    """An addmm whose readers are all pointwise ops: on a GPU-like device Inductor's
+    post-grad pass `unfuse_bias_add_to_pointwise` (fx_passes/post_grad.py, its check
+    `should_prefer_unfused_addmm`) rewrites it as an mm and a pointwise `bias + mm`, inlined
+    into the readers: one load and one op more in each reader's body. A bf16/fp16 bias keeps
+    the addmm fused (`keep_addmm_fused_for_half_dtypes`)."""
+    if producer is None or producer.target is not torch.ops.aten.addmm.default or \
+            not isinstance(producer.args[0], torch.fx.Node):
+        return False
+    bias = producer.args[0].meta.get("val")
+    if not isinstance(bias, torch.Tensor) or bias.dtype in (torch.bfloat16, torch.float16):
+        return False
+    return bool(producer.users) and all(is_pointwise_use(u) for u in producer.users)
 
 
 def _given(bounds) -> int:

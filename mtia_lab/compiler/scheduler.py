@@ -23,7 +23,7 @@ import heapq
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
-from .ir import FusedSchedulerNode, GraphIR, Kind
+from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
@@ -129,10 +129,19 @@ def _label(node, ir: GraphIR) -> str:
 
 def mark_unrolled(ir: GraphIR) -> None:
     """Inductor unrolls a reduction over fewer than unroll_reductions_threshold elements into
-    pointwise code: marked before anything counts loads or decides what is stored."""
+    pointwise code: marked before anything counts loads or decides what is stored. Only
+    `Reduction.create` unrolls: a scan (`Scan.create`: a cumsum over 4 elements) or a sort
+    (`Sort.create`) stays a reduction-shaped kernel over its rows, however short."""
     threshold = config.unroll_reductions_threshold
     for node in ir.nodes:
-        node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold
+        node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold and \
+            _op(node) not in SCANS | SORTS
+
+
+def _op(node) -> str:
+    """"cumsum" for "aten.cumsum.default"."""
+    parts = node.target.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "aten" else node.target
 
 
 def _realized_order(ir: GraphIR) -> None:
