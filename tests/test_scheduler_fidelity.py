@@ -17,9 +17,11 @@ HELD-OUT-6 (tests/fidelity_heldout6.py): sixteen more families, a training step 
 written blind while held-out-4 and held-out-5 were tuned on, measured once after that round
 (302/325 = 93%), then tuned on. HELD-OUT-7 (tests/fidelity_heldout7.py): fourteen graphs of
 thirteen more families, a training step among them, written blind while held-out-6 was tuned
-on, measured once after that round (330/355 = 93%). HELD-OUT-8 (tests/fidelity_heldout8.py):
-fifteen graphs of fifteen more families, a training step among them, written blind while the
-others were tuned on (no floor yet). Each graph is compiled by our backend (the plan that
+on, measured once after that round (330/355 = 93%), then tuned on. HELD-OUT-8
+(tests/fidelity_heldout8.py): fifteen graphs of fifteen more families, a training step among
+them, written blind while the others were tuned on, measured blind on the tree it was written
+against (436/480 = 91%) and once after that round was merged (443/480 = 92%): the blind figure
+now. Each graph is compiled by our backend (the plan that
 ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches are attributed to
 our aten nodes from Inductor's own records (compare/launches.py) and audited against the
 launches of Inductor's generated wrapper (`Comparison.check`).
@@ -133,7 +135,7 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
                                                                       heldout3, heldout4,
                                                                       heldout5, heldout6,
-                                                                      heldout7):
+                                                                      heldout7, heldout8):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
@@ -145,10 +147,15 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     fused through a permute; held-out-5, measured blind at 236/282 = 84%, then tuned on:
     244/282 = 87%, 249/282 = 88% with an unrolled max counted as an argmax; held-out-6,
     measured blind after that round, 302/325 = 93%, then tuned on: 305/325 = 94% with
-    grid_sampler_2d decomposed; held-out-7, measured blind after the last round, 330/355 =
-    93%): a regression guard, not the goal (95% on graphs not tuned on)."""
+    grid_sampler_2d decomposed; held-out-7, measured blind after that round, 330/355 = 93%;
+    after the next round (reads through a permute matched as score_fusion_memory does, split
+    reductions, ConcatKernels kept as buffers, an fp32 addmm's bias unfused into pointwise
+    readers, scans never unrolled): held-out-4 387/393, held-out-5 256/282, held-out-6
+    306/325, held-out-7 336/355 = 95% (tuned on), and held-out-8, measured blind, 443/480 =
+    92%): a regression guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.97), (heldout5, 0.87), (heldout6, 0.93), (heldout7, 0.92)):
+                        (heldout4, 0.98), (heldout5, 0.90), (heldout6, 0.93), (heldout7, 0.94),
+                        (heldout8, 0.92)):
         totals = suite_totals(rows)
         assert totals["launches"] >= 100
         assert totals["same_no_departures"] / totals["launches"] >= floor, fidelity_table(rows)
