@@ -148,6 +148,11 @@ class SchedulerNode:
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
 
     @property
+    def op(self) -> str:
+        """The aten op's name ("cumsum" for "aten.cumsum.default"); other targets whole."""
+        return self.target.split(".")[1] if self.target.startswith("aten.") else self.target
+
+    @property
     def inner(self) -> bool:
         """A reduction over the innermost dims: its (numel, rnumel) split is in memory order."""
         return not self.rorder

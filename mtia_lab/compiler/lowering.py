@@ -180,8 +180,7 @@ def reduction_splits(node: SchedulerNode, num_sm: int, major: int) -> int:
     first kernel over (outputs x splits) partial reductions, a second over the splits. 1: one
     kernel. An outer reduction (over dims that are not the innermost, weight norm's over all
     but the last) splits from 129 terms on; an inner one only past 8192."""
-    op = node.target.split(".")[1] if node.target.count(".") >= 1 else ""
-    if node.kind is not Kind.REDUCTION or node.unrolled or op not in SPLIT_REDUCTIONS:
+    if node.kind is not Kind.REDUCTION or node.unrolled or node.op not in SPLIT_REDUCTIONS:
         return 1
     rnumel, numel = node.rnumel, node.numel
     if numel == 1:

@@ -114,7 +114,7 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
           top: dict, loaded: set, interned: dict) -> tuple[frozenset, object]:
     """(the keys of node's body, the key of its value); `fx`: the graph's FX nodes by name."""
     fx_node = fx[node.name]
-    op = node.target.split(".")[1] if node.target.startswith("aten.") else node.target
+    op = node.op
     if op in FACTORIES:  # a constant fill: one operation, shared by every equal fill
         fill = ("const", FACTORIES[op](fx_node.args), _out_dtype(fx_node))
         return frozenset({fill}), fill

@@ -88,16 +88,12 @@ def _random(node: SchedulerNode, ir: GraphIR) -> bool:
     ATen op, which would draw new values in each. The draw is stored, and so is its reader
     (a draw inlined into one reader's kernel could not feed the others)."""
     producers = [ir.buffers[b].producer for b in node.reads]
-    return _op(node) in RANDOM or any(
-        p is not None and p in ir.by_name and _op(ir.by_name[p]) in RANDOM for p in producers)
-
-
-def _op(node: SchedulerNode) -> str:
-    return node.target.split(".")[1] if node.target.startswith("aten.") else node.target
+    return node.op in RANDOM or any(
+        p is not None and p in ir.by_name and ir.by_name[p].op in RANDOM for p in producers)
 
 
 def _pool(node: SchedulerNode) -> bool:
-    return _op(node) in POOLS
+    return node.op in POOLS
 
 
 def _inlinable(node: SchedulerNode, ir: GraphIR) -> bool:

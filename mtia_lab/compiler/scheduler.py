@@ -135,13 +135,7 @@ def mark_unrolled(ir: GraphIR) -> None:
     threshold = config.unroll_reductions_threshold
     for node in ir.nodes:
         node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold and \
-            _op(node) not in SCANS | SORTS
-
-
-def _op(node) -> str:
-    """"cumsum" for "aten.cumsum.default"."""
-    parts = node.target.split(".")
-    return parts[1] if len(parts) > 2 and parts[0] == "aten" else node.target
+            node.op not in SCANS | SORTS
 
 
 def _realized_order(ir: GraphIR) -> None:
