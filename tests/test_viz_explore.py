@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 import mtia_lab
+from mtia_lab.backend.runtime.allocator import format_bytes
 from mtia_lab.compiler.aot import COMPILED
 from mtia_lab.records.input_names import user_name
 from mtia_lab.viz import DiagramExplorer, fusion_graph, timeline_view, trace_graph
@@ -280,8 +281,34 @@ def test_memory_explorer_details_name_every_block_of_a_segment():
     details = view.details()
     assert set(details) == set(_titles(view.to_svg(), "node"))  # one entry per segment drawn
     for seg in view.snapshot.segments:
+        _assert_rows_name_blocks(details[f"seg_{seg.address:x}"]["rows"], seg, view.max_blocks)
+    del keep
+
+
+def _assert_rows_name_blocks(rows, seg, max_blocks):
+    """The first `max_blocks` blocks get a row each, by offset; the rest one summary row."""
+    shown, hidden = seg.blocks[:max_blocks], seg.blocks[max_blocks:]
+    assert [r[0] for r in rows[:len(shown)]] == [f"+{b.offset:#x}" for b in shown]
+    assert [r[1].endswith("cached, free") for r in rows[:len(shown)]] == \
+        [not b.allocated for b in shown]
+    if hidden:  # what the other tests of this process left live can fill a segment
+        assert rows[len(shown):] == [["...", f"... {len(hidden)} more blocks "
+                                      f"({sum(b.allocated for b in hidden)} allocated, "
+                                      f"{format_bytes(sum(b.size for b in hidden))})"]]
+    else:
+        assert len(rows) == len(shown)
+
+
+def test_memory_explorer_details_summarise_the_blocks_past_the_limit():
+    from mtia_lab.viz import memory_view
+
+    keep = [torch.empty(1000, device=DEV) for _ in range(5)]
+    view = memory_view(torch.mtia_sim.memory_snapshot(), max_blocks=2)
+    details = view.details()
+    crowded = [seg for seg in view.snapshot.segments if len(seg.blocks) > 2]
+    assert crowded  # five small tensors share a small-pool segment
+    for seg in crowded:
         rows = details[f"seg_{seg.address:x}"]["rows"]
-        assert [r[0] for r in rows[:len(seg.blocks)]] == \
-            [f"+{b.offset:#x}" for b in seg.blocks][:len(rows)]
-        assert sum("allocated" in r[1] for r in rows) == sum(b.allocated for b in seg.blocks)
+        assert len(rows) == 3 and rows[2][0] == "..."
+        _assert_rows_name_blocks(rows, seg, 2)
     del keep
