@@ -47,7 +47,13 @@ from .launches import Attribution, Launch, attribute, our_names, roots
 
 def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of our graph that runs on mtia_sim: the backend ran it on host tensors
-    (factories.host_devices wrote `device=cpu` into it); give those back to the device."""
+    (factories.host_devices wrote `device=cpu` into it, and a `torch.tensor(...)` in the user's
+    code is a host tensor constant); give those back to the device.
+
+    Its views become reshapes: the copy goes through Inductor's decompositions again, and
+    where they give a tensor other strides than ours did (Inductor's `cat` drops an empty
+    input and clones the other, keeping its strides), our view of it may not be a view there;
+    Inductor itself traces `reshape`, which copies only when it must."""
     device = torch.device("mtia_sim", 0)
     with _compat.plain_graph_modules():  # Dynamo traces a plain GraphModule's forward
         copy = torch.fx.GraphModule(gm, copy_graph(gm.graph))
@@ -55,8 +61,22 @@ def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         if isinstance(node.kwargs.get("device"), torch.device) and \
                 node.kwargs["device"].type == "cpu":
             node.update_kwarg("device", device)
+        elif node.op == "get_attr":
+            _constant_to(copy, node.target, device)
+        elif node.target is torch.ops.aten.view.default:
+            node.target = torch.ops.aten.reshape.default
     copy.recompile()
     return copy
+
+
+def _constant_to(module: torch.nn.Module, target: str, device: torch.device) -> None:
+    """Move a host tensor constant of the copy (GraphModule gave the copy its own reference,
+    so our graph keeps its host tensor)."""
+    *path, name = target.split(".")
+    owner = module.get_submodule(".".join(path))
+    value = getattr(owner, name)
+    if isinstance(value, torch.Tensor) and value.device.type == "cpu":
+        setattr(owner, name, value.to(device))
 
 
 def copy_graph(graph: torch.fx.Graph) -> torch.fx.Graph:
