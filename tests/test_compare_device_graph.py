@@ -37,3 +37,30 @@ def test_a_view_of_a_cat_whose_strides_inductor_decomposes_otherwise_is_compiled
                                         lambda: [torch.randn(2, 8, 4, 8)])})
     assert_aligned(rows)
     assert_matches_eager(rows)
+
+
+def _matmul_then_relu(x, w):
+    return (x @ w).relu() * 2
+
+
+def test_a_compiled_function_runs_another_plan_of_its_graph_without_a_second_trace():
+    from mtia_lab.compiler import config
+    from mtia_lab.compiler.codegen import generate
+    from mtia_lab.compiler.scheduler import schedule
+
+    torch.compiler.reset()
+    compiled_fn = torch.compile(_matmul_then_relu, backend="mtia_lab", fullgraph=True)
+    x, w = torch.randn(8, 16).to("mtia_sim"), torch.randn(16, 4).to("mtia_sim")
+    start = len(COMPILED)
+    compiled_fn(x, w)
+    compiled = COMPILED[start]
+    with config.patch(matmul_templates=False):  # the matmul an extern call: one more kernel
+        plain = schedule(compiled.plan.ir, "plain")
+    assert plain.kernel_count == compiled.plan.kernel_count + 1
+    runner = compiled.runner
+    with runner.running(generate(plain, plain.ir)):
+        got = compiled_fn(x, w)
+        assert runner.launches == plain.kernel_count  # the other plan's kernels ran
+    assert len(COMPILED) == start + 1  # no second trace
+    assert runner.program is compiled.program and runner.launches == compiled.plan.kernel_count
+    torch.testing.assert_close(got.cpu(), _matmul_then_relu(x.cpu(), w.cpu()))

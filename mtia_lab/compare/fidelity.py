@@ -21,6 +21,7 @@ import torch
 from .._compat import pytree
 from ..compiler import config, plans_for
 from ..compiler.aot import COMPILED
+from ..compiler.codegen import generate
 from ..compiler.scheduler import schedule
 from .plans import AlignmentError, Comparison, compare_plans, device_plan
 
@@ -49,19 +50,39 @@ class FidelityRow:
 def fidelity_rows(suite: dict, inductor_config: dict | None = None) -> list[FidelityRow]:
     rows = []
     for name, (fn, make) in suite.items():
+        torch.compiler.reset()  # a fresh compile: no cached one hides the plan
+        compiled_fn = torch.compile(fn, backend="mtia_lab", fullgraph=True)
         start = len(COMPILED)
-        result, _ = plans_for(fn, *_device_args(make))
+        result = compiled_fn(*_device_args(make))
         compiled = COMPILED[start]
-        theirs = device_plan(compiled.gm, (inductor_config or {}).get(name))
-        with config.patch(matmul_templates=False, computed_once=False,
-                          extern_in_triton=False):
+        with _departures_off():
             plain = schedule(compiled.plan.ir, name)
-            plain_result, _ = plans_for(fn, *_device_args(make))
+        plain_result = _run_plan(compiled_fn, compiled, plain, fn, make)  # before Inductor's
+        # compile, which resets Dynamo's cache
+        theirs = device_plan(compiled.gm, (inductor_config or {}).get(name))
         eager = fn(*_device_args(make))
         rows.append(FidelityRow(name, compare_plans(compiled.plan, theirs, name),
                                 compare_plans(plain, theirs, name),
                                 _differs(result, eager) or _differs(plain_result, eager)))
     return rows
+
+
+def _run_plan(compiled_fn, compiled, plan, fn, make):
+    """`compiled_fn`'s result when its graph runs `plan` (the same graph, scheduled under other
+    settings): the same Dynamo and AOTAutograd wrappers, our runner given plan's program."""
+    start = len(COMPILED)
+    with compiled.runner.running(generate(plan, plan.ir)):
+        result = compiled_fn(*_device_args(make))
+    if len(COMPILED) == start:
+        return result
+    # Dynamo compiled again, so `plan` did not run: the first call changed what `fn` traces
+    # (a model that fills a cache on its first call). Compile it afresh without departures.
+    with _departures_off():
+        return plans_for(fn, *_device_args(make))[0]
+
+
+def _departures_off():
+    return config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False)
 
 
 def _device_args(make) -> list:

@@ -55,6 +55,7 @@ class CompiledGraph:
     gm: torch.fx.GraphModule
     plan: FusionPlan
     program: Program
+    runner: Runner  # what the compiled function calls (Runner.running swaps its program)
 
 
 COMPILED: list[CompiledGraph] = []  # every graph compiled in this process, newest last
@@ -73,8 +74,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forwar
     ir = build_ir(gm)
     plan = schedule(ir, name)
     program = generate(plan, plan.ir)  # with the layout copies it planned (layout.py)
-    COMPILED.append(CompiledGraph(name, gm, plan, program))
-    return Runner(program, gm)
+    runner = Runner(program, gm)
+    COMPILED.append(CompiledGraph(name, gm, plan, program, runner))
+    return runner
 
 
 def _compilers(sources: list[str]):

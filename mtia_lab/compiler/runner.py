@@ -22,7 +22,8 @@ counts its intermediates, not the outputs next to them.)
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -118,6 +119,22 @@ class Runner:
         # so that the wrappers AOTAutograd puts around us (functools.wraps) copy it.
         self._boxed_call = True
         self.launches = 0  # kernels run so far (for tests and the trace)
+
+    @contextmanager
+    def running(self, program: Program) -> Iterator[Runner]:
+        """Run `program` instead, within the block: another plan of the same graph (the same
+        inputs and outputs), called through the compiled function that Dynamo and AOTAutograd
+        already built, so that comparing two plans' results needs no second trace."""
+        if program.inputs != self.program.inputs:
+            raise ValueError("Runner.running: the program is of another graph (its inputs "
+                             f"{program.inputs[:4]}... are not {self.program.inputs[:4]}...)")
+        kept = dict(self.__dict__)
+        self.__init__(program, self.gm)
+        try:
+            yield self
+        finally:
+            self.__dict__.clear()
+            self.__dict__.update(kept)
 
     def __call__(self, args: list):
         program = self.program
