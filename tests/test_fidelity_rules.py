@@ -2,6 +2,7 @@
 against Inductor's real plan for the device (every launch compared, `Comparison.check`)."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -1252,3 +1253,25 @@ def test_conv_input_layout_an_upsampled_norm_stored_channels_last_keeps_the_writ
     c = _compared_with_layout_copies(fn, host)
     norm = next(g.nodes for g in c.ours.groups if "native_group_norm" in g.nodes)
     assert (norm == ("native_group_norm",)) is normed, _kernels(c)
+
+
+@pytest.mark.parametrize("tiled", [True, False])
+def test_computed_once_off_a_large_body_tiled_by_repeat_is_stored(tiled):
+    """DINOv3's 2-D rotary angles: patch centres from two floating aranges (each decomposed:
+    iota, step, start, cast), a meshgrid, 2x - 1, times 2 pi and the inverse frequencies, 32
+    operations loading one value. Inductor's repeat lowering marks its input reused by the
+    repeat factor: a body over realize_opcount_threshold (30) is stored, and the tiled cosine
+    reads it. Without the repeat nothing marks it reused: read once, it is inlined."""
+    def fn(inv_freq, q):
+        h = torch.arange(0.5, 4, dtype=torch.float32, device=q.device) / 4
+        w = torch.arange(0.5, 4, dtype=torch.float32, device=q.device) / 4
+        coords = torch.stack(torch.meshgrid(h, w, indexing="ij"), -1).flatten(0, 1)
+        angles = (2 * math.pi * (2 * coords - 1)[:, :, None] * inv_freq[None, None, :])
+        angles = angles.flatten(1, 2)
+        angles = angles.repeat(1, 2) if tiled else angles
+        return (q * angles.cos(),)
+
+    c = _recomputing(fn, (4,), (16, 16 if tiled else 8))
+    _same_as_inductor(c)
+    stored = [g.nodes for g in c.ours.groups if g.nodes[-1] == "mul_2"]
+    assert bool(stored) is tiled, _kernels(c)

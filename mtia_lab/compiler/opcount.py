@@ -90,7 +90,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
-        reused = len(users.get(node.name, ())) > 1
+        reused = len(users.get(node.name, ())) > 1 or _repeated(fx[node.name])
         output = any(ir.buffers[b].is_output for b in node.writes)
         if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
             large[node.name] = ops
@@ -139,7 +139,27 @@ def fx_reused(fx_node: torch.fx.Node) -> bool:
     is never marked reused, however many pieces are read."""
     if len(fx_node.users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
         return True
-    return any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+    return _repeated(fx_node) or any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+
+
+def _repeated(fx_node: torch.fx.Node) -> bool:
+    """Is the value tiled by a repeat (directly or through views)? Inductor's repeat lowering
+    marks its input reused by the repeat factor (`x.mark_reuse(new numel // old numel)`), so
+    a body over realize_opcount_threshold or loading more than realize_reads_threshold
+    values is stored (`should_realize_on_reuse`): DINOv3's rotary angles. A repeat that only
+    broadcasts size-1 dims is an expand (`clone(expand(x))`), no reuse."""
+    for user in fx_node.users:
+        if _fx_view(user) and _repeated(user):
+            return True
+        if user.target is not torch.ops.aten.repeat.default:
+            continue
+        val, repeats = fx_node.meta.get("val"), list(user.args[1])
+        if not isinstance(val, torch.Tensor):
+            continue
+        sizes = [1] * (len(repeats) - val.dim()) + list(val.shape)
+        if not all(r == 1 or s == 1 for r, s in zip(repeats, sizes, strict=True)):
+            return True
+    return False
 
 
 def _fx_view(fx_node: torch.fx.Node) -> bool:
@@ -230,10 +250,10 @@ def _arange_body(name: str, fx_node: torch.fx.Node) -> tuple[frozenset, object]:
         return frozenset({iota}), iota
     args = [a for a in fx_node.args if isinstance(a, numbers.Number)]
     start, step = (args[0], args[2]) if len(args) > 2 else (0 if len(args) < 2 else args[0], 1)
-    times = (name, "mul", ("const", step, torch.int64))
-    plus = (name, "add", ("const", start, torch.int64))
+    # keys of their own: Inductor's count shares them with no later constant of the body
+    step_key, start_key = ("const", step, torch.int64), ("const", start, torch.int64)
     value = (name, "to_dtype")
-    keys = {iota, ("const", step, torch.int64), times, ("const", start, torch.int64), plus, value}
+    keys = {iota, step_key, (name, "mul", step_key), start_key, (name, "add", start_key), value}
     return frozenset(keys), value
 
 
