@@ -2,6 +2,7 @@
 against Inductor's real plan for the device (every launch compared, `Comparison.check`)."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -1226,3 +1227,51 @@ def test_computed_once_off_each_view_a_pointwise_cat_takes_of_one_buffer_is_a_lo
     c = _recomputing(fn, (8, 2), (8, 2), (8, 2), (8, 2))
     _same_as_inductor(c)
     assert ("mul" in c.ours.recomputed) is (pieces == "one_view"), c.ours.recomputed
+
+
+@pytest.mark.parametrize("small,normed", [(2, True), (4, True), (4, False)])
+def test_conv_input_layout_an_upsampled_norm_stored_channels_last_keeps_the_writer_apart(
+        small, normed):
+    """An FPN level (MaskFormer's pixel decoder): GroupNorm(x) plus the nearest upsample of
+    ReLU(GroupNorm(s)), into a convolution. Inductor inlines each norm's normalize into its
+    readers (over 4 terms per group the small norm's variance too) and counts the float
+    aranges' decomposition (iota, step, start, cast): the upsample's body passes
+    realize_opcount_threshold (30), and `run_node` stores it channels-last for the
+    convolution. The writer of the convolution's input then has two channels-last accesses
+    to the norm input's one and loops channels-last: it shares nothing with x's norm, whose
+    statistics stay a launch of their own. Upsampling s itself (a small body) it is inlined,
+    the writer keeps the norm's loop and fuses with its statistics."""
+    def fn(x, w, b, cw, s, sw, sb):
+        down = F.group_norm(s, 32, sw, sb).relu() if normed else s
+        return F.conv2d(F.group_norm(x, 32, w, b) + F.interpolate(down, scale_factor=2),
+                        cw, padding=1)
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 32, 2 * small, 2 * small), torch.randn(32), torch.randn(32),
+            torch.randn(32, 32, 3, 3) / 32, torch.randn(2, 32, small, small), torch.randn(32),
+            torch.randn(32)]
+    c = _compared_with_layout_copies(fn, host)
+    norm = next(g.nodes for g in c.ours.groups if "native_group_norm" in g.nodes)
+    assert (norm == ("native_group_norm",)) is normed, _kernels(c)
+
+
+@pytest.mark.parametrize("tiled", [True, False])
+def test_computed_once_off_a_large_body_tiled_by_repeat_is_stored(tiled):
+    """DINOv3's 2-D rotary angles: patch centres from two floating aranges (each decomposed:
+    iota, step, start, cast), a meshgrid, 2x - 1, times 2 pi and the inverse frequencies, 32
+    operations loading one value. Inductor's repeat lowering marks its input reused by the
+    repeat factor: a body over realize_opcount_threshold (30) is stored, and the tiled cosine
+    reads it. Without the repeat nothing marks it reused: read once, it is inlined."""
+    def fn(inv_freq, q):
+        h = torch.arange(0.5, 4, dtype=torch.float32, device=q.device) / 4
+        w = torch.arange(0.5, 4, dtype=torch.float32, device=q.device) / 4
+        coords = torch.stack(torch.meshgrid(h, w, indexing="ij"), -1).flatten(0, 1)
+        angles = (2 * math.pi * (2 * coords - 1)[:, :, None] * inv_freq[None, None, :])
+        angles = angles.flatten(1, 2)
+        angles = angles.repeat(1, 2) if tiled else angles
+        return (q * angles.cos(),)
+
+    c = _recomputing(fn, (4,), (16, 16 if tiled else 8))
+    _same_as_inductor(c)
+    stored = [g.nodes for g in c.ours.groups if g.nodes[-1] == "mul_2"]
+    assert bool(stored) is tiled, _kernels(c)

@@ -28,7 +28,7 @@ import numbers
 
 import torch
 
-from .ir import SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
+from .ir import LOWERED_NORMS, SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
 from .lowering import is_pointwise_use
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
@@ -73,6 +73,13 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     inline_reused: set[str] = set()
     loaded: set[str] = set()  # realized, or read by an extern lowered already: readers load it
     for node in ir.nodes:
+        if node.op in LOWERED_NORMS:  # its statistics stored, its normalize inlined
+            bodies[node.name], top[node.name] = _norm_body(node, fx[node.name], ir)
+            realized.add(node.name)
+            loads = sum(1 for k in bodies[node.name] if k[0] == "load")
+            if fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE:
+                loaded.add(node.name)  # should_realize_on_reuse: stored, its readers load it
+            continue
         if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
             loaded.add(node.name)
@@ -83,7 +90,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
-        reused = len(users.get(node.name, ())) > 1
+        reused = len(users.get(node.name, ())) > 1 or _repeated(fx[node.name])
         output = any(ir.buffers[b].is_output for b in node.writes)
         if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
             large[node.name] = ops
@@ -96,6 +103,35 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     return large, inline_reused, realized
 
 
+def _norm_body(node: SchedulerNode, fx_node: torch.fx.Node,
+               ir: GraphIR) -> tuple[frozenset, object]:
+    """The body a reader of a GroupNorm inlines. Inductor decomposes native_group_norm into
+    its statistics (var_mean, stored: the norm's own launch) and a pointwise normalize, the
+    input at its own index less the mean, times rsqrt(var + eps), times the weight, plus
+    the bias, that its readers compute as they would any pointwise op: 5 loads (input, mean,
+    the variance's sum of squares, weight, bias) and 12 operations (inner_fn_opcount 17).
+    Unrolled (`Reduction.create`: fewer terms than unroll_reductions_threshold), its var_mean
+    is pointwise code: the mean, reused, is stored, and the variance (a load, a subtraction
+    and a square per term, their sum, a division) is computed in each reader: over 4 terms,
+    8 loads and 20 operations (28). A nearest upsample of its ReLU then passes
+    realize_opcount_threshold and is stored (graph.py `run_node`: has_exceeded_max_reads)."""
+    src, terms = ir.base_of.get(fx_node.args[0].name), node.rnumel
+    keys: set = {("load", node.name, "mean"), ("load", src, "own")}
+    if node.unrolled:
+        keys |= {("load", src, ("term", i)) for i in range(terms)}
+        variance = 2 * terms + (terms - 1) + 2  # sub, square per term; sum; count; divide
+    else:
+        keys.add(("load", node.name, "m2"))
+        variance = 5  # the sum of squares over the count (Inductor: 5 operations)
+    keys |= {("load", ir.base_of.get(a.name)) for a in fx_node.args[1:3]
+             if isinstance(a, torch.fx.Node)}  # weight, bias
+    affine = sum(1 for a in fx_node.args[1:3] if isinstance(a, torch.fx.Node))
+    normalize = 2 + 1 + 1 + 1  # eps and its add, rsqrt; less the mean, times the rstd
+    keys |= {(node.name, i) for i in range(variance + normalize + affine - 1)}
+    value = (node.name, "value")
+    return frozenset(keys | {value}), value
+
+
 def fx_reused(fx_node: torch.fx.Node) -> bool:
     """Does Inductor's `run_node` call mark_reuse on this value: more than one FX user of the
     node itself, or of a view of it (a view's mark_reuse reaches the value's storage)? A
@@ -103,7 +139,27 @@ def fx_reused(fx_node: torch.fx.Node) -> bool:
     is never marked reused, however many pieces are read."""
     if len(fx_node.users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
         return True
-    return any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+    return _repeated(fx_node) or any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+
+
+def _repeated(fx_node: torch.fx.Node) -> bool:
+    """Is the value tiled by a repeat (directly or through views)? Inductor's repeat lowering
+    marks its input reused by the repeat factor (`x.mark_reuse(new numel // old numel)`), so
+    a body over realize_opcount_threshold or loading more than realize_reads_threshold
+    values is stored (`should_realize_on_reuse`): DINOv3's rotary angles. A repeat that only
+    broadcasts size-1 dims is an expand (`clone(expand(x))`), no reuse."""
+    for user in fx_node.users:
+        if _fx_view(user) and _repeated(user):
+            return True
+        if user.target is not torch.ops.aten.repeat.default:
+            continue
+        val, repeats = fx_node.meta.get("val"), list(user.args[1])
+        if not isinstance(val, torch.Tensor):
+            continue
+        sizes = [1] * (len(repeats) - val.dim()) + list(val.shape)
+        if not all(r == 1 or s == 1 for r, s in zip(repeats, sizes, strict=True)):
+            return True
+    return False
 
 
 def _fx_view(fx_node: torch.fx.Node) -> bool:
@@ -119,8 +175,7 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         fill = ("const", FACTORIES[op](fx_node.args), _out_dtype(fx_node))
         return frozenset({fill}), fill
     if op == "arange":  # an iota (over its own index: two aranges are two iotas)
-        value = ("iota", node.name)
-        return frozenset({value}), value
+        return _arange_body(node.name, fx_node)
     scalars = not node.indexed  # a cat's dim or a gather's dim is no constant of the body
     keys: set = set()
     args: list = []
@@ -180,6 +235,25 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
             extra += 1  # the index of the first term, a constant 0
         keys = _unrolled_terms(keys - {value}, node.rnumel) | {value}
         keys |= {(value, i) for i in range(extra)}
+    return frozenset(keys), value
+
+
+def _arange_body(name: str, fx_node: torch.fx.Node) -> tuple[frozenset, object]:
+    """An integer arange is one iota (prims.iota takes its start and step). A floating one is
+    decomposed (torch._refs.arange, in Inductor's decompositions): an int64 iota from 0,
+    times the step, plus the start, converted to the dtype: 6 operations, the two int64
+    constants shared with any other such arange in the body (Inductor counts 6 for
+    arange(0., 4.), 11 with the nearest upsample's `+ 0.0`, `* 0.5` and cast to int64)."""
+    iota = ("iota", name)
+    dtype = _out_dtype(fx_node)
+    if dtype is None or not dtype.is_floating_point:
+        return frozenset({iota}), iota
+    args = [a for a in fx_node.args if isinstance(a, numbers.Number)]
+    start, step = (args[0], args[2]) if len(args) > 2 else (0 if len(args) < 2 else args[0], 1)
+    # keys of their own: Inductor's count shares them with no later constant of the body
+    step_key, start_key = ("const", step, torch.int64), ("const", start, torch.int64)
+    value = (name, "to_dtype")
+    keys = {iota, step_key, (name, "mul", step_key), start_key, (name, "add", start_key), value}
     return frozenset(keys), value
 
 

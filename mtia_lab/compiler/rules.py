@@ -377,6 +377,8 @@ def _reads_inlined_norm(last: FusedSchedulerNode, other: FusedSchedulerNode,
     normalize is inlined into its reader, which then runs in the norm's loop (the graph's
     order, storing channels-last); reused and loading more, it is stored, and its reader
     loops channels-last on its own (`StorageBox.should_realize_on_reuse`)."""
+    if _loops_channels_last(last, ir):
+        return False
     for node in other.nodes:
         if node.kind is not Kind.REDUCTION or node.unrolled:
             continue
@@ -389,6 +391,28 @@ def _reads_inlined_norm(last: FusedSchedulerNode, other: FusedSchedulerNode,
             if len(readers) == 1 or loads <= opcount.REALIZE_READS_ON_REUSE:
                 return True
     return False
+
+
+def _loops_channels_last(last: FusedSchedulerNode, ir: GraphIR) -> bool:
+    """Does the kernel writing a convolution's input loop channels-last whatever it inlines?
+    Inductor orders a pointwise kernel's loops by the strides of all its accesses
+    (`ComputedBuffer.simplify_and_reorder`, `pick_loop_order`: a vote per access, a tie
+    keeps the graph's order). Its store is channels-last; so is a value it reads that was
+    stored for the same convolution (`maybe_apply_channels_last_stride_order` when
+    `run_node` realizes it: a nearest upsample too large to inline); the buffers of the
+    same shape it reads from outside in the graph's order (a norm's input) vote the other
+    way. More channels-last accesses: its loops are channels-last, and it shares nothing
+    at the same index with a kernel looping in the graph's order."""
+    writers = [n for n in last.nodes if n.channels_last]
+    if not writers:
+        return False
+    shape = ir.buffers[next(iter(writers[0].writes))].shape
+    stored = {b for n in last.nodes if n.stored for b in n.writes
+              if any(b in m.reads for m in last.nodes if m is not n)}
+    channels_last = 1 + len(stored)
+    in_order = sum(1 for b in last.reads if ir.buffers[b].shape == shape and not (
+        ir.buffers[b].producer in ir.by_name and ir.by_name[ir.buffers[b].producer].channels_last))
+    return channels_last > in_order
 
 
 def max_fusion_size(p: Pair) -> Verdict | None:
