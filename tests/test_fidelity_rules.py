@@ -1226,3 +1226,21 @@ def test_computed_once_off_each_view_a_pointwise_cat_takes_of_one_buffer_is_a_lo
     c = _recomputing(fn, (8, 2), (8, 2), (8, 2), (8, 2))
     _same_as_inductor(c)
     assert ("mul" in c.ours.recomputed) is (pieces == "one_view"), c.ours.recomputed
+
+
+def test_an_attention_patterns_second_bmm_is_on_its_own_launch_not_its_readers():
+    """Inductor's attention pattern rewrites bmm, scale, softmax, bmm into SDPA, whose math
+    is a bmm remembering no node of ours; the replacement's output, a squeeze of it, stands
+    for our second bmm, and only the launch reading it in place (the out-projection's addmm)
+    names it in its origins. The attribution walks through the views to the bmm: our bmm is
+    on Inductor's bmm launch, the addmm on its own, and no launch is left empty
+    (MultiheadAttention with one query: SigLIP's pooling head)."""
+    def fn(q, k, v, w, b):
+        o = torch.bmm(torch.bmm(q * 0.25, k.transpose(1, 2)).softmax(-1), v)
+        return (F.linear(o.permute(1, 0, 2).reshape(2, 32), w, b),)
+
+    c = _recomputing(fn, (8, 1, 8), (8, 16, 8), (8, 16, 8), (32, 32), (32,))
+    assert c.placed.pattern_only, "the attention was not rewritten: nothing to check"
+    second = next(launch for launch in c.placed.launches if "bmm_1" in launch.nodes)
+    assert "bmm" in second.name and "addmm" not in second.nodes, c.placed.launches
+    assert not c.unexplained, str(c)
