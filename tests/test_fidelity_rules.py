@@ -1275,3 +1275,40 @@ def test_computed_once_off_a_large_body_tiled_by_repeat_is_stored(tiled):
     _same_as_inductor(c)
     stored = [g.nodes for g in c.ours.groups if g.nodes[-1] == "mul_2"]
     assert bool(stored) is tiled, _kernels(c)
+
+
+def test_an_attention_patterns_second_bmm_is_on_its_own_launch_not_its_readers():
+    """Inductor's attention pattern rewrites bmm, scale, softmax, bmm into SDPA, whose math
+    is a bmm remembering no node of ours; the replacement's output, a squeeze of it, stands
+    for our second bmm, and only the launch reading it in place (the out-projection's addmm)
+    names it in its origins. The attribution walks through the views to the bmm: our bmm is
+    on Inductor's bmm launch, the addmm on its own, and no launch is left empty
+    (MultiheadAttention with one query: SigLIP's pooling head)."""
+    def fn(q, k, v, w, b):
+        o = torch.bmm(torch.bmm(q * 0.25, k.transpose(1, 2)).softmax(-1), v)
+        return (F.linear(o.permute(1, 0, 2).reshape(2, 32), w, b),)
+
+    c = _recomputing(fn, (8, 1, 8), (8, 16, 8), (8, 16, 8), (32, 32), (32,))
+    assert c.placed.pattern_only, "the attention was not rewritten: nothing to check"
+    second = next(launch for launch in c.placed.launches if "bmm_1" in launch.nodes)
+    assert "bmm" in second.name and "addmm" not in second.nodes, c.placed.launches
+    assert not c.unexplained, str(c)
+
+
+@pytest.mark.parametrize("index_dim", [1, 4])
+def test_a_one_hot_scattered_into_zeros_is_a_pointwise_select_that_fuses(index_dim):
+    """`zeros_like(x).scatter_(-2, index, 1.0)`, the hard one-hot of a straight-through
+    Gumbel softmax (GroupViT's token assignment), then `y - x.detach() + x` and a sum over
+    the last dim. With an index of one element along the scattered dim, Inductor's
+    joint-graph pattern `scatter_upon_const_tensor` makes it `where(index == arange, 1, 0)`,
+    a pointwise op that fuses with its readers; with an index of 4 it stays a scatter, whose
+    output its readers wait for (scatter_output)."""
+    def fn(x):
+        index = x.topk(index_dim, dim=-2).indices
+        y = torch.zeros_like(x).scatter_(-2, index, 1.0)
+        return ((y - x.detach() + x).sum(-1),)
+
+    c = _recomputing(fn, (2, 8, 16))
+    assert not c.unexplained, str(c)  # a scatter: two launches to Inductor (ours: one)
+    scatter = next(g.nodes for g in c.ours.groups if "scatter" in g.nodes)
+    assert ("sum_1" in scatter) is (index_dim == 1), _kernels(c)

@@ -271,6 +271,28 @@ def _input_roots(node: torch.fx.Node, mine: set[str],
     return frozenset(found)
 
 
+def _viewed_op(names: set[str], gm: torch.fx.GraphModule) -> set[str]:
+    """The op a pattern's replacement output views, for an extern of ours whose post-grad
+    nodes are views only. Inductor's attention pattern (`fuse_attention`) rewrites
+    `bmm -> softmax -> bmm` as SDPA, whose math is a bmm remembering no node of ours, and
+    the replacement's output -- a squeeze of that bmm -- remembers our second bmm: the view
+    is in the origins of its READER's launch (an addmm that reads it in place), the bmm that
+    computes it in none. Walking through the views finds the bmm, and its launch."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    nodes = [by_name[n] for n in names if n in by_name]
+    if not nodes or not all(n.op == "call_function" and _is_view(n) for n in nodes):
+        return set()
+    found: set[str] = set()
+    stack = [a for n in nodes for a in n.all_input_nodes]
+    while stack:
+        node = stack.pop()
+        if node.op == "call_function" and _is_view(node):
+            stack.extend(node.all_input_nodes)
+        elif node.op == "call_function":
+            found.add(node.name)
+    return found
+
+
 def _is_view(node: torch.fx.Node) -> bool:
     return classify(node.target) is Kind.VIEW or str(node.target).startswith(
         ("aten.reshape", "aten.expand", "aten.view"))
@@ -345,6 +367,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
         if not mine_post:
             continue
         if kind[name] in ("extern", "template"):
+            mine_post |= _viewed_op(mine_post, info.gm)
             extern = [g.index for g in launches if g.kind == "extern"
                       and mine_post & origins[g.index]]
             if extern:

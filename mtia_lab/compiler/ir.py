@@ -402,6 +402,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         access: dict[str, set] = {}
         op = getattr(fx_node.target, "overloadpacket", None)
         op_name = op.__name__ if op is not None else ""
+        if _scatter_upon_const_tensor(fx_node, size):
+            op_name = "where"  # Inductor's joint-graph pattern: a pointwise select, no scatter
         through_index = _indexed_args(fx_node, op_name)
         indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
         whole: list[tuple[str, torch.Tensor]] = []  # (buffer, view) of each whole read
@@ -651,6 +653,33 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
                                                                           torch.bool):
             return Kind.EXTERN
     return kind
+
+
+CONST_FILLS = ("full", "full_like", "zeros", "zeros_like", "ones", "ones_like", "new_full",
+               "new_zeros", "new_ones")
+
+
+def _scatter_upon_const_tensor(fx_node: torch.fx.Node, size: Size) -> bool:
+    """A scatter of one scalar into a constant fill (`zeros_like(x).scatter_(dim, index,
+    1.0)`: a one-hot), its index one element along `dim` and whole along the others:
+    Inductor's joint-graph pattern `scatter_upon_const_tensor` (fx_passes/joint_graph.py,
+    `optimize_scatter_upon_const_tensor`, on by default) rewrites it as the pointwise
+    `where(index == arange(dim's size), value, fill)`: no store through an index, and its
+    readers fuse with it. Inductor's patterns match a fill read by the scatter only."""
+    if fx_node.target is not aten.scatter.value or len(fx_node.args) < 4:
+        return False
+    fill, dim, index = fx_node.args[0], fx_node.args[1], fx_node.args[2]
+    if not isinstance(fill, torch.fx.Node) or _op_name(fill) not in CONST_FILLS or \
+            len(fill.users) != 1 or not isinstance(index, torch.fx.Node):
+        return False
+    out, selector = fx_node.meta.get("val"), index.meta.get("val")
+    if not isinstance(out, torch.Tensor) or not isinstance(selector, torch.Tensor) or \
+            selector.dim() != out.dim() or out.dim() == 0:
+        return False
+    dim = int(dim) % out.dim()
+    return size(selector.shape[dim]) == 1 and all(
+        size(s) >= size(o) for i, (s, o) in enumerate(zip(selector.shape, out.shape,
+                                                           strict=True)) if i != dim)
 
 
 def _index_falls_back(fx_node: torch.fx.Node) -> bool:
