@@ -47,8 +47,11 @@ from .launches import Attribution, Launch, attribute, our_names, roots
 
 def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of our graph that runs on mtia_sim: the backend ran it on host tensors
-    (factories.host_devices wrote `device=cpu` into it, and a `torch.tensor(...)` in the user's
-    code is a host tensor constant); give those back to the device.
+    (factories.host_devices wrote `device=cpu` into it, and `torch.tensor([...],
+    device=x.device)` in the user's code is a host tensor constant); give those back to the
+    device. A constant that eager could have left on the host stays there: a 0-dim one
+    (`index[0] = 5`) or one only used as an index (`x[:, torch.tensor([1])]`); Inductor copies
+    the first to the device in a launch of its own and indexes by the second with aten.index.
 
     Its views become reshapes: the copy goes through Inductor's decompositions again, and
     where they give a tensor other strides than ours did (Inductor's `cat` drops an empty
@@ -62,20 +65,45 @@ def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
                 node.kwargs["device"].type == "cpu":
             node.update_kwarg("device", device)
         elif node.op == "get_attr":
-            _constant_to(copy, node.target, device)
+            _constant_to(copy, node, device)
         elif node.target is torch.ops.aten.view.default:
             node.target = torch.ops.aten.reshape.default
     copy.recompile()
     return copy
 
 
-def _constant_to(module: torch.nn.Module, target: str, device: torch.device) -> None:
-    """Move a host tensor constant of the copy (GraphModule gave the copy its own reference,
-    so our graph keeps its host tensor)."""
-    *path, name = target.split(".")
+_COPIES = {torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.clone.default,
+           torch.ops.aten._to_copy.default}
+_INDEXING = {torch.ops.aten.index.Tensor, torch.ops.aten.index_put.default,
+             torch.ops.aten.index_put_.default, torch.ops.aten._unsafe_index.Tensor}
+
+
+def _read_as_data(constant: torch.fx.Node) -> bool:
+    """Whether a constant is read (through copies of it) by something other than an index
+    list: as an operand that eager takes only on the device of the other operands."""
+    readers, seen = list(constant.users), set()
+    while readers:
+        reader = readers.pop()
+        if reader in seen:
+            continue
+        seen.add(reader)
+        if reader.target in _COPIES:
+            readers.extend(reader.users)
+        elif reader.target not in _INDEXING or reader.args[0] in seen | {constant}:
+            return True  # data of an op, or the indexed tensor itself
+    return False
+
+
+def _constant_to(module: torch.nn.Module, constant: torch.fx.Node,
+                 device: torch.device) -> None:
+    """Move a host tensor constant of the copy to `device` unless eager could have left it on
+    the host: a 0-dim one, or one only read as an index. (GraphModule gave the copy its own
+    reference, so our graph keeps its host tensor.)"""
+    *path, name = constant.target.split(".")
     owner = module.get_submodule(".".join(path))
     value = getattr(owner, name)
-    if isinstance(value, torch.Tensor) and value.device.type == "cpu":
+    if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.dim() > 0 \
+            and _read_as_data(constant):
         setattr(owner, name, value.to(device))
 
 
