@@ -1226,3 +1226,19 @@ def test_computed_once_off_each_view_a_pointwise_cat_takes_of_one_buffer_is_a_lo
     c = _recomputing(fn, (8, 2), (8, 2), (8, 2), (8, 2))
     _same_as_inductor(c)
     assert ("mul" in c.ours.recomputed) is (pieces == "one_view"), c.ours.recomputed
+
+
+@pytest.mark.parametrize("loads", [1, 2])
+def test_realize_hinted_a_pools_input_loading_two_places_is_stored(loads):
+    """Inductor's avg_pool2d lowering calls `x.realize_hint()` on its input (`_avg_poolnd`):
+    a pointwise value loading more than one place (`nontrivial_read_count > 1`: Funnel's
+    cat of the class token and the shifted sequence, two slices of one buffer) is stored, a
+    kernel of its own before the pool's; one loading a single buffer stays inlined."""
+    def fn(x):
+        h = torch.cat([x[:, :1], x[:, :-1]], 1) if loads == 2 else x * 2
+        return F.avg_pool2d(h[:, None], [2, 1], [2, 1], ceil_mode=True)
+
+    c = _compared(fn, (2, 10, 32))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == loads, _kernels(c)
+    assert ("cat" in c.ours.groups[0].nodes) is (loads == 2)
