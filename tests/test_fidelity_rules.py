@@ -1242,3 +1242,21 @@ def test_realize_hinted_a_pools_input_loading_two_places_is_stored(loads):
     _same_as_inductor(c)
     assert len(c.ours.groups) == loads, _kernels(c)
     assert ("cat" in c.ours.groups[0].nodes) is (loads == 2)
+
+
+@pytest.mark.parametrize("halves", ["same", "each"])
+def test_an_indexed_read_of_each_half_of_a_split_shares_no_data(halves):
+    """DiffLlama's values: `v.repeat(1, 2, 1, 1)` of each half of `chunk(v, 2, dim=1)`. A
+    repeat loads its input at indices (x mod size), through the view it is given: the two
+    halves are other addresses of one buffer, Inductor's memory deps differ
+    (score_fusion_memory 0) and the two kernels stay apart; two repeats of one half share
+    their reads and fuse horizontally."""
+    def fn(x):
+        a, b = torch.chunk(x @ x.transpose(-1, -2), 2, dim=1)
+        second = a if halves == "same" else b
+        return a.repeat(1, 2, 1, 1) * 2, second.repeat(1, 2, 1, 1) * 3
+
+    c = _compared(fn, (2, 2, 8, 8))
+    _same_as_inductor(c)
+    repeats = [g for g in c.ours.groups if any(n.startswith("repeat") for n in g.nodes)]
+    assert len(repeats) == (1 if halves == "same" else 2), _kernels(c)
