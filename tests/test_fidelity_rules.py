@@ -1260,3 +1260,23 @@ def test_an_indexed_read_of_each_half_of_a_split_shares_no_data(halves):
     _same_as_inductor(c)
     repeats = [g for g in c.ours.groups if any(n.startswith("repeat") for n in g.nodes)]
     assert len(repeats) == (1 if halves == "same" else 2), _kernels(c)
+
+
+def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_pattern():
+    """Llama 4's shared expert added to the routed experts' sum: `mm(x, w) + y.sum(0)`.
+    Inductor's post-grad pattern (post_grad.py `addmm`) makes the add part of an addmm
+    whose input, the sum, is stored by a kernel of its own; we schedule the add as traced
+    and inline the (unrolled) sum into it. Both launches differ by that rewrite, our
+    departure post_grad_pattern, not by a fusion rule."""
+    def fn(x, w, y):
+        return x @ w + y.view(4, 16, 32).sum(0)
+
+    torch.manual_seed(0)
+    args = [torch.randn(*s, device="mtia_sim") for s in ((16, 32), (32, 32), (64, 32))]
+    with config.patch(matmul_templates=False):
+        (c,) = compare(fn, *args)
+    c.check()
+    assert not c.unexplained, str(c)
+    assert c.differences and all(d.rules == ("post_grad_pattern",) for d in c.differences)
+    torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
+                               fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
