@@ -334,7 +334,7 @@ def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> b
     users = ours.ir.node_users() if ours.ir is not None else {}
     launch = {n: launch.index for launch in placed.launches for n in launch.nodes}
     return any(len(users.get(n, ())) > 1 or any(
-        launch.get(u, -1) != launch.get(n, -1) for u in users.get(n, ()) - names)
+        launch.get(u, -1) != launch.get(n, -1) for u in set(users.get(n, ())) - names)
         for n in names)
 
 
