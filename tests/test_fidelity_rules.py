@@ -1303,3 +1303,23 @@ def test_computed_once_off_a_concat_kernels_piece_is_recomputed_by_readers_lower
     assert any(g.nodes == ("mul",) for g in c.ours.groups), _kernels(c)  # stored by the cat
     if not cat_first:
         assert c.identical >= c.inductor_kernels - 2, str(c)  # the cat's pieces: concat_kernel
+
+
+def test_a_value_only_full_like_reads_is_dead_code():
+    """A training step's loss read only by `full_like(loss, 1)` (the gradient's seed, as
+    torch.func.grad makes it): Inductor decomposes full_like into a `full` of the shape
+    (torch/_inductor/decomposition.py `full_like`), the loss is then dead code and no
+    kernel computes it; ours neither (the same decomposition, aot.py)."""
+    def fn(x, t):
+        d = x * 2 - t
+        loss = (d * d).mean()
+        return d * torch.full_like(loss, 2.0)
+
+    c = _compared(fn, (8, 32), (8, 32))
+    _same_as_inductor(c)
+    assert not any("mean" in g.nodes for g in c.ours.groups), _kernels(c)
+    torch.manual_seed(0)
+    x, t = torch.randn(8, 32), torch.randn(8, 32)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(x.to("mtia_sim"), t.to("mtia_sim"))
+    torch.testing.assert_close(got.cpu(), fn(x, t), rtol=1e-4, atol=1e-4)
