@@ -1282,28 +1282,6 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("cat_first", [False, True])
-def test_computed_once_off_a_concat_kernels_piece_is_recomputed_by_readers_lowered_before(
-        cat_first):
-    """Funnel's padded ones `p`, read by the attention scores' kernel and a piece (whole and
-    sliced) of a cat that Inductor lowers as a ConcatKernel: `ConcatKernel.create` realizes
-    p into its slice of the cat's buffer, but the scores, lowered before the cat, took p's
-    loop body while it was unrealized and compute it again. Lowered after the cat, the
-    scores load the stored p."""
-    def fn(x, m):
-        p = m * 2
-        c = torch.cat([p[:1], p]) if cat_first else None
-        s = (x * p).softmax(-1)
-        return (s, torch.cat([p[:1], p]) if c is None else c)
-
-    c = _recomputing(fn, (4, 10, 10), (10, 10))
-    assert not c.unexplained, str(c)
-    scores = next(g.nodes for g in c.ours.groups if "amax" in g.nodes)
-    assert ("mul" in scores) is not cat_first, _kernels(c)
-    assert any(g.nodes == ("mul",) for g in c.ours.groups), _kernels(c)  # stored by the cat
-    if not cat_first:
-        assert c.identical >= c.inductor_kernels - 2, str(c)  # the cat's pieces: concat_kernel
-
 
 def test_a_value_only_full_like_reads_is_dead_code():
     """A training step's loss read only by `full_like(loss, 1)` (the gradient's seed, as

@@ -15,11 +15,9 @@ is counted (its operations in each kernel, its inputs read by each).
 
 Stored, not recomputed: a value an extern or a template reads (Inductor realizes an
 extern's inputs: `ExternKernel.realize_input`), a cat lowered as a ConcatKernel and its
-pieces (a piece the readers lowered before the cat compute inline is recomputed by those
-and stored for the cat: `stored_for_concat`), a pool, a node writing several buffers, a
-value a scatter reads, the shift of a scaled softmax (Inductor's joint-graph pattern
-rewrites it first), and a random draw (our kernels call the ATen op, which would draw other
-values in each kernel).
+pieces, a pool, a node writing several buffers, a value a scatter reads, the shift of a
+scaled softmax (Inductor's joint-graph pattern rewrites it first), and a random draw (our
+kernels call the ATen op, which would draw other values in each kernel).
 """
 
 from __future__ import annotations
@@ -39,9 +37,8 @@ def candidates(ir: GraphIR) -> list[str]:
     the unrealized values inlined into them (one reader each: recomputed with it)."""
     _, reused, realized = opcount.realize_decisions(ir)
     fx = {n.name: n for n in ir.gm.graph.nodes}
-    chosen = {n.name for n in ir.nodes if n.name in reused and (
-        _recomputable(n, ir, 2) or stored_for_concat(n, ir))
-        and not scaled_softmax_shift(fx[n.name])}
+    chosen = {n.name for n in ir.nodes if n.name in reused and _recomputable(n, ir, 2)
+              and not scaled_softmax_shift(fx[n.name])}
     for node in reversed(ir.nodes):  # a reader before its producers
         if node.name in chosen or node.name in realized or not _recomputable(node, ir, 1):
             continue
@@ -64,27 +61,6 @@ def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
         and not r.layout_of and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY}
         for r in readers)
-
-
-def stored_for_concat(node: SchedulerNode, ir: GraphIR) -> set[str]:
-    """The readers that load a value a ConcatKernel stores, when readers lowered before the
-    cat compute it inline: Inductor's `ConcatKernel.create` realizes each piece into its
-    slice of the cat's buffer (`realize_into`), but a reader lowered earlier took the
-    value's loop body while it was still unrealized (Funnel's padded ones, inlined into the
-    attention scores, then a piece of the shifted mask's cat). The cat and the readers after
-    it read the stored value; those before recompute it. Empty: not such a value."""
-    if len(node.writes) != 1 or node.scatter or _pool(node) or _random(node, ir) or \
-            not _inlinable(node, ir) or node_kind(node) is not Kind.POINTWISE or \
-            ir.buffers[node.writes[0]].is_output:
-        return set()
-    buf = node.writes[0]
-    readers = sorted((ir.by_name[u] for u in ir.users.get(buf, ())), key=lambda r: r.index)
-    cat = next((i for i, r in enumerate(readers) if not _inlinable(r, ir)), None)
-    if not cat or not all(
-            node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
-            and not r.layout_of and r.access.get(buf) != {SHAPE_ONLY} for r in readers[:cat]):
-        return set()
-    return {r.name for r in readers[cat:]}
 
 
 SCALES = ("aten.mul.Tensor", "aten.div.Tensor")
@@ -146,14 +122,10 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
     for original in reversed(ir.nodes):
         if original.name not in wanted:
             continue
-        kept = stored_for_concat(original, ir) if SEP not in original.name else set()
-        node = nodes[original.name] if kept else nodes.pop(original.name)
+        node = nodes.pop(original.name)
         buf = node.writes[0]
         made = []
-        readers = users.pop(buf, [])
-        if kept:  # the original stays, stored, for the cat and the readers after it
-            users[buf] = [r for r in readers if r in kept]
-        for reader in (r for r in readers if r not in kept):
+        for reader in users.pop(buf, []):
             host = nodes[reader] if reader in nodes else _clone_named(clones, reader)
             clone = replace(node, name=f"{node.name}{SEP}{reader}",
                             writes=(f"{buf}{SEP}{reader}",),
@@ -167,11 +139,9 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
             home[clone.name] = home.get(reader, reader)
             made.append(clone)
         for read in node.reads:
-            users[read] = [u for u in users.get(read, []) if u != node.name or kept] + [
+            users[read] = [u for u in users.get(read, []) if u != node.name] + [
                 c.name for c in made]
         clones[node.name] = made
-        if kept:
-            clones[node.name] = [*made, node]
     ordered: list[SchedulerNode] = []
     for original in ir.nodes:
         ordered.extend(clones.get(original.name, [nodes.get(original.name)]))

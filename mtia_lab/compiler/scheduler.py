@@ -192,12 +192,9 @@ class Scheduler:
         # computed_once=False: a clone of each recomputed value per reader (recompute.py)
         self.recomputed = recomputed
         ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
-        # a recomputed value a ConcatKernel stores keeps its own node (recompute.py)
-        kept = {n for n in recomputed if n in ir.by_name}
         for node in ir.nodes:
             node.large_body = large.get(recompute.origin(node.name), 0)
-            node.stored = node.kind is Kind.POINTWISE and (
-                recompute.origin(node.name) in realized or node.name in kept)
+            node.stored = node.kind is Kind.POINTWISE and recompute.origin(node.name) in realized
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
