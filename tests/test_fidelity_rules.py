@@ -1281,23 +1281,3 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
-
-
-def test_a_value_only_full_like_reads_is_dead_code():
-    """A training step's loss read only by `full_like(loss, 1)` (the gradient's seed, as
-    torch.func.grad makes it): Inductor decomposes full_like into a `full` of the shape
-    (torch/_inductor/decomposition.py `full_like`), the loss is then dead code and no
-    kernel computes it; ours neither (the same decomposition, aot.py)."""
-    def fn(x, t):
-        d = x * 2 - t
-        loss = (d * d).mean()
-        return d * torch.full_like(loss, 2.0)
-
-    c = _compared(fn, (8, 32), (8, 32))
-    _same_as_inductor(c)
-    assert not any("mean" in g.nodes for g in c.ours.groups), _kernels(c)
-    torch.manual_seed(0)
-    x, t = torch.randn(8, 32), torch.randn(8, 32)
-    torch._dynamo.reset()
-    got = torch.compile(fn, backend="mtia_lab")(x.to("mtia_sim"), t.to("mtia_sim"))
-    torch.testing.assert_close(got.cpu(), fn(x, t), rtol=1e-4, atol=1e-4)

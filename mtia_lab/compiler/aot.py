@@ -41,27 +41,10 @@ EXTRA = [
 
 
 def decompositions() -> dict:
-    """PyTorch's core-aten decompositions and EXTRA, except the keep-list's ops, and
-    `full_like` as Inductor decomposes it."""
+    """PyTorch's core-aten decompositions and EXTRA, except the keep-list's ops."""
     table = _compat.core_aten_decompositions(EXTRA)
-    table[aten.full_like.default] = _full_like
     keep = keep_ops()
     return {op: fn for op, fn in table.items() if op not in keep}
-
-
-def _full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
-               requires_grad=False, memory_format=torch.preserve_format):
-    """Inductor's `full_like` decomposition (torch/_inductor/decomposition.py): a `full` of
-    the input's shape that reads nothing of it, so that a value only a `full_like` reads
-    (a loss whose gradient starts from ones_like(loss)) is dead code, removed before
-    lowering. A strided input keeps the op (Inductor keeps its strides)."""
-    if memory_format not in (torch.preserve_format, torch.contiguous_format) or \
-            (memory_format == torch.preserve_format and not self.is_contiguous()):
-        return NotImplemented
-    return torch.full(self.shape, fill_value, dtype=self.dtype if dtype is None else dtype,
-                      layout=self.layout if layout is None else layout,
-                      device=self.device if device is None else device,
-                      pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 @dataclass
