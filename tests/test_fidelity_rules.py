@@ -1312,3 +1312,58 @@ def test_a_one_hot_scattered_into_zeros_is_a_pointwise_select_that_fuses(index_d
     assert not c.unexplained, str(c)  # a scatter: two launches to Inductor (ours: one)
     scatter = next(g.nodes for g in c.ours.groups if "scatter" in g.nodes)
     assert ("sum_1" in scatter) is (index_dim == 1), _kernels(c)
+
+
+@pytest.mark.parametrize("loads", [1, 2])
+def test_realize_hinted_a_pools_input_loading_two_places_is_stored(loads):
+    """Inductor's avg_pool2d lowering calls `x.realize_hint()` on its input (`_avg_poolnd`):
+    a pointwise value loading more than one place (`nontrivial_read_count > 1`: Funnel's
+    cat of the class token and the shifted sequence, two slices of one buffer) is stored, a
+    kernel of its own before the pool's; one loading a single buffer stays inlined."""
+    def fn(x):
+        h = torch.cat([x[:, :1], x[:, :-1]], 1) if loads == 2 else x * 2
+        return F.avg_pool2d(h[:, None], [2, 1], [2, 1], ceil_mode=True)
+
+    c = _compared(fn, (2, 10, 32))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == loads, _kernels(c)
+    assert ("cat" in c.ours.groups[0].nodes) is (loads == 2)
+
+
+@pytest.mark.parametrize("halves", ["same", "each"])
+def test_an_indexed_read_of_each_half_of_a_split_shares_no_data(halves):
+    """DiffLlama's values: `v.repeat(1, 2, 1, 1)` of each half of `chunk(v, 2, dim=1)`. A
+    repeat loads its input at indices (x mod size), through the view it is given: the two
+    halves are other addresses of one buffer, Inductor's memory deps differ
+    (score_fusion_memory 0) and the two kernels stay apart; two repeats of one half share
+    their reads and fuse horizontally."""
+    def fn(x):
+        a, b = torch.chunk(x @ x.transpose(-1, -2), 2, dim=1)
+        second = a if halves == "same" else b
+        return a.repeat(1, 2, 1, 1) * 2, second.repeat(1, 2, 1, 1) * 3
+
+    c = _compared(fn, (2, 2, 8, 8))
+    _same_as_inductor(c)
+    repeats = [g for g in c.ours.groups if any(n.startswith("repeat") for n in g.nodes)]
+    assert len(repeats) == (1 if halves == "same" else 2), _kernels(c)
+
+
+def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_pattern():
+    """Llama 4's shared expert added to the routed experts' sum: `mm(x, w) + y.sum(0)`.
+    Inductor's post-grad pattern (post_grad.py `addmm`) makes the add part of an addmm
+    whose input, the sum, is stored by a kernel of its own; we schedule the add as traced
+    and inline the (unrolled) sum into it. Both launches differ by that rewrite, our
+    departure post_grad_pattern, not by a fusion rule."""
+    def fn(x, w, y):
+        return x @ w + y.view(4, 16, 32).sum(0)
+
+    torch.manual_seed(0)
+    args = [torch.randn(*s, device="mtia_sim") for s in ((16, 32), (32, 32), (64, 32))]
+    with config.patch(matmul_templates=False):
+        (c,) = compare(fn, *args)
+    c.check()
+    assert not c.unexplained, str(c)
+    assert c.differences and all(d.rules == ("post_grad_pattern",) for d in c.differences)
+    torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
+                               fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
+

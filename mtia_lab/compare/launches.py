@@ -378,6 +378,9 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
                    for k in range(len(launches)) if mine_post & values[k]]
         if written:
             home[name], how[name] = max(written)[1], "written"
+            if any(mine_post & computes[k] and launches[k].kind != "extern"
+                   for k in range(home[name])):
+                recomputed.add(name)  # inlined into readers before a cat stored it
             continue
         computing = [k for k in range(len(launches)) if mine_post & computes[k]]
         if computing:

@@ -35,7 +35,7 @@ from .._compat import size_hint
 from ..backend.runtime.device_state import RUNTIME
 from ..compiler import config, plans_for
 from ..compiler.aot import COMPILED, CompiledGraph
-from ..compiler.ir import FusedSchedulerNode
+from ..compiler.ir import FusedSchedulerNode, Kind
 from ..compiler.pricing import kernel_cost
 from ..compiler.rules import DEPARTURES, NOT_MODELLED
 from ..inductor import _compat as inductor_compat
@@ -253,6 +253,7 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
     mine = {g.nodes for g in ours.groups}
     homes = _homes(ours)
     recomputed, merged = placed.recomputed, _merged(ours, theirs, placed)
+    rewritten = _rewritten(ours, theirs, placed)
     out = []
     for launch in placed.launches:
         group = launch_group(launch, ours, placed)
@@ -304,7 +305,12 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
             if not extra:
                 continue
             d = _decision_between(ours, set(holder.nodes) & wanted, extra, True)
-            if d is not None and _shares_only_recomputed(ours, placed, d):
+            if d is not None and _into_rewritten(d, holder, rewritten):
+                rules.append("post_grad_pattern")
+                reasons.append(f"{d} -- Inductor rewrote " + "; ".join(
+                    " + ".join(sorted(m)) for m in rewritten if m & set(holder.nodes))
+                    + " into one op (a post-grad pattern) before scheduling")
+            elif d is not None and _shares_only_recomputed(ours, placed, d):
                 rules.append("computed_once")
                 reasons.append(f"{d} -- the only data they share is a value Inductor stores "
                                "nowhere (each reader computes it from its inputs); we store "
@@ -376,7 +382,7 @@ def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> b
     users = ours.ir.node_users() if ours.ir is not None else {}
     launch = {n: launch.index for launch in placed.launches for n in launch.nodes}
     return any(len(users.get(n, ())) > 1 or any(
-        launch.get(u, -1) != launch.get(n, -1) for u in users.get(n, ()) - names)
+        launch.get(u, -1) != launch.get(n, -1) for u in set(users.get(n, ())) - names)
         for n in names)
 
 
@@ -422,6 +428,20 @@ def _merged(ours: FusionPlan, theirs: FusionPlan, placed: Attribution) -> list[s
     """Sets of our nodes that Inductor's post-grad patterns turned into one op (mm + add into
     addmm), or whose node a pattern removed (placed with its users): no fusion decision of
     anyone's, a rewrite of the graph."""
+    out = _rewritten(ours, theirs)
+    users = ours.ir.node_users()
+    for name, step in placed.how.items():
+        if step.startswith("absorbed"):
+            out.append({name} | set(users.get(name, ())))
+    return out
+
+
+def _rewritten(ours: FusionPlan, theirs: FusionPlan,
+               placed: Attribution | None = None) -> list[set[str]]:
+    """Sets of our nodes a post-grad pattern of Inductor's turned into one op (mm + add into
+    addmm: `fx_passes/post_grad.py` `addmm`), found by the op's origins, or (`placed`) by an
+    extern of ours that no launch computes, absorbed by its users (the pattern's op named
+    only the add)."""
     gm = getattr(theirs.ir, "gm", None)
     mine = our_names(ours.ir)
     out: list[set[str]] = []
@@ -429,11 +449,20 @@ def _merged(ours: FusionPlan, theirs: FusionPlan, placed: Attribution) -> list[s
         found = roots(node, mine)
         if len(found) > 1:
             out.append(found)
-    users = ours.ir.node_users()
-    for name, step in placed.how.items():
-        if step.startswith("absorbed"):
-            out.append({name} | set(users.get(name, ())))
+    if placed is not None:
+        users = ours.ir.node_users()
+        out += [{name} | set(users.get(name, ())) for name, step in placed.how.items()
+                if step == "absorbed by its users"
+                and ours.ir.by_name[name].kind in (Kind.EXTERN, Kind.TEMPLATE)]
     return out
+
+
+def _into_rewritten(decision, holder, rewritten: list[set[str]]) -> bool:
+    """Did a fusion of ours join a node that Inductor's post-grad pattern made part of
+    another op outside this kernel of ours (the add of mm + add, an addmm: an extern whose
+    input Inductor realizes)? The fusion had no counterpart in Inductor's graph."""
+    joined = set(decision.first) | set(decision.second)
+    return any(m & joined and m - set(holder.nodes) for m in rewritten)
 
 
 def _joined_by(patterns: list[set[str]], holders: list) -> bool:

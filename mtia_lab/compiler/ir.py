@@ -409,7 +409,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         whole: list[tuple[str, torch.Tensor]] = []  # (buffer, view) of each whole read
         for a in args:
             if base_of[a.name] in buffers:
-                how = indexed_how if a.name in through_index else SHAPE_ONLY \
+                how = (*indexed_how, _access(a.meta.get("val"), buffers[base_of[a.name]], size)) \
+                    if a.name in through_index else SHAPE_ONLY \
                     if _shape_only(fx_node, a) else \
                     _access(a.meta.get("val"), buffers[base_of[a.name]], size)
                 access.setdefault(base_of[a.name], set()).add(how)
@@ -530,7 +531,8 @@ POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "av
 def _indexed_access(fx_node: torch.fx.Node, op_name: str, val) -> tuple:
     """How an indexed op reads its data: two reads are the same when the same windows or the
     same index tensors pick the same elements (Inductor's memory deps are then equal: a max
-    pool and an avg pool over one input share it)."""
+    pool and an avg pool over one input share it) in the same view of the buffer (the caller
+    adds the view: a repeat of each half of a split reads other addresses)."""
     family = "pool" if op_name in POOLS else op_name
     rest = tuple(a.name if isinstance(a, torch.fx.Node) else repr(a) for a in fx_node.args[1:])
     out = _tensors(val)

@@ -161,6 +161,62 @@ def stored_on_reuse(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) 
     return any(n.stored and set(n.writes) & consumer.reads for n in producer.nodes)
 
 
+# Lowerings that call `x.realize_hint()` on their first argument before reading it several
+# times (torch/_inductor/lowering.py: upsample_nearestnd, _max_pool_with_offsets,
+# _adaptive_avg_pool2d, adaptive_max_pool2d, _fractional_max_pool, _avg_poolnd, and the
+# backward lowerings' grad_output)
+REALIZE_HINTED = ("upsample_nearest", "_upsample_nearest", "max_pool2d_with_indices",
+                  "max_pool3d_with_indices", "_low_memory_max_pool", "_adaptive_avg_pool2d",
+                  "adaptive_max_pool2d", "fractional_max_pool", "avg_pool2d", "avg_pool3d")
+
+
+def realize_hinted(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
+                   ir: GraphIR) -> bool:
+    """Inductor's pool and nearest-upsample lowerings call `realize_hint()` on their input
+    (its elements are read again by overlapping windows): `StorageBox.realize_hint` stores a
+    pointwise value whose loop body loads from more than one place
+    (`inner_fn_opcount().nontrivial_read_count > 1`: a cat of two slices, x + y). A value
+    loading one buffer stays inlined into the pool's loads."""
+    written = producer.writes
+    readers = [n for n in consumer.nodes if set(n.reads) & written and
+               n.op.startswith(REALIZE_HINTED)]
+    if not readers or not all(lowered_pointwise(n) for n in producer.nodes):
+        return False
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    for reader in readers:
+        node = fx.get(reader.name)
+        first = node.args[0] if node is not None and node.args else None
+        if isinstance(first, torch.fx.Node) and ir.base_of.get(first.name) in written:
+            cone = inlined_cone(producer.nodes[-1], ir)
+            if nontrivial_loads(cone, ir) > 1:
+                return True
+    return False
+
+
+def nontrivial_loads(cone: list[SchedulerNode], ir: GraphIR) -> int:
+    """Distinct loads at a non-constant index of a loop body (Inductor's OpCounter
+    `nontrivial_read_count`): each buffer read from outside the body (a one-element buffer is
+    loaded at index 0: trivial), each piece of a cat (a masked load each, even of one buffer),
+    a window's or an unrolled reduction's terms."""
+    inside = {b for n in cone for b in n.writes}
+    count = 0
+    for node in cone:
+        outside = [b for b in node.reads if b not in inside and
+                   math.prod(ir.buffers[b].shape) != 1]
+        if node.target == "aten.cat.default":
+            count += max(len(_cat_pieces(node, ir)), len(outside))
+        else:
+            count += len(outside) * (node.rnumel if node.unrolled else 1) + max(
+                node.loads - len(node.reads), 0)
+    return count
+
+
+def _cat_pieces(cat: SchedulerNode, ir: GraphIR) -> list:
+    fx_cat = next(n for n in ir.gm.graph.nodes if n.name == cat.name)
+    pieces = fx_cat.args[0] if fx_cat.args and isinstance(fx_cat.args[0], (list, tuple)) else ()
+    return list(dict.fromkeys(p for p in pieces if isinstance(p, torch.fx.Node)))
+
+
 def copied_for_layout(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
     """A value a layout copy reads (layout.py) is realized first: Inductor's convolution
     lowering calls `x.realize()` on its operands before `require_channels_last` copies them."""

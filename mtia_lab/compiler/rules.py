@@ -10,7 +10,8 @@ the reason recorded is the one Inductor would give:
                     a loop body over 30 operations (realize_opcount, opcount.py), several
                     readers and more than 4 loads (realize_reads_threshold: an unrolled
                     reduction loads each term), a piece of a cat lowered to a ConcatKernel
-                    (`pointwise_cat`; concat_kernel, ours)
+                    (`pointwise_cat`; concat_kernel, ours), a pool's or nearest upsample's
+                    input loading more than one place (realize_hint: `realize_hinted`)
     2. kinds        extern_never_fuses, concat_kernel_never_fuses, template_epilogue (ours),
                     factory_into_consumer
                     (a kind can depend on the lowering: a sort of at most 512 elements is a
@@ -176,7 +177,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
         return None
     if lowering.loads(producer) > lowering.REALIZE_ACC_READS or lowering.large_body(
             producer, consumer) or lowering.stored_on_reuse(producer, consumer) or \
-            lowering.copied_for_layout(producer, consumer):
+            lowering.copied_for_layout(producer, consumer) or \
+            lowering.realize_hinted(producer, consumer, p.ir):
         return None  # realized: a buffer of its own, fused (or not) by the other rules
     ir = p.ir
     for buf in producer.writes:
