@@ -28,3 +28,19 @@ def clean_memory():
     torch.mtia_sim.empty_cache()
     yield
     gc.collect()
+
+
+# The files that take minutes (compiling every graph of a suite by our backend and by
+# Inductor), longest first. `make test`'s two workers take whole files in collection order, so
+# a long file collected last (as `test_s...` sorts) left one worker running alone at the end.
+LONGEST_FIRST = ("test_scheduler_fidelity_blind.py", "test_scheduler_fidelity.py",
+                 "test_model_zoo.py", "test_tutorials_in_jupyterlab.py",
+                 "test_instruments_activations.py", "test_interrupt_storm.py")
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    def rank(item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
