@@ -216,12 +216,13 @@ def _mobilenet_v1_separable():
     return (lambda x: pair(x)), lambda: (_r(2, 16, 12, 12),)
 
 
-def _with_bn_statistics(module: torch.nn.Module) -> torch.nn.Module:
-    """Seeded running statistics and affine weights for every BatchNorm (fresh ones are 0 and 1,
-    which would let a BatchNorm be folded away as a no-op nobody trains)."""
+def _with_bn_statistics(module: torch.nn.Module, kind: type = torch.nn.BatchNorm2d
+                        ) -> torch.nn.Module:
+    """Seeded running statistics and affine weights for every BatchNorm of `kind` (fresh ones
+    are 0 and 1, which would let a BatchNorm be folded away as a no-op nobody trains)."""
     torch.manual_seed(0)
     for norm in module.modules():
-        if isinstance(norm, torch.nn.BatchNorm2d):
+        if isinstance(norm, kind):
             norm.running_mean.normal_(std=0.2)
             norm.running_var.uniform_(0.5, 1.5)
             torch.nn.init.normal_(norm.weight, mean=1.0, std=0.2)

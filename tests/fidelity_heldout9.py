@@ -363,25 +363,13 @@ def _parakeet_encoder():
                                 activation_dropout=0.0, attention_dropout=0.0,
                                 max_position_embeddings=64, attn_implementation="eager")
     torch.manual_seed(0)
-    encoder = _eval(_with_bn_statistics_1d(ParakeetEncoder(cfg)))
+    encoder = _eval(_with_bn_statistics(ParakeetEncoder(cfg), torch.nn.BatchNorm1d))
 
     def parakeet(features, padding):
         return encoder(input_features=features, attention_mask=padding).last_hidden_state
 
     # 64 frames of 16 mel bins (8 after subsampling), the second 16 frames shorter
     return parakeet, lambda: (_r(2, 64, 16), _padding_inputs(64, 16))
-
-
-def _with_bn_statistics_1d(module: torch.nn.Module) -> torch.nn.Module:
-    """Seeded running statistics and affine weights for every BatchNorm1d."""
-    torch.manual_seed(0)
-    for norm in module.modules():
-        if isinstance(norm, torch.nn.BatchNorm1d):
-            norm.running_mean.normal_(std=0.2)
-            norm.running_var.uniform_(0.5, 1.5)
-            torch.nn.init.normal_(norm.weight, mean=1.0, std=0.2)
-            torch.nn.init.normal_(norm.bias, std=0.2)
-    return module
 
 
 def _timesfm_forecast():
@@ -425,7 +413,7 @@ def _superglue_matching():  # NOT_COMPILED (see the docstring), kept for the rec
     torch.manual_seed(0)
     model = SuperGlueForKeypointMatching(cfg)
     torch.nn.init.normal_(model.bin_score, mean=1.0, std=0.2)
-    model = _eval(_with_bn_statistics_1d(model))
+    model = _eval(_with_bn_statistics(model, torch.nn.BatchNorm1d))
 
     def superglue(keypoints, descriptors, scores, mask):
         matches, matching_scores, _, _ = model._match_image_pair(
