@@ -6,8 +6,8 @@
 Each graph is compiled once by our backend (its plan is the one that ran) and once by
 Inductor for the device; our scheduler is then asked again, on the same IR, with our
 departures switched off (`matmul_templates=False`, `computed_once=False`,
-`extern_in_triton=False`), to show how much
-of the rest agrees.
+`extern_in_triton=False`), to show how much of the rest agrees, and that plan runs too (the
+compiled function again, its runner given the plan's program: no second trace).
 Every comparison is audited (`Comparison.check`: each launch of Inductor's wrapper counted,
 each node of ours on exactly one launch); the table says so per graph.
 """
