@@ -50,8 +50,9 @@ def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     (factories.host_devices wrote `device=cpu` into it, and `torch.tensor([...],
     device=x.device)` in the user's code is a host tensor constant); give those back to the
     device. A constant that eager could have left on the host stays there: a 0-dim one
-    (`index[0] = 5`) or one only used as an index (`x[:, torch.tensor([1])]`); Inductor copies
-    the first to the device in a launch of its own and indexes by the second with aten.index.
+    (`index[0] = 5`), one only used as an index (`x[:, torch.tensor([1])]`) or copied or moved
+    (`table.to(x.device)`); Inductor copies the first and the last to the device in a launch
+    of their own and indexes by the second with aten.index.
 
     Its views become reshapes: the copy goes through Inductor's decompositions again, and
     where they give a tensor other strides than ours did (Inductor's `cat` drops an empty
@@ -72,24 +73,33 @@ def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return copy
 
 
-_COPIES = {torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.clone.default,
-           torch.ops.aten._to_copy.default}
+_COPIES = {torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.clone.default}
+# Readers eager lets a host tensor meet device tensors in: the index lists of indexing, the
+# source of a copy (`slot.copy_(table)`) and a move (`table.to(x.device)`).
 _INDEXING = {torch.ops.aten.index.Tensor, torch.ops.aten.index_put.default,
              torch.ops.aten.index_put_.default, torch.ops.aten._unsafe_index.Tensor}
+_COPYING = {torch.ops.aten.copy.default, torch.ops.aten.copy_.default}
 
 
 def _read_as_data(constant: torch.fx.Node) -> bool:
     """Whether a constant is read (through copies of it) by something other than an index
-    list: as an operand that eager takes only on the device of the other operands."""
+    list, a copy or a move: as an operand that eager takes only on the other operands'
+    device."""
     readers, seen = list(constant.users), set()
     while readers:
         reader = readers.pop()
         if reader in seen:
             continue
         seen.add(reader)
+        source = reader.args[0] if reader.args else None
         if reader.target in _COPIES:
             readers.extend(reader.users)
-        elif reader.target not in _INDEXING or reader.args[0] in seen | {constant}:
+        elif reader.target is torch.ops.aten._to_copy.default:
+            continue
+        elif reader.target in _COPYING:
+            if source in seen | {constant}:
+                return True  # the destination of the copy
+        elif reader.target not in _INDEXING or source in seen | {constant}:
             return True  # data of an op, or the indexed tensor itself
     return False
 
