@@ -20,6 +20,7 @@ kernels at each new size it meets (`build_ir(gm, size=sizes_at(...))`).
 from __future__ import annotations
 
 import enum
+import functools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -183,6 +184,19 @@ class GraphIR:
 
     def __post_init__(self) -> None:
         self.by_name = {n.name: n for n in self.nodes}
+
+    @functools.cached_property
+    def _fx_by_name(self) -> dict[str, torch.fx.Node]:
+        return {n.name: n for n in self.gm.graph.nodes}
+
+    def fx_node(self, name: str) -> torch.fx.Node | None:
+        """The FX node of that name (one dict for the graph, not a scan per question; built
+        again if the graph gained nodes since)."""
+        node = self._fx_by_name.get(name)
+        if node is None:
+            self.__dict__.pop("_fx_by_name", None)
+            node = self._fx_by_name.get(name)
+        return node
 
     def nbytes(self, buffers) -> int:
         return sum(self.buffers[b].nbytes for b in buffers)

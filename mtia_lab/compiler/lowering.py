@@ -71,10 +71,9 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
     code not yet stored. The argument is the value the cat is given: a view of a value (one
     unsqueezed half of a split) read only by the cat is no multi-consumer piece, however many
     other views of that value there are."""
-    fx_cat = next(n for n in ir.gm.graph.nodes if n.name == cat.name)
-    pieces = fx_cat.args[0] if fx_cat.args and isinstance(fx_cat.args[0], (list, tuple)) else ()
-    for piece in pieces:
-        if not isinstance(piece, torch.fx.Node) or len(piece.users) <= 1:
+    fx_cat = ir.fx_node(cat.name)
+    for piece in _cat_pieces(cat, ir):
+        if len(piece.users) <= 1:
             continue
         if any(is_pointwise_use(u) for u in piece.users if u is not fx_cat):
             return True
@@ -182,9 +181,8 @@ def realize_hinted(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
                n.op.startswith(REALIZE_HINTED)]
     if not readers or not all(lowered_pointwise(n) for n in producer.nodes):
         return False
-    fx = {n.name: n for n in ir.gm.graph.nodes}
     for reader in readers:
-        node = fx.get(reader.name)
+        node = ir.fx_node(reader.name)
         first = node.args[0] if node is not None and node.args else None
         if isinstance(first, torch.fx.Node) and ir.base_of.get(first.name) in written:
             cone = inlined_cone(producer.nodes[-1], ir)
@@ -212,7 +210,8 @@ def nontrivial_loads(cone: list[SchedulerNode], ir: GraphIR) -> int:
 
 
 def _cat_pieces(cat: SchedulerNode, ir: GraphIR) -> list:
-    fx_cat = next(n for n in ir.gm.graph.nodes if n.name == cat.name)
+    """The distinct FX values a cat joins."""
+    fx_cat = ir.fx_node(cat.name)
     pieces = fx_cat.args[0] if fx_cat.args and isinstance(fx_cat.args[0], (list, tuple)) else ()
     return list(dict.fromkeys(p for p in pieces if isinstance(p, torch.fx.Node)))
 
