@@ -11,16 +11,18 @@ while the others were tuned on), the HELD-OUT-6 suite (tests/fidelity_heldout6.p
 more families, a training step among them, written blind as the fifth was), the HELD-OUT-7
 suite (tests/fidelity_heldout7.py: fourteen graphs of thirteen more families, a training step
 among them, written blind as the sixth was), the HELD-OUT-8 suite (tests/fidelity_heldout8.py:
-fifteen more families, a training step among them, written blind as the seventh was) and the
+fifteen more families, a training step among them, written blind as the seventh was), the
 HELD-OUT-9 suite (tests/fidelity_heldout9.py: fifteen more families, two training steps among
-them, written blind as the eighth was), each graph audited launch by launch against Inductor's
+them, written blind as the eighth was) and the HELD-OUT-10 suite (tests/fidelity_heldout10.py:
+fifteen more families, three training steps among them, written blind as the ninth was), each
+graph audited launch by launch against Inductor's
 generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
 SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8,
-heldout9 (default: all ten, one after the other).
+heldout9, heldout10 (default: all eleven, one after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -42,6 +44,7 @@ from fidelity_heldout6 import heldout6_graphs  # noqa: E402
 from fidelity_heldout7 import heldout7_graphs  # noqa: E402
 from fidelity_heldout8 import heldout8_graphs  # noqa: E402
 from fidelity_heldout9 import heldout9_graphs  # noqa: E402
+from fidelity_heldout10 import heldout10_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -58,6 +61,7 @@ SUITES = {
     "heldout7": ("HELD-OUT-7", heldout7_graphs),
     "heldout8": ("HELD-OUT-8", heldout8_graphs),
     "heldout9": ("HELD-OUT-9", heldout9_graphs),
+    "heldout10": ("HELD-OUT-10", heldout10_graphs),
 }
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,7 @@
-"""Our scheduler against Inductor's real plan for the device on the five latest held-out
+"""Our scheduler against Inductor's real plan for the device on the six latest held-out
 suites, each written blind (its list committed before any comparison, by someone who tuned
-nothing) and measured once before it was tuned on: held-out-5 .. held-out-9. The suites, their
+nothing) and measured once before it was tuned on: held-out-5 .. held-out-10 (held-out-10, the
+newest, has no floor yet: its alignment and eager checks only). The suites, their
 history and the first five are in test_scheduler_fidelity.py; the checks are the same
 (fidelity_checks.py), in a file of their own so that the test runner's two workers share them.
 """
@@ -12,13 +13,14 @@ from fidelity_heldout6 import heldout6_graphs
 from fidelity_heldout7 import heldout7_graphs
 from fidelity_heldout8 import heldout8_graphs
 from fidelity_heldout9 import heldout9_graphs
+from fidelity_heldout10 import heldout10_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare.fidelity import fidelity_rows
 
 SUITES = {"heldout5": heldout5_graphs, "heldout6": heldout6_graphs,
           "heldout7": heldout7_graphs, "heldout8": heldout8_graphs,
-          "heldout9": heldout9_graphs}
+          "heldout9": heldout9_graphs, "heldout10": heldout10_graphs}
 # Floors just under the figures measured (departures off), see test_scheduler_fidelity.py's
 # floor test for their history: held-out-5 256/282, held-out-6 309/325, held-out-7 336/355,
 # held-out-8 455/480 (tuned on), held-out-9 641/722 (blind: 632/722 on the tree it was written
@@ -38,6 +40,8 @@ def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(suite):
     rows, name = suite
+    if name not in FLOORS:
+        pytest.skip(f"{name} has no floor yet: measured blind once, not tuned on")
     assert_floor(rows, FLOORS[name])
 
 
