@@ -59,10 +59,12 @@ measured:
   renormalised and scaled, "batched_mm" experts, a shared expert. It replaces
   gpt_neo_lm_train_step (below), which our compiler failed to compile in the comparison
   before any figure was printed (as did distilbert_mlm_train_step, tried in its place).
-- decision_transformer_actions: the Decision Transformer (offline reinforcement learning):
+- decision_transformer_uncached: the Decision Transformer (offline reinforcement learning):
   returns-to-go, states and actions embedded, timestep embeddings added, interleaved into one
   sequence of 3 x 8 tokens (stack, permute), a GPT-2 block under the padding mask, the
-  state, action (tanh) and return predictions read from their token slots.
+  state, action (tanh) and return predictions read from their token slots; its config's
+  use_cache off. It replaces decision_transformer_actions (below, the same model with the
+  default use_cache=True), on which the comparison crashed before any figure was printed.
 - swin2sr_upscale: Swin2SR's super-resolution (x2) of a 16x16 image (a multiple of the window,
   so its reflect padding is empty: a 14x14 one fails in eager in this transformers, in the
   patch unembedding), the mean subtracted, a shallow conv, a residual Swin-V2 stage of two
@@ -76,9 +78,9 @@ measured:
 
 NOT_CAPTURED: none known when this was written.
 
-NOT_COMPILED, replaced after the first run of the comparison crashed on one of them, before any
-figure was printed (eager runs them, and Dynamo captures each in one graph; our compiler,
-`torch.compile(fn, backend="mtia_lab")` alone, fails on each):
+NOT_COMPILED, replaced after the first runs of the comparison crashed on them, before any
+figure was printed (eager runs them, and Dynamo captures each in one graph). Three training
+steps on which our compiler, `torch.compile(fn, backend="mtia_lab")` alone, fails:
 
 - vit_mae_pretrain_step: ViT-MAE's masked-autoencoder pretraining TRAINED one step: forward and
   backward (torch.func.grad of its loss, every weight's gradient); the random masking by
@@ -117,6 +119,27 @@ in a forward graph, compiles. Repro (eight lines):
     torch.compile(step, backend="mtia_lab")(x)  # fails; step(x) runs
 
 or `fidelity_rows({"vit_mae_pretrain_step": _vit_mae_pretrain_step()})`.
+
+And one graph our compiler compiles, on which the comparison's compile of our aten graph by
+Inductor fails (the second run of the comparison crashed on it):
+
+- decision_transformer_actions: the Decision Transformer as above with its config's default,
+  use_cache=True: its GPT-2 encoder makes a DynamicCache inside the graph, whose layer starts
+  its keys and values as `torch.tensor([], device=...)` and concatenates the step's onto them.
+  Our compiler compiles it (the empty tensors are host tensor constants of our aten graph,
+  `_tensor_constant0` and 1, shape (0,), lift_fresh_copy then cat); `device_plan`
+  (mtia_lab/compare/plans.py) moves them to mtia_sim in its copy (`_constant_to`), and
+  Dynamo's trace of that copy for Inductor fails on the empty one: "torch._dynamo.exc.
+  Unsupported: Failed to convert args/kwargs to proxy ... GetAttrVariable(
+  UnspecializedNNModuleVariable(GraphModule), _tensor_constant0)" at its lift_fresh_copy (a
+  non-empty constant there goes through). Repro (the comparison of a four-line function):
+
+      def cached(x):  # transformers' DynamicLayer
+          keys = torch.tensor([], dtype=x.dtype, device=x.device)
+          return torch.cat([keys, x], dim=-2) * 2
+      fidelity_rows({"cached": (cached, lambda: (torch.randn(2, 4, 8),))})  # fails
+
+  or `fidelity_rows({"decision_transformer_actions": _decision_transformer_actions()})`.
 
 The training steps differentiate with `torch.func.grad` inside the compiled function, so that
 forward and backward are one graph (the comparison compiles one graph per entry). Each entry:
@@ -365,7 +388,7 @@ def _gpt_neo_lm_train_step():  # NOT_COMPILED (see the docstring), kept for the 
     return gpt_neo, inputs
 
 
-def _decision_transformer_actions():
+def _decision_transformer_actions(use_cache: bool = True):  # NOT_COMPILED with the cache
     from transformers import DecisionTransformerConfig
     from transformers.models.decision_transformer.modeling_decision_transformer import (
         DecisionTransformerModel,
@@ -374,7 +397,8 @@ def _decision_transformer_actions():
     cfg = DecisionTransformerConfig(state_dim=6, act_dim=3, hidden_size=32, max_ep_len=64,
                                     n_layer=1, n_head=4, n_inner=64, n_positions=64,
                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                    attn_implementation="eager", **_NO_SPECIAL_TOKENS)
+                                    use_cache=use_cache, attn_implementation="eager",
+                                    **_NO_SPECIAL_TOKENS)
     torch.manual_seed(0)
     model = _eval(DecisionTransformerModel(cfg))
 
@@ -390,6 +414,10 @@ def _decision_transformer_actions():
         return _r(2, 8, 6), _r(2, 8, 3), _r(2, 8, 1), timesteps, padding
 
     return decision_transformer, inputs
+
+
+def _decision_transformer_uncached():
+    return _decision_transformer_actions(use_cache=False)
 
 
 def _swin2sr_upscale():
@@ -526,7 +554,7 @@ _BUILDERS = {
     "patchtst_forecast": _patchtst_forecast,
     "falcon_mamba_block": _falcon_mamba_block,
     "glm4_moe_layer_train_step": _glm4_moe_layer_train_step,
-    "decision_transformer_actions": _decision_transformer_actions,
+    "decision_transformer_uncached": _decision_transformer_uncached,
     "swin2sr_upscale": _swin2sr_upscale,
     "tapas_table_qa": _tapas_table_qa,
 }
@@ -546,7 +574,11 @@ _FACTORY_UNDER_GRAD = (
 # Graphs our compiler or Inductor failed on (see the module docstring), kept for the record.
 NOT_COMPILED = {"vit_mae_pretrain_step": _FACTORY_UNDER_GRAD,
                 "gpt_neo_lm_train_step": _FACTORY_UNDER_GRAD,
-                "distilbert_mlm_train_step": _FACTORY_UNDER_GRAD}
+                "distilbert_mlm_train_step": _FACTORY_UNDER_GRAD,
+                "decision_transformer_actions": (
+    "device_plan's copy of our aten graph for Inductor: an empty host tensor constant (the "
+    "DynamicCache layer's torch.tensor([]) keys, lift_fresh_copy then cat) moved to mtia_sim "
+    "by _constant_to, and Dynamo fails to trace it: 'Failed to convert args/kwargs to proxy'")}
 
 
 def heldout10_graphs() -> dict:
