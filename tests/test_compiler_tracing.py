@@ -461,6 +461,43 @@ def test_a_random_factory_on_the_device_draws_from_the_device_generator():
     torch.testing.assert_close(got, noisy(x).cpu(), rtol=0, atol=0)  # the eager draw
 
 
+def grad_through_a_device_mask(x):
+    """A training step that builds its mask inside `torch.func.grad`: the factory's result is
+    functorch's TensorWrapper at the grad level, not a plain tensor."""
+
+    def loss(w):
+        mask = torch.ones(2, 16, device=x.device)
+        return ((x * w).sum(-1) * mask).sin().sum()
+
+    return torch.func.grad(loss)(torch.linspace(0, 1, 8, device=x.device))
+
+
+def grad_of_grad_through_a_device_mask(x):
+    """The mask two grad levels deep: a TensorWrapper around a TensorWrapper."""
+    return torch.func.grad(lambda w: grad_through_a_device_mask(x * w).square().sum())(
+        torch.ones(8, device=x.device))
+
+
+def vmap_of_a_device_factory(x):
+    """`ones_like` of a batched row with `device=` inside vmap: a BatchedTensor."""
+    return torch.vmap(lambda r: r * torch.ones_like(r, device=r.device)
+                      + torch.arange(8, device=r.device))(x)
+
+
+@pytest.mark.parametrize("fn", [grad_through_a_device_mask, grad_of_grad_through_a_device_mask,
+                                vmap_of_a_device_factory], ids=lambda fn: fn.__name__)
+def test_a_factory_inside_a_func_transform_compiles_and_matches_cpu(fn):
+    """factories.on_device puts what functorch's wrapper holds on the device and wraps
+    it again at the same level, as eager builds it (it used to hand the wrapper itself to
+    `wrap`, which took it for a sparse tensor)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 16, 8)
+    torch.compiler.reset()
+    got = torch.compile(fn, backend="mtia_lab", dynamic=False)(x.to(DEV))
+    assert got.device == torch.device(DEV, 0) and isinstance(got, mtia_lab.MTIATensor)
+    torch.testing.assert_close(got.cpu(), fn(x), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("backend", ["mtia_lab", "aot_eager"])
 def test_backward_inside_a_compiled_function_matches_cpu(backend):
     """`loss.backward()` is a graph break: Dynamo runs it eagerly, and must not trace the device's

@@ -141,6 +141,20 @@ def test_a_zero_tensor_made_for_the_device_holds_real_zeros():
     assert zero.cpu().tolist() == [0.0, 0.0, 0.0]
 
 
+def test_wrapping_a_tensor_without_storage_names_the_wrapper_not_a_sparse_layout():
+    """A functorch wrapper has no storage: `wrap` refuses it as what it is (it used to take
+    it for a sparse tensor and refuse a 'torch.strided' layout)."""
+    from mtia_lab.backend.aten.tensor import wrap
+
+    def loss(w):
+        with pytest.raises(NotImplementedError, match=r"probe returns a dense Tensor with no "
+                                                      r"storage.*TensorWrapper.*get_unwrapped"):
+            wrap(torch.ones(3), 0, "probe")  # inside grad, ones is a TensorWrapper
+        return w.sum()
+
+    torch.func.grad(loss)(torch.ones(3))
+
+
 def test_linearize_is_refused_with_the_reason_not_a_wrong_graph():
     # linearize traces jvp with make_fx over real tensors; a device tensor it closes over is
     # untracked (PyTorch's make_fx leaves any wrapper subclass so), and its graph would ignore

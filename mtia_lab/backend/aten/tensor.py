@@ -346,7 +346,9 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
     exists (a view or an in-place result), otherwise allocate a block for it (a fresh result)."""
     try:
         untyped = inner.untyped_storage()
-    except NotImplementedError:  # a sparse COO result has no one storage (sparse.py)
+    except NotImplementedError as error:  # a sparse COO result has no one storage (sparse.py)
+        if inner.layout == torch.strided:
+            raise _no_storage(inner, op, error) from error
         return _WRAP_SPARSE(inner, device_index, op)
     # A FakeTensor while torch.compile traces has no memory (every plain result passes the
     # type check without a call: this runs once per op).
@@ -368,6 +370,17 @@ def wrap(inner: torch.Tensor, device_index: int, op: str) -> MTIATensor:
         # the conjugate (a copy) before an op that needs the values, as it does on the CPU.
         copy_math_bits(tensor, inner)
     return tensor
+
+
+def _no_storage(inner: torch.Tensor, op: str, error: Exception) -> NotImplementedError:
+    """The error for a dense tensor with no storage: a wrapper of another tensor (functorch's
+    TensorWrapper or BatchedTensor, a subclass without storage), whose bytes are not its own."""
+    return NotImplementedError(
+        f"{op} returns a dense {type(inner).__name__} with no storage of its own ({error}), "
+        f"so {DEVICE_NAME} has no host bytes to hold for it. Put the tensor it wraps on the "
+        "device instead (torch.func's wrappers: torch._C._functorch.get_unwrapped), then wrap "
+        "the result again."
+    )
 
 
 def _storage_at(ptr: int, untyped: torch.UntypedStorage, device_index: int,
