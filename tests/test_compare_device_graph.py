@@ -32,6 +32,25 @@ def test_a_host_tensor_constant_goes_to_the_device_in_inductors_copy_only():
     assert constants and all(c.device.type == "cpu" for c in constants)  # ours untouched
 
 
+def _cat_onto_empty_keys(x):
+    """transformers' DynamicLayer: the cache's keys start as an empty tensor constant."""
+    keys = torch.tensor([], dtype=x.dtype, device=x.device)
+    return torch.cat([keys, x], dim=-2) * 2
+
+
+def test_an_empty_tensor_constant_reaches_inductors_copy_as_an_empty_device_tensor():
+    """Dynamo cannot trace an empty device tensor constant (its fake copy resizes a PrivateUse1
+    storage): the copy makes it with aten.empty on the device instead; ours keeps its own."""
+    start = len(COMPILED)
+    rows = fidelity_rows({"empty_keys": (_cat_onto_empty_keys,
+                                         lambda: [torch.randn(2, 4, 8)])})
+    assert_aligned(rows)
+    assert_matches_eager(rows)
+    constants = [getattr(COMPILED[start].gm, n.target) for n in COMPILED[start].gm.graph.nodes
+                 if n.op == "get_attr"]
+    assert [c.shape for c in constants] == [(0,)] and constants[0].device.type == "cpu"
+
+
 def test_a_view_of_a_cat_whose_strides_inductor_decomposes_otherwise_is_compiled():
     rows = fidelity_rows({"empty_cat": (_empty_cat_then_matmul,
                                         lambda: [torch.randn(2, 8, 4, 8)])})

@@ -61,7 +61,7 @@ def _device_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     device = torch.device("mtia_sim", 0)
     with _compat.plain_graph_modules():  # Dynamo traces a plain GraphModule's forward
         copy = torch.fx.GraphModule(gm, copy_graph(gm.graph))
-    for node in copy.graph.nodes:
+    for node in list(copy.graph.nodes):  # _constant_to may replace a get_attr
         if isinstance(node.kwargs.get("device"), torch.device) and \
                 node.kwargs["device"].type == "cpu":
             node.update_kwarg("device", device)
@@ -107,14 +107,34 @@ def _read_as_data(constant: torch.fx.Node) -> bool:
 def _constant_to(module: torch.nn.Module, constant: torch.fx.Node,
                  device: torch.device) -> None:
     """Move a host tensor constant of the copy to `device` unless eager could have left it on
-    the host: a 0-dim one, or one only read as an index. (GraphModule gave the copy its own
-    reference, so our graph keeps its host tensor.)"""
+    the host: a 0-dim one, or one only read as an index. An empty one becomes a factory
+    (`_empty_factory`). (GraphModule gave the copy its own reference, so our graph keeps its
+    host tensor.)"""
     *path, name = constant.target.split(".")
     owner = module.get_submodule(".".join(path))
     value = getattr(owner, name)
     if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.dim() > 0 \
             and _read_as_data(constant):
-        setattr(owner, name, value.to(device))
+        if value.numel():
+            setattr(owner, name, value.to(device))
+        else:
+            _empty_factory(constant, value, device)
+
+
+def _empty_factory(constant: torch.fx.Node, value: torch.Tensor, device: torch.device) -> None:
+    """An empty constant (a DynamicCache's `torch.tensor([])` keys) as `aten.empty` on `device`
+    in the copy: it holds no values, so the factory is the same tensor. As a device tensor
+    constant, Dynamo cannot trace it: its fake copy of a tensor with a 0-byte storage resizes
+    the fake's storage to 0 (meta_utils.MetaConverter.meta_tensor), which a PrivateUse1 device
+    must implement in C++ (resizePrivateUse1Bytes), and the module attribute is left opaque
+    ('Failed to convert args/kwargs to proxy')."""
+    graph = constant.graph
+    with graph.inserting_before(constant):
+        empty = graph.call_function(torch.ops.aten.empty.memory_format, (list(value.shape),),
+                                    {"dtype": value.dtype, "device": device})
+    empty.meta.update(constant.meta)
+    constant.replace_all_uses_with(empty)
+    graph.erase_node(constant)
 
 
 def copy_graph(graph: torch.fx.Graph) -> torch.fx.Graph:
