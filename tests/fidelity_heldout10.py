@@ -561,11 +561,10 @@ _BUILDERS = {
 
 # Graphs whose audit fails for a reason in the comparison, found when the suite was measured
 # (its first complete run): the blind test checks the others' alignment and xfails on these.
-NOT_ALIGNED = {"tapas_table_qa": (
-    "launch 40 (triton_poi_fused__to_copy_add_arange_floor_fmod_full_mul_repeat_scatter_reduce_"
-    "unsqueeze_view_18) computes nothing of ours (mtia_lab/compare/launches.py): the launch "
-    "attribution places none of our nodes in one of Inductor's kernels of TAPAS' segmented "
-    "means (the ProductIndexMap's ids, a full and a scatter_reduce)")}
+# tapas_table_qa was here until the attribution followed Inductor's mutation record: launch 40
+# (the indexed adds of two scatter_reduces without include_self) finishes buffers whose launches
+# write no value of their own (compare/launches.py `_held_value`).
+NOT_ALIGNED: dict = {}
 
 # Graphs Dynamo cannot capture, so that neither compiler is given them (none known).
 NOT_CAPTURED: dict = {}

@@ -62,3 +62,31 @@ def test_values_only_a_copy_destinations_shape_is_taken_from_are_absorbed():
     assert DEVICE_COPY_LAUNCH in c.placed.wrapper_launches
     assert "where" in c.placed.how and c.placed.how["where"].startswith("absorbed"), c.placed.how
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(x).cpu(), fn(x.cpu()))
+
+
+def segment_sums(values, ids):
+    """TAPAS' segmented reduce: cell ids of a product index map, then a scatter_reduce of the
+    values into a fresh zeros buffer (include_self=False), then more work on the sums."""
+    cells = ids * 4 + torch.arange(ids.shape[-1], device=ids.device).fmod(4)
+    sums = torch.zeros(2 * 16, device=values.device).scatter_reduce(
+        0, cells.flatten(), (values * 2).flatten(), reduce="sum", include_self=False)
+    return sums.view(2, 16).softmax(-1)
+
+
+def test_the_indexed_adds_of_a_scatter_reduce_without_self_are_part_of_it():
+    """Inductor runs scatter_reduce(include_self=False) as three launches: the copy of its
+    input (which writes the scatter's value), the zero-out of the indexed places and the
+    indexed adds, each a mutation of that copy with no value of its own. The adds read the
+    zero-out's buffer, whose launch writes no value either: the comparison follows Inductor's
+    mutation record to the copy, so the adds are part of our scatter_reduce too."""
+    torch.manual_seed(0)
+    values = torch.randn(2, 8)
+    ids = torch.randint(0, 4, (2, 8)) + torch.tensor([[0], [4]])
+    (c,) = compare(segment_sums, values.to("mtia_sim"), ids.to("mtia_sim"))
+    c.check()
+    finishing = [launch for launch in c.placed.launches if not launch.nodes]
+    assert len(finishing) == 2 and all(launch.part_of == ("scatter_reduce",)
+                                       for launch in finishing), c.placed.launches
+    got = torch.compile(segment_sums, backend="mtia_lab")(values.to("mtia_sim"),
+                                                          ids.to("mtia_sim"))
+    torch.testing.assert_close(got.cpu(), segment_sums(values, ids))

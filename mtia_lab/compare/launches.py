@@ -460,11 +460,31 @@ def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list
     found = [r for r in mine if r not in held and set(post[r]) & made]
     if found or held:
         return found
+    group = theirs.groups[k]
     writer = {b: g.index for g in theirs.groups for b in g.outputs}
-    finished = {v for b in theirs.groups[k].inputs if b in writer and writer[b] != k
-                for v in theirs.ir.values.get(writer[b], ())}
+    mutations = getattr(theirs.ir, "mutations", {})
+    finished = {v for b in group.inputs if b in writer and writer[b] != k
+                for v in _held_value(b, writer, theirs.ir.values, mutations)}
+    finished |= {v for b in group.outputs for m in mutations.get(b, ())
+                 for v in _held_value(m, writer, theirs.ir.values, mutations)}
     mutated = finished & set(theirs.ir.origins.get(k, ()))
     return [r for r in mine if set(post[r]) & mutated]
+
+
+def _held_value(buf: str, writer: dict[str, int], values: dict, mutations: dict) -> set[str]:
+    """The FX nodes whose value buffer `buf` holds: those its launch writes, or, for a buffer
+    that writes another in place and holds no value of its own (a `scatter_reduce` without
+    `include_self`: the zero-out of the indexed places, then the indexed adds, each a mutation
+    of the copy of its input, Inductor's `MutationLayoutSHOULDREMOVE`), the value of the buffer
+    it mutates, through a chain of them."""
+    seen: set[str] = set()
+    while buf not in seen:
+        seen.add(buf)
+        held = set(values.get(writer[buf], ())) if buf in writer else set()
+        if held or not mutations.get(buf):
+            return held
+        buf = mutations[buf][0]
+    return set()
 
 
 _COPIES = ("aten.clone.", "aten.copy.", "aten.copy_.", "aten.alias.", "aten._to_copy.")

@@ -65,6 +65,10 @@ class InductorGraph:
     # Each buffer's own origins (a launch's are the union over its buffers): what a launch
     # reading that buffer inherits, not what it computes again.
     buffer_origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Buffer -> the buffers it writes in place (`get_mutation_names`: a scatter's zero-out
+    # and indexed stores into the copy of its input, a fallback's `scatter_reduce_`): such a
+    # buffer holds no value of its own (no `origin_node`), the one it mutates does.
+    mutations: dict[str, tuple[str, ...]] = field(default_factory=dict)
     wrapper: str = ""  # the generated wrapper's code, when the compile captured it
 
     def source(self, name: str) -> str:
@@ -171,6 +175,14 @@ def _values(snode, by_name: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def _mutated(node) -> tuple[str, ...]:
+    """The buffers an IR node writes in place (Inductor's `get_mutation_names`)."""
+    try:
+        return tuple(node.get_mutation_names())
+    except NotImplementedError:
+        return ()
+
+
 def _is_device_copy(snode) -> bool:
     """A copy between devices (Inductor's DeviceCopy): its wrapper line names no kernel."""
     return type(getattr(snode, "node", None)).__name__ == "DeviceCopy"
@@ -268,6 +280,9 @@ def build_plan(c: Collector) -> FusionPlan:
                            for snode, _ in launches for sub in snode.get_nodes()
                            if getattr(sub, "node", None) is not None
                            and getattr(sub.node, "origins", None)}
+    info.mutations = {sub.node.get_name(): _mutated(sub.node)
+                      for snode, _ in launches for sub in snode.get_nodes()
+                      if getattr(sub, "node", None) is not None and _mutated(sub.node)}
     decisions = _decisions(c, by_name)
     before_costs = [_cost(s, _kind(s)) for s in c.before if _kind(s) != "nop"]
     before = PlanTotals(len(before_costs), sum(x.bytes_read + x.bytes_written
