@@ -428,7 +428,9 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[s
     buffer the call reads and has the convolution among its origins (Inductor names the copy
     after the node that asked for it). Of those, the one reading the graph input it copies
     (several copies of one input, for several convolutions, may share a launch), else the
-    first one that holds nothing of ours yet, else the first one."""
+    launch of the kernel that writes the value it copies (the copy fused into its producer:
+    a forward activation a convolution backward fixed the layout of, copied for each
+    convolution), else the first one that holds nothing of ours yet, else the first one."""
     launches = theirs.groups
     writer = {b: g.index for g in launches for b in g.outputs}
     held = set(home.values())
@@ -444,12 +446,33 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[s
         if not found:
             continue
         base = ir.base_of.get(node.layout_of[1])
-        source = base if ir.buffers[base].producer is None else None
+        producer = ir.buffers[base].producer
+        source = _their_input(ir.gm, theirs.ir.gm, conv, node.layout_of[1], post[conv]) \
+            if producer is None else None
         ranked = ([k for k in found if source in launches[k].inputs]
+                  + [k for k in found if producer is not None and home.get(producer) == k]
                   + [k for k in found if k not in held and (conv, k) not in used]
                   + [k for k in found if (conv, k) not in used] + found)
         home[node.name], how[node.name] = ranked[0], "layout copy"
         used.add((conv, ranked[0]))
+
+
+def _their_input(gm: torch.fx.GraphModule, their_gm, conv: str, arg: str,
+                 conv_post: list[str]) -> str | None:
+    """The name in Inductor's graph of the graph input `arg` a convolution of ours reads:
+    the argument at the same position of that convolution's post-grad node (Dynamo, tracing
+    our graph again, numbers the inputs in its own order: our `arg40_1` may be its
+    `arg0_1`)."""
+    ours = next((n for n in gm.graph.nodes if n.name == conv), None)
+    if ours is None or their_gm is None:
+        return None
+    position = next((i for i, a in enumerate(ours.args)
+                     if isinstance(a, torch.fx.Node) and a.name == arg), None)
+    for node in their_gm.graph.nodes:
+        if node.name in conv_post and node.target == ours.target and position is not None \
+                and isinstance(node.args[position], torch.fx.Node):
+            return node.args[position].name
+    return None
 
 
 def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list[str],
