@@ -1367,3 +1367,38 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
+
+
+@pytest.mark.parametrize("trained", [False, True])
+def test_extern_in_triton_off_a_convolution_backward_fixes_and_copies_its_input(trained):
+    """A convolution's input that a convolution backward reads too (the activation saved for
+    the weight's gradient), with other users: Inductor's `GraphLowering.run_node` fixes its
+    layout at its FX strides (need_fixed_layout), and each channels-last operand made of it
+    (the forward convolution's input, the backward's input, `convolution_backward_lowering`)
+    is a layout copy that its producer's kernel writes as well. Without the backward the
+    producer writes the convolution's input channels-last itself: no copy."""
+    def fn(x, w1, w2):
+        def loss(ws):
+            h = F.conv2d(x, ws[0], padding=1).relu()
+            return F.conv2d(h, ws[1], padding=1).square().mean()
+
+        if trained:  # the loss's value returned too: no dead forward code
+            return torch.func.grad_and_value(loss)((w1, w2))
+        return F.conv2d(F.conv2d(x, w1, padding=1).relu(), w2, padding=1)
+
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3), torch.randn(8, 8, 3, 3)]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    leaves = torch.utils._pytree.tree_leaves
+    torch.testing.assert_close([t.cpu() for t in leaves(got)], leaves(fn(*host)), rtol=1e-4,
+                               atol=1e-4)
+    c.check()
+    assert not c.unexplained, str(c)
+    relu = next(g.nodes for g in c.ours.groups if "relu" in g.nodes)
+    copies = {n for n in relu if n.startswith("layout_copy_input_")}
+    assert copies == ({"layout_copy_input_convolution_1",
+                       "layout_copy_input_convolution_backward"} if trained else set()), relu
+    held = [launch.nodes for launch in c.placed.launches if "relu" in launch.nodes]
+    assert held == [relu]
