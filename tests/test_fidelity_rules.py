@@ -1402,3 +1402,28 @@ def test_extern_in_triton_off_a_convolution_backward_fixes_and_copies_its_input(
                        "layout_copy_input_convolution_backward"} if trained else set()), relu
     held = [launch.nodes for launch in c.placed.launches if "relu" in launch.nodes]
     assert held == [relu]
+
+
+@pytest.mark.parametrize("expanded", [False, True])
+def test_a_convolutions_input_reading_a_row_sum_broadcast_joins_the_reduction(expanded):
+    """MobileViTv2's linear attention: the context vector is a sum over the last dim,
+    `relu(value) * context_vector.expand_as(value)` the next convolution's input. Inductor's
+    dep of that read drops the trailing broadcast variable (`canonicalize`): it is the sum's
+    write, shared data; and the product, written channels-last, takes the sum's loop order
+    in the reorder round (`normalize_with_stride_order`): one kernel, explicit expand or
+    implicit broadcast alike."""
+    def fn(x, w_qkv, w_out):
+        q, k, v = F.conv2d(x, w_qkv).split([1, 8, 8], dim=1)
+        context = (k * q.softmax(-1)).sum(-1, keepdim=True)
+        out = F.relu(v) * (context.expand_as(v) if expanded else context)
+        return F.conv2d(out, w_out)
+
+    host = [torch.randn(2, 8, 4, 16), torch.randn(17, 8, 1, 1), torch.randn(8, 8, 1, 1)]
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    assert not c.unexplained, str(c)
+    summed = next(g.nodes for g in c.ours.groups if "sum_2" in g.nodes)  # the context
+    assert "relu" in summed and "mul_1" in summed, _kernels(c)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host), rtol=1e-4, atol=1e-4)
