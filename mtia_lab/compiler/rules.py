@@ -300,7 +300,15 @@ def _channels_last(g: FusedSchedulerNode, ir: GraphIR) -> bool:
 
 
 def _copy_of_other(last: FusedSchedulerNode, other: FusedSchedulerNode, ir: GraphIR) -> bool:
-    return any(n.layout_of and layout.follows_producer(n, other.writes, ir) for n in last.nodes)
+    """A layout copy of a buffer the other kernel writes, or reads whole. The copy's loop
+    follows the buffer it reads, not the channels-last one it writes: Inductor orders a
+    pointwise loop by a vote of its accesses' strides (`pick_loop_order`), and the copy's
+    one read against its one write is a tie, which keeps the graph's order. So it shares
+    that buffer at one index with its producer and with a sibling reading it whole (a
+    residual branch reading the same activation)."""
+    return any(n.layout_of and (layout.follows_producer(n, other.writes, ir)
+                                or layout.follows_producer(n, other.reads, ir))
+               for n in last.nodes)
 
 
 def conv_input_layout(p: Pair) -> Verdict | None:
