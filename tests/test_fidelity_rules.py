@@ -1427,3 +1427,28 @@ def test_a_convolutions_input_reading_a_row_sum_broadcast_joins_the_reduction(ex
     torch._dynamo.reset()
     got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
     torch.testing.assert_close(got.cpu(), fn(*host), rtol=1e-4, atol=1e-4)
+
+
+def test_extern_in_triton_off_a_layout_copy_joins_a_sibling_reading_its_buffer_whole():
+    """A residual block trained: the activation h is a convolution's input, its residual
+    (`conv(h) + h`, pooled by a mean) and the input of the convolution backward. The
+    backward's copy of h loops in h's order (`pick_loop_order`: its read and its write
+    tie), so it shares h with the residual's kernel as much as with h's producer; of the
+    two, the residual's kernel is the nearer in graph order, and Inductor fuses it there."""
+    def fn(x, w1, w2):
+        def loss(ws):
+            h = F.conv2d(x, ws[0], padding=1).relu()
+            y = (F.conv2d(h, ws[1], padding=1) + h).relu()
+            return y.mean(dim=(2, 3)).square().sum()
+
+        return torch.func.grad_and_value(loss)((w1, w2))
+
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3), torch.randn(8, 8, 3, 3)]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    assert not c.unexplained, str(c)
+    pooled = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
+    assert "layout_copy_input_convolution_backward" in pooled, _kernels(c)
+    placed = next(launch.nodes for launch in c.placed.launches if "mean" in launch.nodes)
+    assert "layout_copy_input_convolution_backward" in placed
