@@ -380,6 +380,8 @@ def _reads_row_results(last: FusedSchedulerNode, other: FusedSchedulerNode,
             continue
         for buf in set(node.writes) & last.reads:
             shape = ir.buffers[buf].shape
+            if math.prod(shape) != node.numel:
+                continue  # not one result per row (a norm's normalized output)
             hows = {how for n in last.nodes for how in n.access.get(buf, ())}
             if hows and all(how == "full" or loops.trailing_broadcast(how, shape)
                             for how in hows):
