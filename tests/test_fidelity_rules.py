@@ -1367,3 +1367,88 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
+
+
+@pytest.mark.parametrize("trained", [False, True])
+def test_extern_in_triton_off_a_convolution_backward_fixes_and_copies_its_input(trained):
+    """A convolution's input that a convolution backward reads too (the activation saved for
+    the weight's gradient), with other users: Inductor's `GraphLowering.run_node` fixes its
+    layout at its FX strides (need_fixed_layout), and each channels-last operand made of it
+    (the forward convolution's input, the backward's input, `convolution_backward_lowering`)
+    is a layout copy that its producer's kernel writes as well. Without the backward the
+    producer writes the convolution's input channels-last itself: no copy."""
+    def fn(x, w1, w2):
+        def loss(ws):
+            h = F.conv2d(x, ws[0], padding=1).relu()
+            return F.conv2d(h, ws[1], padding=1).square().mean()
+
+        if trained:  # the loss's value returned too: no dead forward code
+            return torch.func.grad_and_value(loss)((w1, w2))
+        return F.conv2d(F.conv2d(x, w1, padding=1).relu(), w2, padding=1)
+
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3), torch.randn(8, 8, 3, 3)]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    leaves = torch.utils._pytree.tree_leaves
+    torch.testing.assert_close([t.cpu() for t in leaves(got)], leaves(fn(*host)), rtol=1e-4,
+                               atol=1e-4)
+    c.check()
+    assert not c.unexplained, str(c)
+    relu = next(g.nodes for g in c.ours.groups if "relu" in g.nodes)
+    copies = {n for n in relu if n.startswith("layout_copy_input_")}
+    assert copies == ({"layout_copy_input_convolution_1",
+                       "layout_copy_input_convolution_backward"} if trained else set()), relu
+    held = [launch.nodes for launch in c.placed.launches if "relu" in launch.nodes]
+    assert held == [relu]
+
+
+@pytest.mark.parametrize("expanded", [False, True])
+def test_a_convolutions_input_reading_a_row_sum_broadcast_joins_the_reduction(expanded):
+    """MobileViTv2's linear attention: the context vector is a sum over the last dim,
+    `relu(value) * context_vector.expand_as(value)` the next convolution's input. Inductor's
+    dep of that read drops the trailing broadcast variable (`canonicalize`): it is the sum's
+    write, shared data; and the product, written channels-last, takes the sum's loop order
+    in the reorder round (`normalize_with_stride_order`): one kernel, explicit expand or
+    implicit broadcast alike."""
+    def fn(x, w_qkv, w_out):
+        q, k, v = F.conv2d(x, w_qkv).split([1, 8, 8], dim=1)
+        context = (k * q.softmax(-1)).sum(-1, keepdim=True)
+        out = F.relu(v) * (context.expand_as(v) if expanded else context)
+        return F.conv2d(out, w_out)
+
+    host = [torch.randn(2, 8, 4, 16), torch.randn(17, 8, 1, 1), torch.randn(8, 8, 1, 1)]
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    assert not c.unexplained, str(c)
+    summed = next(g.nodes for g in c.ours.groups if "sum_2" in g.nodes)  # the context
+    assert "relu" in summed and "mul_1" in summed, _kernels(c)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host), rtol=1e-4, atol=1e-4)
+
+
+def test_extern_in_triton_off_a_layout_copy_joins_a_sibling_reading_its_buffer_whole():
+    """A residual block trained: the activation h is a convolution's input, its residual
+    (`conv(h) + h`, pooled by a mean) and the input of the convolution backward. The
+    backward's copy of h loops in h's order (`pick_loop_order`: its read and its write
+    tie), so it shares h with the residual's kernel as much as with h's producer; of the
+    two, the residual's kernel is the nearer in graph order, and Inductor fuses it there."""
+    def fn(x, w1, w2):
+        def loss(ws):
+            h = F.conv2d(x, ws[0], padding=1).relu()
+            y = (F.conv2d(h, ws[1], padding=1) + h).relu()
+            return y.mean(dim=(2, 3)).square().sum()
+
+        return torch.func.grad_and_value(loss)((w1, w2))
+
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3), torch.randn(8, 8, 3, 3)]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    assert not c.unexplained, str(c)
+    pooled = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
+    assert "layout_copy_input_convolution_backward" in pooled, _kernels(c)
+    placed = next(launch.nodes for launch in c.placed.launches if "mean" in launch.nodes)
+    assert "layout_copy_input_convolution_backward" in placed

@@ -387,7 +387,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             home[name], how[name] = computing[0], "computed"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
-    _place_layout_copies(ir, theirs, post, origins, home, how)
+    _place_layout_copies(ir, theirs, post, origins, home, how, values)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -422,13 +422,17 @@ def _completed_by_reader(k: int, theirs: FusionPlan, held: list[list[str]]) -> l
 
 
 def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[str]],
-                         home: dict[str, int], how: dict[str, str]) -> None:
+                         home: dict[str, int], how: dict[str, str],
+                         values: list[set[str]]) -> None:
     """Step 0 for a layout copy of ours (compiler/layout.py: no node of the graph, it has no
     post-grad node): a Triton launch before its convolution's extern call that writes a
     buffer the call reads and has the convolution among its origins (Inductor names the copy
     after the node that asked for it). Of those, the one reading the graph input it copies
     (several copies of one input, for several convolutions, may share a launch), else the
-    first one that holds nothing of ours yet, else the first one."""
+    launch of the kernel that writes the value it copies (the copy fused into its producer:
+    a forward activation a convolution backward fixed the layout of, copied for each
+    convolution), else one that reads that value (the copy fused into a sibling reading it
+    too), else the first one that holds nothing of ours yet, else the first one."""
     launches = theirs.groups
     writer = {b: g.index for g in launches for b in g.outputs}
     held = set(home.values())
@@ -444,12 +448,36 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[s
         if not found:
             continue
         base = ir.base_of.get(node.layout_of[1])
-        source = base if ir.buffers[base].producer is None else None
+        producer = ir.buffers[base].producer
+        source = _their_input(ir.gm, theirs.ir.gm, conv, node.layout_of[1], post[conv]) \
+            if producer is None else None
+        made = set(post.get(producer, ())) if producer is not None else set()
         ranked = ([k for k in found if source in launches[k].inputs]
+                  + [k for k in found if producer is not None and home.get(producer) == k]
+                  + [k for k in found if any(b in writer and made & values[writer[b]]
+                                             for b in launches[k].inputs)]
                   + [k for k in found if k not in held and (conv, k) not in used]
                   + [k for k in found if (conv, k) not in used] + found)
         home[node.name], how[node.name] = ranked[0], "layout copy"
         used.add((conv, ranked[0]))
+
+
+def _their_input(gm: torch.fx.GraphModule, their_gm, conv: str, arg: str,
+                 conv_post: list[str]) -> str | None:
+    """The name in Inductor's graph of the graph input `arg` a convolution of ours reads:
+    the argument at the same position of that convolution's post-grad node (Dynamo, tracing
+    our graph again, numbers the inputs in its own order: our `arg40_1` may be its
+    `arg0_1`)."""
+    ours = next((n for n in gm.graph.nodes if n.name == conv), None)
+    if ours is None or their_gm is None:
+        return None
+    position = next((i for i, a in enumerate(ours.args)
+                     if isinstance(a, torch.fx.Node) and a.name == arg), None)
+    for node in their_gm.graph.nodes:
+        if node.name in conv_post and node.target == ours.target and position is not None \
+                and isinstance(node.args[position], torch.fx.Node):
+            return node.args[position].name
+    return None
 
 
 def _part_of(k: int, theirs: FusionPlan, mine: list[str], post: dict, held: list[str],

@@ -477,26 +477,63 @@ def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
     """Inductor lays a 4-d convolution's input out channels-last (its layout optimization):
     the op that writes it loops in that order (`SchedulerNode.channels_last`). An input of
     one pixel (a squeeze-excite's pooled vector) or one channel is laid out the same either
-    way: its writer keeps the graph's order (Inductor's memory deps are equal)."""
+    way: its writer keeps the graph's order (Inductor's memory deps are equal). So is the
+    output's gradient of a convolution backward; a value whose layout a user fixed
+    (`fixed_by_a_user`) is written in the graph's order, and copied (layout.py)."""
     by_name = {n.name: n for n in nodes}
+    fx = {n.name: n for n in gm.graph.nodes}
     for _, role, source in conv_operands(gm):
-        if role != "input":
+        if role not in ("input", "grad_output"):
             continue
         buf = buffers.get(base_of.get(getattr(source, "name", ""), ""))
-        if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape):
+        if buf is not None and buf.producer in by_name and _layouts_differ(buf.shape) \
+                and not (buf.name in fx and fixed_by_a_user(fx[buf.name])):
             by_name[buf.producer].channels_last = True
 
 
 def conv_operands(gm: torch.fx.GraphModule):
-    """(convolution, "input" or "weight", FX argument) of each convolution, in graph order
-    and, per convolution, in the order Inductor's lowering asks for their layout
-    (`kernel/conv.py: convolution`: `require_channels_last(x)`, then the weight)."""
+    """(convolution, role, FX argument) of each convolution and convolution backward, in
+    graph order and, per convolution, in the order Inductor's lowering asks for their
+    layout (`kernel/conv.py: convolution`: `require_channels_last(x)`, then the weight;
+    `convolution_backward_lowering`: for the weight's gradient the input, then the output's
+    gradient; for the input's gradient the output's gradient, again, then the weight)."""
     for fx_node in gm.graph.nodes:
-        if fx_node.target is not aten.convolution.default:
+        if fx_node.target is aten.convolution.default:
+            pairs = zip(("input", "weight"), fx_node.args[:2], strict=False)
+        elif fx_node.target is aten.convolution_backward.default:
+            pairs = _conv_backward_operands(fx_node)
+        else:
             continue
-        for role, arg in zip(("input", "weight"), fx_node.args[:2], strict=False):
+        for role, arg in pairs:
             if isinstance(arg, torch.fx.Node):
                 yield fx_node, role, arg
+
+
+def _conv_backward_operands(fx_node: torch.fx.Node) -> list[tuple[str, object]]:
+    """The operands a convolution backward asks a layout of, each once, for the gradients
+    its output mask asks for (`convolution_backward_lowering`, torch/_inductor/kernel/conv.py)."""
+    grad_out, inp, weight = fx_node.args[:3]
+    mask = fx_node.args[10] if len(fx_node.args) > 10 else (True, True, True)
+    roles: list[tuple[str, object]] = []
+    if mask[1]:
+        roles += [("input", inp), ("grad_output", grad_out)]
+    if mask[0]:
+        roles += [("grad_output", grad_out), ("weight", weight)]
+    return list(dict.fromkeys(roles))
+
+
+# Users that fix the layout of a value with several users to its FX strides when it is
+# lowered (`GraphLowering.run_node`: need_fixed_layout): a copy is made for any other order.
+NEED_FIXED_LAYOUT = {aten.convolution_backward.default, aten.mm.default, aten._int_mm.default}
+
+
+def fixed_by_a_user(fx_node: torch.fx.Node) -> bool:
+    """Is the value's layout fixed when Inductor lowers it (`GraphLowering.run_node`): it has
+    several users, one of which needs a fixed layout (a convolution backward, a matmul)? A
+    convolution's operand in another order is then copied (`require_channels_last` on a
+    FixedLayout: `copy_input`), however its producer loops."""
+    return len(set(fx_node.users)) > 1 and any(u.target in NEED_FIXED_LAYOUT
+                                               for u in fx_node.users)
 
 
 def _layouts_differ(shape: tuple[int, ...]) -> bool:

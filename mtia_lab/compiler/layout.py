@@ -29,7 +29,7 @@ import torch
 
 from .._compat import size_hint
 from . import lowering
-from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, conv_operands
+from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, conv_operands, fixed_by_a_user
 
 WHY = "layout copy for conv, Inductor's layout_optimization"
 NHWC_ORDER = (0, 2, 3, 1)  # dims from the largest stride to the smallest, channels-last
@@ -126,8 +126,9 @@ def _conv_flops(conv: torch.fx.Node, w: torch.Tensor) -> float:
 
 def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
     """Is the operand's layout fixed when the convolution is lowered: a graph input, an
-    extern's output, a cat lowered as a ConcatKernel, or a view of a buffer (a slice, a
-    reshape to other sizes)? A Triton
+    extern's output, a cat lowered as a ConcatKernel, a value with several users one of
+    which fixed its layout (`ir.fixed_by_a_user`: a forward activation a convolution
+    backward reads too), or a view of a buffer (a slice, a reshape to other sizes)? A Triton
     kernel's output read whole is still a FlexibleLayout: its producer takes the order."""
     base = ir.base_of.get(arg.name)
     buf = ir.buffers.get(base) if base else None
@@ -138,6 +139,8 @@ def _layout_fixed(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
         return True
     if producer.target == "aten.cat.default" and not lowering.pointwise_cat(producer, ir):
         return True  # a ConcatKernel: created with a FixedLayout (ir.py ConcatKernel.create)
+    if base in fx and fixed_by_a_user(fx[base]):
+        return True  # fixed at its FX strides when lowered (a convolution backward reads it)
     if base == arg.name:
         return False
     mine, whole = arg.meta.get("val"), fx[base].meta.get("val") if base in fx else None

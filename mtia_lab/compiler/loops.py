@@ -20,6 +20,7 @@ also matches a reduction's store to a permuted reader by other means, not modell
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -131,3 +132,22 @@ def stays_in_rows(view: object, row: int) -> bool:
         if n != 1 and s % row != 0:
             inside += abs(s) * (n - 1)
     return inside < row
+
+
+def trailing_broadcast(how, shape: tuple[int, ...]) -> bool:
+    """Is the view (shape, strides, offset) the whole buffer in its own order, contiguous,
+    then dims of stride 0 (size-1 dims aside)?"""
+    if not (isinstance(how, tuple) and len(how) == 3 and how[2] == 0):
+        return False
+    dims = [(d, st) for d, st in zip(how[0], how[1], strict=True) if d != 1]
+    while dims and dims[-1][1] == 0:
+        dims.pop()
+    if not dims or any(st == 0 for _, st in dims):
+        return False
+    expected = 1
+    for d, st in reversed(dims):
+        if st != expected:
+            return False
+        expected *= d
+    return expected == math.prod(shape) and len(dims) < len(
+        [d for d in how[0] if d != 1])

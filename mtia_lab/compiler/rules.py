@@ -300,7 +300,15 @@ def _channels_last(g: FusedSchedulerNode, ir: GraphIR) -> bool:
 
 
 def _copy_of_other(last: FusedSchedulerNode, other: FusedSchedulerNode, ir: GraphIR) -> bool:
-    return any(n.layout_of and layout.follows_producer(n, other.writes, ir) for n in last.nodes)
+    """A layout copy of a buffer the other kernel writes, or reads whole. The copy's loop
+    follows the buffer it reads, not the channels-last one it writes: Inductor orders a
+    pointwise loop by a vote of its accesses' strides (`pick_loop_order`), and the copy's
+    one read against its one write is a tie, which keeps the graph's order. So it shares
+    that buffer at one index with its producer and with a sibling reading it whole (a
+    residual branch reading the same activation)."""
+    return any(n.layout_of and (layout.follows_producer(n, other.writes, ir)
+                                or layout.follows_producer(n, other.reads, ir))
+               for n in last.nodes)
 
 
 def conv_input_layout(p: Pair) -> Verdict | None:
@@ -321,7 +329,8 @@ def conv_input_layout(p: Pair) -> Verdict | None:
     if _reads_inlined_norm(last, other, p.ir) or _stored_for_it(last, other, p.ir) or \
             _copy_of_other(last, other, p.ir):
         return None
-    if p.reorder and _per_channel_reduction(last, other, p.ir):
+    if p.reorder and (_per_channel_reduction(last, other, p.ir)
+                      or _reads_row_results(last, other, p.ir)):
         return None  # the reorder round: the pointwise loop takes the reduction's order
     return Verdict(False, "conv_input_layout", f"{last.nodes[-1].name} writes a convolution's "
                    "input, laid out channels-last: its loop order is not the other's, so no "
@@ -353,6 +362,30 @@ def _per_channel_reduction(last: FusedSchedulerNode, other: FusedSchedulerNode,
         if len(shape) == 4 and other.numel == shape[0] * shape[1] and \
                 other.rnumel == shape[2] * shape[3]:
             return True
+    return False
+
+
+def _reads_row_results(last: FusedSchedulerNode, other: FusedSchedulerNode,
+                       ir: GraphIR) -> bool:
+    """Inductor's reorder round (`_try_reorder_loops_for_candidates`) also aligns a pointwise
+    kernel written channels-last with a reduction over inner dims whose results it reads,
+    broadcast over the reduced dims (MobileViTv2's `relu(value) * context_vector.expand_as(
+    value)`, the context vector a sum over the last dim): the read and the reduction's write
+    are one dep once ordered by stride (`normalize_with_stride_order`), so the pointwise
+    loops are reordered to the reduction's and the two share that buffer."""
+    if not _pure_pointwise(last) or other.kind is not Kind.REDUCTION or not other.inner:
+        return False
+    for node in other.nodes:
+        if node.kind is not Kind.REDUCTION or node.unrolled:
+            continue
+        for buf in set(node.writes) & last.reads:
+            shape = ir.buffers[buf].shape
+            if math.prod(shape) != node.numel:
+                continue  # not one result per row (a norm's normalized output)
+            hows = {how for n in last.nodes for how in n.access.get(buf, ())}
+            if hows and all(how == "full" or loops.trailing_broadcast(how, shape)
+                            for how in hows):
+                return True
     return False
 
 

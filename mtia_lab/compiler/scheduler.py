@@ -38,7 +38,19 @@ def score_fusion_memory(a: FusedSchedulerNode, b: FusedSchedulerNode, ir: GraphI
     acc_a, acc_b = _accesses(a), _accesses(b)
     reorder = not (a.kind is Kind.REDUCTION and b.kind is Kind.REDUCTION)
     return sum(ir.buffers[buf].nbytes for buf in _touched(a) & _touched(b)
-               if _same_index(buf, acc_a[buf] & acc_b[buf], a, b, reorder))
+               if _same_index(buf, _deps(acc_a[buf], ir.buffers[buf].shape)
+                              & _deps(acc_b[buf], ir.buffers[buf].shape), a, b, reorder))
+
+
+def _deps(hows: set, shape: tuple[int, ...]) -> set:
+    """The accesses of a buffer as Inductor's normalized MemoryDeps compare them: a read
+    that broadcasts the whole buffer over trailing dims only (a row's sum, keepdim, expanded
+    over the row) is "full". Inductor's `_RecordLoadStoreInner.canonicalize` merges the
+    loops (`_simplify_loops`) and drops the trailing loop variables the index does not use
+    ("Reduction has last (reduced) dim in its sizes, but downstream users won't. Normalize
+    this away"): the reader's dep is the writer's. A broadcast over a middle dim keeps its
+    variable, and differs."""
+    return {"full" if loops.trailing_broadcast(how, shape) else how for how in hows}
 
 
 def _same_index(buf: str, common: set, a: FusedSchedulerNode, b: FusedSchedulerNode,
