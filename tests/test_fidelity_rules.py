@@ -1367,3 +1367,22 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
+
+
+@pytest.mark.parametrize("operands", [1, 2])
+def test_an_unrolled_reduction_reused_and_loading_more_than_4_values_is_stored(operands):
+    """NLLB-MoE's router probabilities `(probs * mask).sum(1)` over 4 experts, read by the
+    clamp of their sum and by the division. A reduction over fewer terms than
+    unroll_reductions_threshold is pointwise code to Inductor (`Reduction.create` unrolls
+    it), and as pointwise code with several users it is stored when its body loads more
+    than realize_reads_threshold (4) values (`StorageBox.should_realize_on_reuse`): 4 terms
+    of 2 buffers, 8 loads. Stored, it is a kernel over its 8 rows that the readers over the
+    rows' 32 elements do not join; over one buffer (4 loads) it is computed in each reader."""
+    def fn(x, y):
+        s = (x * (y if operands == 2 else x)).sum(-1, keepdim=True)
+        return (s / (s + 1).clamp(min=1e-3) * x,)
+
+    c = _recomputing(fn, (8, 4), (8, 4))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == operands, _kernels(c)
+

@@ -23,7 +23,7 @@ import heapq
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
-from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind
+from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind, node_kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
@@ -194,7 +194,11 @@ class Scheduler:
         ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
         for node in ir.nodes:
             node.large_body = large.get(recompute.origin(node.name), 0)
-            node.stored = node.kind is Kind.POINTWISE and recompute.origin(node.name) in realized
+            # pointwise code Inductor stores; an unrolled reduction is pointwise code too
+            # (lowering.py make_reduction realizes only a Reduction, not the Pointwise that
+            # Reduction.create unrolls: reused, should_realize_on_reuse decides)
+            node.stored = node_kind(node) is Kind.POINTWISE and \
+                recompute.origin(node.name) in realized
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
