@@ -1386,3 +1386,21 @@ def test_an_unrolled_reduction_reused_and_loading_more_than_4_values_is_stored(o
     _same_as_inductor(c)
     assert len(c.ours.groups) == operands, _kernels(c)
 
+
+@pytest.mark.parametrize("gathered", [False, True])
+def test_a_reader_of_a_reduction_gathered_through_an_index_does_not_join_it(gathered):
+    """NLLB-MoE's `sorted_cumsum[order.argsort()]`: the cumsum's epilogue `c - 1` inlined
+    into a gather (`aten.index`) is computed at the rows the index picks, so the kernel
+    loads the cumsum at an indirect index (`tmp0`), not at the index it is written: no
+    memory dependency matches (score_fusion_memory 0) and Inductor keeps the two apart,
+    loop reordering or not. Read in place, the epilogue joins the cumsum's loop."""
+    def fn(x, order):
+        c = torch.cumsum(x, -1) - 1
+        return ((c[order] if gathered else c) * 2,)
+
+    torch.manual_seed(0)
+    host = [torch.randn(8, 16), torch.randperm(8)]
+    c = _recomputing_on(fn, host)
+    _same_as_inductor(c)
+    cumsum = next(g.nodes for g in c.ours.groups if "cumsum" in g.nodes)
+    assert ("mul" in cumsum) is not gathered, _kernels(c)
