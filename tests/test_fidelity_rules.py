@@ -1404,3 +1404,21 @@ def test_a_reader_of_a_reduction_gathered_through_an_index_does_not_join_it(gath
     _same_as_inductor(c)
     cumsum = next(g.nodes for g in c.ours.groups if "cumsum" in g.nodes)
     assert ("mul" in cumsum) is not gathered, _kernels(c)
+
+
+@pytest.mark.parametrize("sines, stored", [(23, False), (24, True)])
+def test_realize_opcount_counts_a_pads_mask(sines, stored):
+    """x + y then sines (3 + n operations), then a pad of one element before the last dim
+    (Parakeet's relative-position shift). Inductor's `constant_pad_nd` lowering loads the
+    input under a mask: the index and the bound as index expressions, their compare
+    (`range_mask_low`), the masked load: 4 operations. Read through a broadcast by one copy,
+    the value is stored past realize_opcount_threshold (30): at 31, inlined at 30."""
+    def fn(x, y):
+        h = x + y
+        for _ in range(sines):
+            h = h.sin()
+        return F.pad(h, (1, 0))[:, None].expand(8, 4, 17).clone()
+
+    c = _compared(fn, (8, 16), (8, 16))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if stored else 1), _kernels(c)
