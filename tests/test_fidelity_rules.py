@@ -1422,3 +1422,25 @@ def test_realize_opcount_counts_a_pads_mask(sines, stored):
     c = _compared(fn, (8, 16), (8, 16))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (2 if stored else 1), _kernels(c)
+
+
+
+
+@pytest.mark.parametrize("rows", ["arange_and_index", "index"])
+def test_an_index_tensor_is_read_at_its_own_index_in_each_row_it_picks(rows):
+    """TimesFM's last patch of each series: `x[arange(B), idx]` with idx from an argmax (its
+    pointwise code loads 8 terms: stored, two gathers read it), then statistics over the
+    rows picked. `aten.index` loads its index tensors over the output dims the indexed dims
+    become (here the first), the same value in each of the row's elements: its MemoryDep
+    drops the unused inner loop (`drop_unused_symbols`), so it is idx's store, index and
+    all, and idx's kernel joins the row reductions over their reduced space, as Inductor's."""
+    def fn(x, y):
+        idx = torch.where((y > 0).sum(-1) == 0, 0, y.argmax(-1))  # loads y 8 times: stored
+        if rows == "index":
+            return (x[0][idx] * 2).sum(-1), (x[1][5 - idx] * 3).amax(-1)
+        row = torch.arange(4, device=x.device)
+        return x[row, idx].sum(-1), x[row, 5 - idx].amax(-1)
+
+    c = _recomputing(fn, (4, 6, 8), (4, 4))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)
