@@ -1368,7 +1368,6 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
 
-
 @pytest.mark.parametrize("operands", [1, 2])
 def test_an_unrolled_reduction_reused_and_loading_more_than_4_values_is_stored(operands):
     """NLLB-MoE's router probabilities `(probs * mask).sum(1)` over 4 experts, read by the
@@ -1422,8 +1421,6 @@ def test_realize_opcount_counts_a_pads_mask(sines, stored):
     c = _compared(fn, (8, 16), (8, 16))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (2 if stored else 1), _kernels(c)
-
-
 
 
 @pytest.mark.parametrize("rows", ["arange_and_index", "index"])
