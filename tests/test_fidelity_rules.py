@@ -1441,3 +1441,22 @@ def test_an_index_tensor_is_read_at_its_own_index_in_each_row_it_picks(rows):
     c = _recomputing(fn, (4, 6, 8), (4, 4))
     _same_as_inductor(c)
     assert len(c.ours.groups) == 1, _kernels(c)
+
+
+@pytest.mark.parametrize("second", ["gathered", "in_place"])
+def test_two_kernels_gathering_one_buffer_by_two_index_tensors_share_it(second):
+    """NLLB-MoE's two cumsums over the expert masks sorted by importance, each gathered by
+    its own argsort. A gather's MemoryDep indexes the buffer by a symbol of the kernel's own
+    (`tmp0`, the first indirect variable of its body), not by the index tensor: two kernels
+    loading x at the rows of two permutations have equal deps, share x
+    (score_fusion_memory) and, reductions over one space, fuse. A kernel reading x in place
+    loads it at its own rows: nothing shared, two kernels."""
+    def fn(x, p1, p2):
+        a = torch.cumsum(x[p1], 0)
+        b = torch.cumsum((x[p2] if second == "gathered" else x) * 2, 0)
+        return a, b
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(8, 4), torch.randperm(8), torch.randperm(8)])
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if second == "gathered" else 2), _kernels(c)

@@ -75,9 +75,23 @@ def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
         for node in group.nodes:
             for buf in node.reads:
                 if buf in group.reads:
-                    accesses.setdefault(buf, set()).update(node.access.get(buf, {"full"}))
+                    accesses.setdefault(buf, set()).update(
+                        _indirect(how) for how in node.access.get(buf, {"full"}))
         group.cache["accesses"] = accesses
     return accesses
+
+
+def _indirect(how):
+    """A read through a gather's index tensor as its MemoryDep has it: the index is a
+    symbol of the kernel's own (`tmp0`: extract_loop_body_with_args names a body's indirect
+    variables in order), not the tensor it was loaded from, so two kernels loading one
+    buffer at the rows of two index tensors of one shape read it at the same index."""
+    if isinstance(how, tuple) and len(how) == 2 and how[0] == "through":
+        return ("through", frozenset(_indirect(h) for h in how[1]))
+    if isinstance(how, tuple) and len(how) >= 4 and how[0] == "indexed" and \
+            how[1] in rules.GATHERS:
+        return (how[0], how[1], "tmp", *how[3:])
+    return how
 
 
 def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
