@@ -1460,3 +1460,20 @@ def test_two_kernels_gathering_one_buffer_by_two_index_tensors_share_it(second):
     c = _recomputing_on(fn, [torch.randn(8, 4), torch.randperm(8), torch.randperm(8)])
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if second == "gathered" else 2), _kernels(c)
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_a_gather_along_the_reduced_dim_reads_the_rows_statistics_in_place(dim):
+    """NT-Xent's `log_softmax(x).gather(-1, labels)`: the gather loads each row's own max and
+    sum of exponentials (one element per row, at the row's index, where they are written)
+    and a column its index picks: Inductor's deps match, the gather joins the softmax's
+    statistics. Gathering rows (dim 0) loads other rows' statistics, at an indirect index:
+    nothing matches, two kernels."""
+    def fn(x, labels):
+        return (x.log_softmax(-1).gather(dim, labels) * 2,)
+
+    torch.manual_seed(0)
+    labels = torch.randint(0, 8 if dim == 0 else 16, (8, 1))
+    c = _recomputing_on(fn, [torch.randn(8, 16), labels])
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if dim == -1 else 2), _kernels(c)

@@ -605,7 +605,24 @@ def _within_rows(views: set, producer: FusedSchedulerNode, buf) -> bool:
     if producer.kind is not Kind.REDUCTION or not producer.inner or \
             math.prod(buf.shape) != producer.numel:
         return False
-    return all(loops.stays_in_rows(view, producer.rnumel) for view in views)
+    return all(loops.stays_in_rows(view, producer.rnumel) or _gathers_last_dim(view)
+               for view in views)
+
+
+def _gathers_last_dim(how) -> bool:
+    """A gather along the last dim only (`log_softmax.gather(-1, labels)`): each output
+    loads its own row, at a column its index picks. A value of one element per row (the
+    row's max, its sum of exponentials) is loaded at the row's index, where it is written."""
+    if not _gathered(how) or len(how) < 4:
+        return False
+    rest, out = how[2], how[3]
+    if how[1] == "gather":
+        return bool(rest) and rest[0].lstrip("-").isdigit() and \
+            int(rest[0]) in (-1, len(out) - 1)
+    if how[1] == "index" and rest:
+        picked = rest[0].strip("[]").split(", ")
+        return len(picked) == len(out) and all(p == "None" for p in picked[:-1])
+    return False
 
 
 def split_reduction(p: Pair) -> Verdict | None:
