@@ -1452,3 +1452,114 @@ def test_extern_in_triton_off_a_layout_copy_joins_a_sibling_reading_its_buffer_w
     assert "layout_copy_input_convolution_backward" in pooled, _kernels(c)
     placed = next(launch.nodes for launch in c.placed.launches if "mean" in launch.nodes)
     assert "layout_copy_input_convolution_backward" in placed
+
+
+@pytest.mark.parametrize("operands", [1, 2])
+def test_an_unrolled_reduction_reused_and_loading_more_than_4_values_is_stored(operands):
+    """NLLB-MoE's router probabilities `(probs * mask).sum(1)` over 4 experts, read by the
+    clamp of their sum and by the division. A reduction over fewer terms than
+    unroll_reductions_threshold is pointwise code to Inductor (`Reduction.create` unrolls
+    it), and as pointwise code with several users it is stored when its body loads more
+    than realize_reads_threshold (4) values (`StorageBox.should_realize_on_reuse`): 4 terms
+    of 2 buffers, 8 loads. Stored, it is a kernel over its 8 rows that the readers over the
+    rows' 32 elements do not join; over one buffer (4 loads) it is computed in each reader."""
+    def fn(x, y):
+        s = (x * (y if operands == 2 else x)).sum(-1, keepdim=True)
+        return (s / (s + 1).clamp(min=1e-3) * x,)
+
+    c = _recomputing(fn, (8, 4), (8, 4))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == operands, _kernels(c)
+
+
+@pytest.mark.parametrize("gathered", [False, True])
+def test_a_reader_of_a_reduction_gathered_through_an_index_does_not_join_it(gathered):
+    """NLLB-MoE's `sorted_cumsum[order.argsort()]`: the cumsum's epilogue `c - 1` inlined
+    into a gather (`aten.index`) is computed at the rows the index picks, so the kernel
+    loads the cumsum at an indirect index (`tmp0`), not at the index it is written: no
+    memory dependency matches (score_fusion_memory 0) and Inductor keeps the two apart,
+    loop reordering or not. Read in place, the epilogue joins the cumsum's loop."""
+    def fn(x, order):
+        c = torch.cumsum(x, -1) - 1
+        return ((c[order] if gathered else c) * 2,)
+
+    torch.manual_seed(0)
+    host = [torch.randn(8, 16), torch.randperm(8)]
+    c = _recomputing_on(fn, host)
+    _same_as_inductor(c)
+    cumsum = next(g.nodes for g in c.ours.groups if "cumsum" in g.nodes)
+    assert ("mul" in cumsum) is not gathered, _kernels(c)
+
+
+@pytest.mark.parametrize("sines, stored", [(23, False), (24, True)])
+def test_realize_opcount_counts_a_pads_mask(sines, stored):
+    """x + y then sines (3 + n operations), then a pad of one element before the last dim
+    (Parakeet's relative-position shift). Inductor's `constant_pad_nd` lowering loads the
+    input under a mask: the index and the bound as index expressions, their compare
+    (`range_mask_low`), the masked load: 4 operations. Read through a broadcast by one copy,
+    the value is stored past realize_opcount_threshold (30): at 31, inlined at 30."""
+    def fn(x, y):
+        h = x + y
+        for _ in range(sines):
+            h = h.sin()
+        return F.pad(h, (1, 0))[:, None].expand(8, 4, 17).clone()
+
+    c = _compared(fn, (8, 16), (8, 16))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if stored else 1), _kernels(c)
+
+
+@pytest.mark.parametrize("rows", ["arange_and_index", "index"])
+def test_an_index_tensor_is_read_at_its_own_index_in_each_row_it_picks(rows):
+    """TimesFM's last patch of each series: `x[arange(B), idx]` with idx from an argmax (its
+    pointwise code loads 8 terms: stored, two gathers read it), then statistics over the
+    rows picked. `aten.index` loads its index tensors over the output dims the indexed dims
+    become (here the first), the same value in each of the row's elements: its MemoryDep
+    drops the unused inner loop (`drop_unused_symbols`), so it is idx's store, index and
+    all, and idx's kernel joins the row reductions over their reduced space, as Inductor's."""
+    def fn(x, y):
+        idx = torch.where((y > 0).sum(-1) == 0, 0, y.argmax(-1))  # loads y 8 times: stored
+        if rows == "index":
+            return (x[0][idx] * 2).sum(-1), (x[1][5 - idx] * 3).amax(-1)
+        row = torch.arange(4, device=x.device)
+        return x[row, idx].sum(-1), x[row, 5 - idx].amax(-1)
+
+    c = _recomputing(fn, (4, 6, 8), (4, 4))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)
+
+
+@pytest.mark.parametrize("second", ["gathered", "in_place"])
+def test_two_kernels_gathering_one_buffer_by_two_index_tensors_share_it(second):
+    """NLLB-MoE's two cumsums over the expert masks sorted by importance, each gathered by
+    its own argsort. A gather's MemoryDep indexes the buffer by a symbol of the kernel's own
+    (`tmp0`, the first indirect variable of its body), not by the index tensor: two kernels
+    loading x at the rows of two permutations have equal deps, share x
+    (score_fusion_memory) and, reductions over one space, fuse. A kernel reading x in place
+    loads it at its own rows: nothing shared, two kernels."""
+    def fn(x, p1, p2):
+        a = torch.cumsum(x[p1], 0)
+        b = torch.cumsum((x[p2] if second == "gathered" else x) * 2, 0)
+        return a, b
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(8, 4), torch.randperm(8), torch.randperm(8)])
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if second == "gathered" else 2), _kernels(c)
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_a_gather_along_the_reduced_dim_reads_the_rows_statistics_in_place(dim):
+    """NT-Xent's `log_softmax(x).gather(-1, labels)`: the gather loads each row's own max and
+    sum of exponentials (one element per row, at the row's index, where they are written)
+    and a column its index picks: Inductor's deps match, the gather joins the softmax's
+    statistics. Gathering rows (dim 0) loads other rows' statistics, at an indirect index:
+    nothing matches, two kernels."""
+    def fn(x, labels):
+        return (x.log_softmax(-1).gather(dim, labels) * 2,)
+
+    torch.manual_seed(0)
+    labels = torch.randint(0, 8 if dim == 0 else 16, (8, 1))
+    c = _recomputing_on(fn, [torch.randn(8, 16), labels])
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if dim == -1 else 2), _kernels(c)

@@ -617,9 +617,38 @@ def _loop_signatures(fx_node: torch.fx.Node, kind: Kind,
     val = fx_node.meta.get("val")
     if not isinstance(val, torch.Tensor) or kind is not Kind.POINTWISE:
         return {}
+    if fx_node.target is aten.index.Tensor:
+        whole = _index_tensors_over(fx_node, val, whole, size)
     found, write = loops.signatures(val, whole, size)
     found.setdefault(fx_node.name, set()).add(write)
     return found
+
+
+def _index_tensors_over(fx_node: torch.fx.Node, out: torch.Tensor,
+                        whole: list[tuple[str, torch.Tensor]], size: Size) -> list:
+    """`x[i, j]` (aten.index.Tensor) reads its index tensors, broadcast together, over the
+    output dims the indexed dims become (where the first one was when they are adjacent, else
+    in front), not aligned to the output's last dims as a pointwise operand is: a strided
+    stand-in of each over the output, for its loop signature (`index` loads `i[x0]` in each
+    of the row's elements)."""
+    indices = fx_node.args[1] if len(fx_node.args) > 1 else ()
+    dims = [d for d, t in enumerate(indices) if t is not None]
+    tensors = [t.meta.get("val") for t in indices if isinstance(t, torch.fx.Node)]
+    if not dims or not all(isinstance(t, torch.Tensor) for t in tensors):
+        return whole
+    block = torch.broadcast_shapes(*(t.shape for t in tensors))
+    start = dims[0] if dims == list(range(dims[0], dims[-1] + 1)) else 0
+    out_shape = [size(d) for d in out.shape]
+    if start + len(block) > len(out_shape):
+        return whole
+    stand_in = {}
+    for t in tensors:
+        lead = len(block) - t.dim()
+        inner = [0] * lead + [size(st) if size(d) != 1 else 0
+                              for d, st in zip(t.shape, t.stride(), strict=True)]
+        strides = [0] * start + inner + [0] * (len(out_shape) - start - len(block))
+        stand_in[id(t)] = torch.empty_strided(out_shape, strides, dtype=t.dtype, device="meta")
+    return [(buf, stand_in.get(id(v), v)) for buf, v in whole]
 
 
 def _loads(fx_node: torch.fx.Node, op_name: str, reads: int) -> int:

@@ -89,6 +89,18 @@ def merged(dims: Dims) -> Dims:
     return tuple(out)
 
 
+def unbroadcast(dims: Dims) -> Dims:
+    """The loops a MemoryDep keeps: Inductor drops the loop variables its index does not use
+    (`_RecordLoadStoreInner.canonicalize`: `drop_unused_symbols`), so a value read again
+    along its innermost loops (a row's value in each of the row's elements) is read at the
+    index it is written at over its own loops. Only the innermost: dropping an outer loop
+    leaves the inner ones other variables than the writer's."""
+    end = len(dims)
+    while end and dims[end - 1][1] == 0:
+        end -= 1
+    return dims[:end]
+
+
 def reorderable(a: Dims, b: Dims) -> bool:
     """Can one kernel's loops be reordered so that both index the buffer alike
     (`MemoryDep.decide_loop_order_to_match`: as many loops, none broadcast, no two of one
@@ -106,7 +118,7 @@ def same_index(a: set, b: set, reorder: bool) -> bool:
     so its loops may be reordered to fit."""
     for x in a:
         for y in b:
-            if x is None or y is None or merged(x) == merged(y):
+            if x is None or y is None or merged(unbroadcast(x)) == merged(unbroadcast(y)):
                 return True
             if reorder and reorderable(x, y):
                 return True

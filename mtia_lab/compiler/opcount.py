@@ -225,6 +225,8 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         corners, ops = GRID_SAMPLER_BODY.get(_grid_mode(fx_node), GRID_SAMPLER_BODY[0])
         keys |= {("load", value, i) for i in range(corners - 1)}
         keys |= {(value, i) for i in range(ops)}
+    if op == "constant_pad_nd":  # `value` is the masked load; its mask is computed
+        keys |= _pad_mask(value, fx_node)
     if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
         keys |= {("const", 0, const_dtype)}
         keys |= {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
@@ -236,6 +238,32 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         keys = _unrolled_terms(keys - {value}, node.rnumel) | {value}
         keys |= {(value, i) for i in range(extra)}
     return frozenset(keys), value
+
+
+def _pad_mask(value: object, fx_node: torch.fx.Node) -> set:
+    """The mask of Inductor's `constant_pad_nd` lowering (lowering.py): per padded side of
+    a dim, the dim's index and the bound as index expressions and their compare
+    (`range_mask_low`: index >= 0, `range_mask_high`: index < size), the masks and-ed
+    together, around the masked load (`ops.masked`: `value`). A pad of one dim's end only
+    (`_pad_as_cat`: a cat with a fill) goes through the cat's lowering: left as it was."""
+    src = fx_node.args[0].meta.get("val") if fx_node.args else None
+    padding = list(fx_node.args[1]) if len(fx_node.args) > 1 else []
+    pairs = list(zip(padding[::2], padding[1::2], strict=False))
+    padded = [(lo, hi) for lo, hi in pairs if lo or hi]
+    if not isinstance(src, torch.Tensor) or not padded or (
+            len(padded) == 1 and padded[0][0] == 0 and padded[0][1] > 0):
+        return set()
+    keys: set = set()
+    masks = 0
+    for back, (low, high) in enumerate(pairs):  # the last dim's pair first
+        size = src.shape[-1 - back]
+        if low:
+            keys |= {(value, "index", back), ("index_expr", 0), (value, "ge", back)}
+            masks += 1
+        if high:
+            keys |= {(value, "index", back), ("index_expr", int(size)), (value, "lt", back)}
+            masks += 1
+    return keys | {(value, "and", i) for i in range(masks - 1)}
 
 
 def _arange_body(name: str, fx_node: torch.fx.Node) -> tuple[frozenset, object]:

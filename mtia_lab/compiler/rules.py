@@ -20,8 +20,9 @@ the reason recorded is the one Inductor would give:
     3. choices      no_shared_data (with conv_input_layout), max_fusion_size, peak_memory,
                     max_fusion_unique_io_buffers   (choices.can_fuse: vertical and horizontal)
     4. vertical     scatter_output, indexed_read, read_other_positions (a slice, a shift,
-                    an unrolled reduction's terms), split_reduction (a reduction Inductor
-                    splits in two), reduction_* (reduction_loop_order), vertical_pointwise
+                    a gather by an index tensor, an unrolled reduction's terms),
+                    split_reduction (a reduction Inductor splits in two), reduction_*
+                    (reduction_loop_order), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -556,7 +557,8 @@ def _slice(how) -> bool:
 
 def read_other_positions(p: Pair) -> Verdict | None:
     """A consumer that reads part of its producer's output at other positions than the
-    producer writes them (`x[..., :-1]` shifted into `y[..., 1:]`): Inductor fuses a realized
+    producer writes them (`x[..., :-1]` shifted into `y[..., 1:]`, or computed inside a
+    gather at the rows an index tensor picks: an indirect index): Inductor fuses a realized
     producer only with readers of the same index (its memory dependencies must match)."""
     producer, consumer = p.producer_consumer()
     shifted = _shifted(consumer, p.ir)
@@ -576,7 +578,8 @@ def read_other_positions(p: Pair) -> Verdict | None:
             if moved or any(_slice(how) for how in node.access.get(buf, ())):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
-                               "other positions than it is written (a slice, a shift)")
+                               "other positions than it is written (a slice, a shift, "
+                               "a gather)")
     return None
 
 
@@ -596,22 +599,34 @@ def _unrolled_terms(node) -> bool:
 
 def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> dict[str, set]:
     """Nodes of a group computed at other positions than the group's own -> the views that
-    move them: read through a slice by another member (an inlined op is recomputed where it
-    is read), and what they read inside the group, transitively ("terms": the terms of an
-    unrolled reduction)."""
+    move them: read through a slice or gathered through an index by another member (an
+    inlined op is recomputed where it is read: `index`'s inner_fn loads its input's body at
+    the indirect index), and what they read inside the group, transitively ("terms": the
+    terms of an unrolled reduction)."""
     inside = {b: ir.buffers[b].producer for b in group.writes}
     shifted: dict[str, set] = {}
     for node in reversed(group.nodes):
         for buf in node.reads:
             if buf not in inside:
                 continue
-            views = {how for how in node.access.get(buf, ()) if _slice(how)}
+            views = {how for how in node.access.get(buf, ()) if _slice(how) or _gathered(how)}
             views |= shifted.get(node.name, set())
             if _unrolled_terms(node):
                 views.add("terms")
             if views:
                 shifted.setdefault(inside[buf], set()).update(views)
     return shifted
+
+
+GATHERS = {"embedding", "gather", "index", "index_select"}  # loads at an index tensor's values
+
+
+def _gathered(how) -> bool:
+    """A read through an index tensor (a gather, `x[perm]`): other positions than its own,
+    known only at run time (ir._indexed_access, the view it is taken of appended). Not a
+    cat's or a pad's: their positions move by a constant (`_within_rows` judges those)."""
+    return isinstance(how, tuple) and len(how) >= 4 and how[0] == "indexed" and \
+        how[1] in GATHERS
 
 
 def _within_rows(views: set, producer: FusedSchedulerNode, buf) -> bool:
@@ -623,7 +638,24 @@ def _within_rows(views: set, producer: FusedSchedulerNode, buf) -> bool:
     if producer.kind is not Kind.REDUCTION or not producer.inner or \
             math.prod(buf.shape) != producer.numel:
         return False
-    return all(loops.stays_in_rows(view, producer.rnumel) for view in views)
+    return all(loops.stays_in_rows(view, producer.rnumel) or _gathers_last_dim(view)
+               for view in views)
+
+
+def _gathers_last_dim(how) -> bool:
+    """A gather along the last dim only (`log_softmax.gather(-1, labels)`): each output
+    loads its own row, at a column its index picks. A value of one element per row (the
+    row's max, its sum of exponentials) is loaded at the row's index, where it is written."""
+    if not _gathered(how) or len(how) < 4:
+        return False
+    rest, out = how[2], how[3]
+    if how[1] == "gather":
+        return bool(rest) and rest[0].lstrip("-").isdigit() and \
+            int(rest[0]) in (-1, len(out) - 1)
+    if how[1] == "index" and rest:
+        picked = rest[0].strip("[]").split(", ")
+        return len(picked) == len(out) and all(p == "None" for p in picked[:-1])
+    return False
 
 
 def split_reduction(p: Pair) -> Verdict | None:

@@ -23,7 +23,7 @@ import heapq
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
-from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind
+from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind, node_kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
@@ -87,9 +87,23 @@ def _accesses(group: FusedSchedulerNode) -> dict[str, set]:
         for node in group.nodes:
             for buf in node.reads:
                 if buf in group.reads:
-                    accesses.setdefault(buf, set()).update(node.access.get(buf, {"full"}))
+                    accesses.setdefault(buf, set()).update(
+                        _indirect(how) for how in node.access.get(buf, {"full"}))
         group.cache["accesses"] = accesses
     return accesses
+
+
+def _indirect(how):
+    """A read through a gather's index tensor as its MemoryDep has it: the index is a
+    symbol of the kernel's own (`tmp0`: extract_loop_body_with_args names a body's indirect
+    variables in order), not the tensor it was loaded from, so two kernels loading one
+    buffer at the rows of two index tensors of one shape read it at the same index."""
+    if isinstance(how, tuple) and len(how) == 2 and how[0] == "through":
+        return ("through", frozenset(_indirect(h) for h in how[1]))
+    if isinstance(how, tuple) and len(how) >= 4 and how[0] == "indexed" and \
+            how[1] in rules.GATHERS:
+        return (how[0], how[1], "tmp", *how[3:])
+    return how
 
 
 def fusion_priority(a: FusedSchedulerNode, b: FusedSchedulerNode, score: int,
@@ -206,7 +220,11 @@ class Scheduler:
         ir = self.ir = recompute.split(ir, recomputed) if recomputed else ir
         for node in ir.nodes:
             node.large_body = large.get(recompute.origin(node.name), 0)
-            node.stored = node.kind is Kind.POINTWISE and recompute.origin(node.name) in realized
+            # pointwise code Inductor stores; an unrolled reduction is pointwise code too
+            # (lowering.py make_reduction realizes only a Reduction, not the Pointwise that
+            # Reduction.create unrolls: reused, should_realize_on_reuse decides)
+            node.stored = node_kind(node) is Kind.POINTWISE and \
+                recompute.origin(node.name) in realized
         _realized_order(ir)
         for node in ir.nodes:
             self.group_of[node.name] = FusedSchedulerNode([node])
