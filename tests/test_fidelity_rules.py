@@ -1367,3 +1367,23 @@ def test_compare_a_value_joined_to_the_add_of_mm_plus_add_is_the_post_grad_patte
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab")(*args).cpu(),
                                fn(*[a.cpu() for a in args]), rtol=1e-4, atol=1e-4)
 
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_extern_in_triton_off_a_convolutions_biased_output_is_copied_by_its_bias_add(bias):
+    """A convolution reading another's output (Depth Anything's reassemble stage then its
+    fusion stage): a fixed layout, so our plan copies it channels-last. Inductor copies it
+    too when the first has no bias; with a bias, it peels the bias off the call, and the add
+    (a pointwise buffer, its layout free) writes the input channels-last: no copy, but that
+    add is the launch our copy stands for. The comparison places our copy on it, not on the
+    second convolution's weight copy (which then held two copies: an unexplained fusion)."""
+    def fn(x, w1, b1, w2):
+        return F.conv2d(F.conv2d(x, w1, b1 if bias else None), w2, padding=1).sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 1, 1), torch.randn(8),
+            torch.randn(8, 8, 3, 3)]
+    c = _compared_with_layout_copies(fn, host)
+    assert len(_layout_copies(c)) == 3, _kernels(c)  # x, the first's output, w2 (w1 is 1x1)
+    held = [launch.nodes for launch in c.placed.launches]
+    assert ("layout_copy_input_convolution_1",) in held, held
