@@ -1387,3 +1387,25 @@ def test_extern_in_triton_off_a_convolutions_biased_output_is_copied_by_its_bias
     assert len(_layout_copies(c)) == 3, _kernels(c)  # x, the first's output, w2 (w1 is 1x1)
     held = [launch.nodes for launch in c.placed.launches]
     assert ("layout_copy_input_convolution_1",) in held, held
+
+
+@pytest.mark.parametrize("tokens, returned", [(16, False), (17, False), (17, True)])
+def test_extern_in_triton_off_a_padded_attention_map_is_copied_for_its_bmm(tokens, returned):
+    """Attention probabilities (2, 4, S, S) read by the second bmm as (8, S, S). Inductor
+    pads a Triton kernel's output when it fixes its layout (`Layout._pad_strides`): a stride
+    over 1024 elements rounds up to 128 bytes. At S=17 (a ViT's 16 patches and its class
+    token) the batch stride 4*289 = 1156 becomes 1184, the (8, S, S) view no longer exists
+    and `realize_input` copies the map in a launch of its own; at S=16 (1024) nothing is
+    padded and the bmm reads the softmax's buffer. Nor is anything padded while lowering a
+    bmm the graph returns (`mark_nodes_dislike_padding`: its strides are the user's)."""
+    def fn(q, k, v):
+        out = (q @ k.transpose(-1, -2)).softmax(-1) @ v
+        return out if returned else out.sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, tokens, 8) for _ in range(3)]
+    with config.patch(matmul_templates=False):  # no epilogue: Inductor's plan, launch by launch
+        c = _compared_with_layout_copies(fn, host)
+    assert len(_layout_copies(c)) == (tokens == 17 and not returned), _kernels(c)
+    for name in c.ours.layout_copies:
+        assert "comprehensive_padding" in c.ours.to_dict()["detail"]["nodes"][name]["source"][0]
