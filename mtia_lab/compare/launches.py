@@ -434,7 +434,9 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict,
     no copy is launched; our call keeps the bias, our copy is that launch. Of those, the one
     reading the graph input it copies (several copies of one input, for several
     convolutions, may share a launch), else one that finishes the copied value, else the
-    first one that holds nothing of ours yet, else the first one."""
+    first one that holds nothing of ours yet, else the first one. A matmul's copy of a
+    padded buffer (layout.padded_view_fails) may name only the values it copies: any launch
+    feeding the call that holds nothing of ours is a candidate."""
     launches, (origins, values) = theirs.groups, records
     writer = {b: g.index for g in launches for b in g.outputs}
     held = set(home.values())
@@ -450,8 +452,10 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict,
         producer = ir.buffers[base].producer
         finishing = set(post.get(producer, ())) if producer in kinds and \
             kinds[producer] is Kind.EXTERN else set()
+        padded = node.name.startswith(("layout_copy_mat1_", "layout_copy_mat2_"))
         found = [k for k in sorted(fed) if k < extern and launches[k].kind != "extern"
-                 and (conv_post & origins[k] or finishing & values[k])]
+                 and (conv_post & origins[k] or finishing & values[k]
+                      or padded and k not in held)]
         if not found:
             continue
         source = base if producer is None else None
