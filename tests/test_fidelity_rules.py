@@ -1409,3 +1409,22 @@ def test_extern_in_triton_off_a_padded_attention_map_is_copied_for_its_bmm(token
     assert len(_layout_copies(c)) == (tokens == 17 and not returned), _kernels(c)
     for name in c.ours.layout_copies:
         assert "comprehensive_padding" in c.ours.to_dict()["detail"]["nodes"][name]["source"][0]
+
+
+def test_compare_a_padded_attention_maps_copy_is_the_launch_that_holds_nothing_of_ours():
+    """A ViT's eager attention on 17 tokens: q, k, v projected (linears, their heads made
+    contiguous by clones the bmms read), the scores scaled, the probabilities (2, 4, 17, 17)
+    copied out of their padded buffer. Inductor's attention pattern rewrites the chain, and
+    the copy's launch names only the values' projection: both it and the values' clone feed
+    the bmm; the copy is the launch holding nothing of ours, not the clone's."""
+    def fn(x, wq, wk, wv):
+        q, k, v = (F.linear(x, w).view(2, 17, 4, 8).transpose(1, 2) for w in (wq, wk, wv))
+        p = (torch.matmul(q, k.transpose(-1, -2)) * 0.35).softmax(-1)
+        return torch.matmul(p, v).transpose(1, 2).reshape(2, 17, 32).sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 17, 32)] + [torch.randn(32, 32) for _ in range(3)]
+    with config.patch(matmul_templates=False):
+        c = _compared_with_layout_copies(fn, host)
+    held = [launch.nodes for launch in c.placed.launches]
+    assert ("layout_copy_mat1_bmm_1",) in held, held
