@@ -1563,3 +1563,64 @@ def test_a_gather_along_the_reduced_dim_reads_the_rows_statistics_in_place(dim):
     c = _recomputing_on(fn, [torch.randn(8, 16), labels])
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if dim == -1 else 2), _kernels(c)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_extern_in_triton_off_a_convolutions_biased_output_is_copied_by_its_bias_add(bias):
+    """A convolution reading another's output (Depth Anything's reassemble stage then its
+    fusion stage): a fixed layout, so our plan copies it channels-last. Inductor copies it
+    too when the first has no bias; with a bias, it peels the bias off the call, and the add
+    (a pointwise buffer, its layout free) writes the input channels-last: no copy, but that
+    add is the launch our copy stands for. The comparison places our copy on it, not on the
+    second convolution's weight copy (which then held two copies: an unexplained fusion)."""
+    def fn(x, w1, b1, w2):
+        return F.conv2d(F.conv2d(x, w1, b1 if bias else None), w2, padding=1).sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, 8, 8), torch.randn(8, 4, 1, 1), torch.randn(8),
+            torch.randn(8, 8, 3, 3)]
+    c = _compared_with_layout_copies(fn, host)
+    assert len(_layout_copies(c)) == 3, _kernels(c)  # x, the first's output, w2 (w1 is 1x1)
+    held = [launch.nodes for launch in c.placed.launches]
+    assert ("layout_copy_input_convolution_1",) in held, held
+
+
+@pytest.mark.parametrize("tokens, returned", [(16, False), (17, False), (17, True)])
+def test_extern_in_triton_off_a_padded_attention_map_is_copied_for_its_bmm(tokens, returned):
+    """Attention probabilities (2, 4, S, S) read by the second bmm as (8, S, S). Inductor
+    pads a Triton kernel's output when it fixes its layout (`Layout._pad_strides`): a stride
+    over 1024 elements rounds up to 128 bytes. At S=17 (a ViT's 16 patches and its class
+    token) the batch stride 4*289 = 1156 becomes 1184, the (8, S, S) view no longer exists
+    and `realize_input` copies the map in a launch of its own; at S=16 (1024) nothing is
+    padded and the bmm reads the softmax's buffer. Nor is anything padded while lowering a
+    bmm the graph returns (`mark_nodes_dislike_padding`: its strides are the user's)."""
+    def fn(q, k, v):
+        out = (q @ k.transpose(-1, -2)).softmax(-1) @ v
+        return out if returned else out.sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, tokens, 8) for _ in range(3)]
+    with config.patch(matmul_templates=False):  # no epilogue: Inductor's plan, launch by launch
+        c = _compared_with_layout_copies(fn, host)
+    assert len(_layout_copies(c)) == (tokens == 17 and not returned), _kernels(c)
+    for name in c.ours.layout_copies:
+        assert "comprehensive_padding" in c.ours.to_dict()["detail"]["nodes"][name]["source"][0]
+
+
+def test_compare_a_padded_attention_maps_copy_is_the_launch_that_holds_nothing_of_ours():
+    """A ViT's eager attention on 17 tokens: q, k, v projected (linears, their heads made
+    contiguous by clones the bmms read), the scores scaled, the probabilities (2, 4, 17, 17)
+    copied out of their padded buffer. Inductor's attention pattern rewrites the chain, and
+    the copy's launch names only the values' projection: both it and the values' clone feed
+    the bmm; the copy is the launch holding nothing of ours, not the clone's."""
+    def fn(x, wq, wk, wv):
+        q, k, v = (F.linear(x, w).view(2, 17, 4, 8).transpose(1, 2) for w in (wq, wk, wv))
+        p = (torch.matmul(q, k.transpose(-1, -2)) * 0.35).softmax(-1)
+        return torch.matmul(p, v).transpose(1, 2).reshape(2, 17, 32).sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 17, 32)] + [torch.randn(32, 32) for _ in range(3)]
+    with config.patch(matmul_templates=False):
+        c = _compared_with_layout_copies(fn, host)
+    held = [launch.nodes for launch in c.placed.launches]
+    assert ("layout_copy_mat1_bmm_1",) in held, held

@@ -387,7 +387,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             home[name], how[name] = computing[0], "computed"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
-    _place_layout_copies(ir, theirs, post, origins, home, how, values)
+    _place_layout_copies(ir, theirs, post, (origins, values), home, how)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -421,39 +421,52 @@ def _completed_by_reader(k: int, theirs: FusionPlan, held: list[list[str]]) -> l
     return []
 
 
-def _place_layout_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[str]],
-                         home: dict[str, int], how: dict[str, str],
-                         values: list[set[str]]) -> None:
+def _place_layout_copies(ir, theirs: FusionPlan, post: dict,
+                         records: tuple[list[set[str]], list[set[str]]],
+                         home: dict[str, int], how: dict[str, str]) -> None:
     """Step 0 for a layout copy of ours (compiler/layout.py: no node of the graph, it has no
     post-grad node): a Triton launch before its convolution's extern call that writes a
     buffer the call reads and has the convolution among its origins (Inductor names the copy
-    after the node that asked for it). Of those, the one reading the graph input it copies
-    (several copies of one input, for several convolutions, may share a launch), else the
-    launch of the kernel that writes the value it copies (the copy fused into its producer:
-    a forward activation a convolution backward fixed the layout of, copied for each
-    convolution), else one that reads that value (the copy fused into a sibling reading it
-    too), else the first one that holds nothing of ours yet, else the first one."""
-    launches = theirs.groups
+    after the node that asked for it), or, for a copy of an extern's output, the launch that
+    finishes that output: the add of a bias Inductor peeled off the convolution that made it
+    (`convolution` in torch/_inductor/kernel/conv.py) is a pointwise buffer whose layout is
+    still free, so `require_stride_order` makes that add write the channels-last input and
+    no copy is launched; our call keeps the bias, our copy is that launch. Of those, the one
+    reading the graph input it copies (several copies of one input, for several
+    convolutions, may share a launch), else the launch of the kernel that writes the value it
+    copies (the copy fused into its producer: a forward activation a convolution backward
+    fixed the layout of, copied for each convolution), else one that finishes the copied
+    value, else one that reads that value (the copy fused into a sibling reading it too),
+    else the first one that holds nothing of ours yet, else the first one. A matmul's copy of a
+    padded buffer (layout.padded_view_fails) may name only the values it copies: any launch
+    feeding the call that holds nothing of ours is a candidate."""
+    launches, (origins, values) = theirs.groups, records
     writer = {b: g.index for g in launches for b in g.outputs}
     held = set(home.values())
     used: set[tuple[str, int]] = set()  # (convolution, launch): one copy each, if it can
+    kinds = {n.name: n.kind for n in ir.nodes}
     for node in ir.nodes:
         if not node.layout_of or node.layout_of[0] not in home:
             continue
         conv = node.layout_of[0]
         conv_post, extern = set(post[conv]), home[conv]
         fed = {writer[b] for b in launches[extern].inputs if b in writer}
-        found = [k for k in sorted(fed) if k < extern and launches[k].kind != "extern"
-                 and conv_post & origins[k]]
-        if not found:
-            continue
         base = ir.base_of.get(node.layout_of[1])
         producer = ir.buffers[base].producer
+        finishing = set(post.get(producer, ())) if producer in kinds and \
+            kinds[producer] is Kind.EXTERN else set()
+        padded = node.name.startswith(("layout_copy_mat1_", "layout_copy_mat2_"))
+        found = [k for k in sorted(fed) if k < extern and launches[k].kind != "extern"
+                 and (conv_post & origins[k] or finishing & values[k]
+                      or padded and k not in held)]
+        if not found:
+            continue
         source = _their_input(ir.gm, theirs.ir.gm, conv, node.layout_of[1], post[conv]) \
             if producer is None else None
         made = set(post.get(producer, ())) if producer is not None else set()
         ranked = ([k for k in found if source in launches[k].inputs]
                   + [k for k in found if producer is not None and home.get(producer) == k]
+                  + [k for k in found if k not in held and finishing & values[k]]
                   + [k for k in found if any(b in writer and made & values[writer[b]]
                                              for b in launches[k].inputs)]
                   + [k for k in found if k not in held and (conv, k) not in used]

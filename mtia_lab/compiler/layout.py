@@ -19,6 +19,13 @@ its own, `layout_copy_<role>_<conv>` (an `aten.clone` into that order), that the
 convolution reads instead: the plan, its costs (the copy's bytes) and its views name it.
 A bias Inductor peels off the call (`add` after it) is not modelled: it joins the kernels of
 the convolution's readers, which our plan runs as the extern's readers anyway.
+
+A matmul's operand is copied too (`copy_input`, from `ExternKernel.realize_input`) when it is
+a view that no longer exists once Inductor fixed the layout of the buffer it views, padded
+(`Layout._pad_strides`, config.comprehensive_padding: `padded_view_fails`): attention
+probabilities (B, H, S, S) read as (B*H, S, S) when H*S*S is over 1024 and no multiple of
+32 floats. Such a copy, `layout_copy_mat1_<matmul>`, reads the buffer at other addresses
+than any kernel writing or reading it whole: it shares no data, a launch of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from . import lowering
 from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, conv_operands, fixed_by_a_user
 
 WHY = "layout copy for conv, Inductor's layout_optimization"
+PADDED_WHY = "copy for a matmul, a view of a buffer Inductor padded (comprehensive_padding)"
 NHWC_ORDER = (0, 2, 3, 1)  # dims from the largest stride to the smallest, channels-last
 
 
@@ -40,21 +48,148 @@ def copy_name(conv: str, role: str) -> str:
 
 
 def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
-    """(convolution, role, FX argument) of each operand Inductor copies into channels-last
-    before the extern call, in Inductor's order (see the module docstring)."""
+    """(extern, role, FX argument) of each operand Inductor copies before the extern call,
+    in Inductor's order: a convolution's into channels-last (see the module docstring), a
+    matmul's that padding left no view of (`padded_view_fails`)."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     out = []
     channels_last = layout_optimization(ir.gm)
-    for conv, role, arg in conv_operands(ir.gm):
+    for op, role, arg in _extern_operands(ir.gm):
         val = arg.meta.get("val")
-        if conv.name not in ir.by_name or not isinstance(val, torch.Tensor):
+        if op.name not in ir.by_name or not isinstance(val, torch.Tensor):
+            continue
+        if op.target in MATMUL_OPERANDS:
+            if padded_view_fails(arg, ir, fx):
+                out.append((op.name, role, arg.name))
             continue
         if _numel(val) <= 1 or _ordered(val, wanted_order(val, channels_last)):
             continue
         if not _layout_fixed(arg, ir, fx):
             continue  # its producer writes it in that order itself
-        out.append((conv.name, role, arg.name))
+        out.append((op.name, role, arg.name))
     return out
+
+
+aten = torch.ops.aten
+# a matmul's operands Inductor's lowering hands the extern call (`mm_args`: realize_inputs)
+MATMUL_OPERANDS = {aten.mm.default: (0, 1), aten.bmm.default: (0, 1),
+                   aten.addmm.default: (1, 2), aten.baddbmm.default: (1, 2)}
+_VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+          aten.expand.default, aten.permute.default, aten.transpose.int, aten.t.default,
+          aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.default, aten.alias.default}
+_RESHAPES = {aten._unsafe_view.default, aten.reshape.default}
+
+
+def _extern_operands(gm: torch.fx.GraphModule):
+    """(extern, role, FX argument): a convolution's (conv_operands), then a matmul's, each op
+    in graph order."""
+    convs: dict[torch.fx.Node, list] = {}
+    for conv, role, arg in conv_operands(gm):
+        convs.setdefault(conv, []).append((conv, role, arg))
+    for fx_node in gm.graph.nodes:
+        yield from convs.get(fx_node, ())
+        for role, i in zip(("mat1", "mat2"), MATMUL_OPERANDS.get(fx_node.target, ()),
+                           strict=False):
+            arg = fx_node.args[i] if len(fx_node.args) > i else None
+            if isinstance(arg, torch.fx.Node):
+                yield fx_node, role, arg
+
+
+def padded_strides(val: torch.Tensor) -> tuple[int, ...] | None:
+    """The strides Inductor gives a Triton kernel's output when it fixes its layout
+    (`Layout._pad_strides`, config.comprehensive_padding): from the smallest stride up, a
+    stride over `padding_stride_threshold` (1024 elements) is rounded up to a multiple of
+    128 bytes; None when nothing is padded (or the buffer is channels-last contiguous)."""
+    shape = [size_hint(d) for d in val.shape]
+    strides = [size_hint(s) for s in val.stride()]
+    if len(shape) == 4 and _ordered(val, NHWC_ORDER) and not val.is_contiguous():
+        return None  # pad_channels_last is off
+    align = PADDING_BYTES // val.element_size()
+    fill = sorted(range(len(shape)), key=lambda d: (strides[d], d))
+    new = [0] * len(shape)
+    new[fill[0]] = 1
+    padded = False
+    for prev, dim in zip(fill, fill[1:], strict=False):
+        new[dim] = new[prev] * shape[prev]
+        if new[dim] > PADDING_STRIDE_THRESHOLD and new[dim] % align:
+            new[dim] = -(-new[dim] // align) * align
+            padded = True
+    return tuple(new) if padded else None
+
+
+PADDING_STRIDE_THRESHOLD, PADDING_BYTES = 1024, 128  # Inductor's config defaults
+_DISLIKE_PADDING = {aten.convolution.default, aten.convolution_backward.default}
+_LIKE_PADDING = {"var_mean", "sum", "mean", "prod", "any", "amin", "amax", "min", "max",
+                 "argmin", "argmax", "scatter_reduce"}
+
+
+def _dislikes_padding(node: torch.fx.Node, seen: dict) -> bool:
+    """Inductor's `mark_nodes_dislike_padding` (graph.py), for the node being lowered when a
+    layout is fixed (`_pad_strides` reads `V.get_current_node()`): no padding while lowering
+    a node the graph returns, or viewed by what it returns (user-visible strides:
+    `extend_user_visible_output_strides`), nor one a convolution reads, through ops that
+    are not reductions (they `like` padding: the mark stops there)."""
+    if any(u.op == "output" for u in node.users) or _viewed_by_output(node):
+        return True
+    return _reaches_convolution(node, seen)
+
+
+def _viewed_by_output(node: torch.fx.Node) -> bool:
+    return any(u.target in _VIEWS and (any(w.op == "output" for w in u.users)
+                                       or _viewed_by_output(u)) for u in node.users)
+
+
+def _reaches_convolution(node: torch.fx.Node, seen: dict) -> bool:
+    if node in seen:
+        return seen[node]
+    seen[node] = False
+    packet = getattr(node.target, "overloadpacket", None)
+    found = node.target in _DISLIKE_PADDING or (
+        packet is not None and packet.__name__ not in _LIKE_PADDING
+        and any(_reaches_convolution(u, seen) for u in node.users))
+    seen[node] = found
+    return found
+
+
+def padded_view_fails(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
+    """Does Inductor copy this matmul operand (`ExternKernel.realize_input`: a view it cannot
+    reinterpret goes to `copy_input`, a Triton launch of its own)? When the operand is a
+    view (a reshape merging dims: attention probabilities (B, H, S, S) read as (B*H, S, S))
+    of a buffer a Triton kernel writes, not a graph output (`pad_outputs` is off), whose
+    padded strides (`padded_strides`) the view's dims no longer merge over."""
+    base = ir.base_of.get(arg.name)
+    buf = ir.buffers.get(base) if base else None
+    producer = ir.by_name.get(buf.producer) if buf is not None and buf.producer else None
+    matmul = next(u for u in arg.users if u.target in MATMUL_OPERANDS)
+    if _dislikes_padding(matmul, {}):
+        return False
+    if base == arg.name or producer is None or buf.is_output or producer.kind not in (
+            Kind.POINTWISE, Kind.REDUCTION) or base not in fx:
+        return False
+    if producer.target == "aten.cat.default" and not lowering.pointwise_cat(producer, ir):
+        return False  # a ConcatKernel: created with a FixedLayout, never padded
+    whole = fx[base].meta.get("val")
+    padded = padded_strides(whole) if isinstance(whole, torch.Tensor) else None
+    chain = []
+    node = arg
+    while node.name != base:
+        removed = node.target is aten.clone.default and node.name not in ir.by_name
+        if not (node.target in _VIEWS or removed) or not isinstance(node.args[0], torch.fx.Node):
+            return False
+        if not removed:  # a clone that is no kernel of ours (dropout's): the same values
+            chain.append(node)
+        node = node.args[0]
+    if padded is None:
+        return False
+    value = torch.empty_strided([size_hint(d) for d in whole.shape], padded, device="meta",
+                                dtype=whole.dtype)
+    try:
+        for view in reversed(chain):
+            target = aten.view.default if view.target in _RESHAPES else view.target
+            value = target(value, *view.args[1:], **view.kwargs)
+    except (RuntimeError, ValueError):  # ValueError: torch._refs' view
+        return True
+    return False
 
 
 def wanted_order(val: torch.Tensor, channels_last: bool) -> tuple[int, ...]:
@@ -177,13 +312,18 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
         for d in shape:
             numel *= d
         buffers[name] = Buffer(name, numel * val.element_size(), shape, val.dtype, name)
+        padded = role in ("mat1", "mat2")
+        # a padded buffer is read at other addresses than its writer's or its other
+        # readers' index: no shared data with any of them
+        how = (shape, padded_strides(fx[base].meta["val"]), 0) if padded else \
+            _access(val, ir.buffers[base])
         copy = SchedulerNode(
             name=name, index=-1, kind=Kind.POINTWISE, target="aten.clone.default",
             reads=(base,), writes=(name,), numel=numel,
             vector_flops=0.0, low_precision=conv.low_precision, loads=1,
-            channels_last=wanted_order(val, channels_last) == NHWC_ORDER,
-            access={base: {_access(val, ir.buffers[base])}}, layout_of=(conv_name, arg),
-            source=(f"{WHY} ({conv_name}'s {role})",) + conv.source)
+            channels_last=not padded and wanted_order(val, channels_last) == NHWC_ORDER,
+            access={base: {how}}, layout_of=(conv_name, arg),
+            source=(f"{PADDED_WHY if padded else WHY} ({conv_name}'s {role})",) + conv.source)
         conv.reads = tuple(name if b == base else b for b in conv.reads)
         conv.access = {(name if b == base else b): how for b, how in conv.access.items()}
         users[base] = [u for u in users.get(base, []) if u != conv_name] + [name]
@@ -253,5 +393,7 @@ def describe(node: SchedulerNode) -> str:
     """"name: aten op" of a node, a layout copy saying what it is for."""
     if node.layout_of:
         conv, arg = node.layout_of
-        return f"{node.name}: {node.target} ({WHY}; {arg} of {conv})"
+        padded = node.name in (copy_name(conv, "mat1"), copy_name(conv, "mat2"))
+        why = PADDED_WHY if padded else WHY
+        return f"{node.name}: {node.target} ({why}; {arg} of {conv})"
     return f"{node.name}: {node.target}"

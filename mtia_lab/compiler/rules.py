@@ -63,7 +63,8 @@ DEPARTURES = {
                          "patterns (mm + add into addmm, ...) into other ops",
     "extern_in_triton": "our extern kernel is the whole op; Inductor runs parts of some in "
                         "Triton launches of their own: it copies a convolution's inputs into "
-                        "the layout it picks (layout_optimization) and adds a bias it peeled "
+                        "the layout it picks (layout_optimization), a matmul's view of a "
+                        "buffer it padded, and adds a bias it peeled "
                         "off the call (switch the copies on: config extern_in_triton=False, "
                         "layout.py)",
     "concat_kernel": "where Inductor lowers a cat to a ConcatKernel (its producers write their "
@@ -93,7 +94,9 @@ NOT_MODELLED = {
                            "a launch of Inductor's we do not have",
     "extern_operand_copy": "Inductor copies an operand of a matmul it cannot read in place "
                            "(ExternKernel.require_stride_order) in a launch of its own; "
-                           "only a convolution's operand copies are modelled (layout.py)",
+                           "a convolution's operand copies are modelled (layout.py), and "
+                           "a matmul's view of a buffer Inductor padded (comprehensive "
+                           "padding: layout.padded_view_fails), no other",
     "realize_reads_threshold": "with computed_once on (the default), an op with several "
                                "users is computed once, never inlined into each of them "
                                "(computed_once=False follows it: recompute.py); one loading "

@@ -561,8 +561,9 @@ def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
     reader (recompute.py); a value whose clone a rule kept out of its reader's kernel is
     stored after all, and the graph is scheduled again without it.
 
-    extern_in_triton=False: each convolution operand Inductor copies into channels-last gets
-    a layout copy node of its own before the scheduling (layout.py)."""
+    extern_in_triton=False: each convolution operand Inductor copies into channels-last, and
+    each matmul operand it copies out of a padded buffer, gets a layout copy node of its own
+    before the scheduling (layout.py)."""
     if not config.extern_in_triton:
         ir = layout.split(ir)
     with _gc_paused():  # building the Scheduler allocates one object or more per node too
