@@ -314,9 +314,10 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
         buffers[name] = Buffer(name, numel * val.element_size(), shape, val.dtype, name)
         padded = role in ("mat1", "mat2")
         # a padded buffer is read at other addresses than its writer's or its other
-        # readers' index: no shared data with any of them
-        how = (shape, padded_strides(fx[base].meta["val"]), 0) if padded else \
-            _access(val, ir.buffers[base])
+        # readers' index: no shared data with any of them (the whole buffer, padded strides)
+        whole = fx[base].meta["val"]
+        how = (tuple(size_hint(d) for d in whole.shape), padded_strides(whole), 0) if padded \
+            else _access(val, ir.buffers[base])
         copy = SchedulerNode(
             name=name, index=-1, kind=Kind.POINTWISE, target="aten.clone.default",
             reads=(base,), writes=(name,), numel=numel,
