@@ -1,4 +1,4 @@
-"""Our scheduler against Inductor's real plan for the device, on nine suites of graphs.
+"""Our scheduler against Inductor's real plan for the device, on eleven suites of graphs.
 
 TUNING (tests/fidelity_graphs.py, fidelity_tuning_hf.py): the project's seven families,
 nineteen from real model code and four built from `transformers` modules, the graphs the rules
@@ -20,8 +20,12 @@ thirteen more families, a training step among them, written blind while held-out
 on, measured once after that round (330/355 = 93%), then tuned on. HELD-OUT-8
 (tests/fidelity_heldout8.py): fifteen graphs of fifteen more families, a training step among
 them, written blind while the others were tuned on, measured blind on the tree it was written
-against (436/480 = 91%) and once after that round was merged (443/480 = 92%): the blind figure
-now. Each graph is compiled by our backend (the plan that
+against (436/480 = 91%) and once after that round was merged (443/480 = 92%), then tuned on.
+HELD-OUT-9 (tests/fidelity_heldout9.py): fifteen more families, two training steps among them,
+written blind, measured blind (632/722 = 88%, then 641/722 after that round), then tuned on;
+it is here, with the suites tuned on, and held-out-10 (the blind figure now) in
+test_scheduler_fidelity_blind.py, so that the test runner's two workers share the suites.
+Each graph is compiled by our backend (the plan that
 ran) and by Inductor for mtia_sim (mtia_lab.inductor); Inductor's launches are attributed to
 our aten nodes from Inductor's own records (compare/launches.py) and audited against the
 launches of Inductor's generated wrapper (`Comparison.check`).
@@ -35,6 +39,7 @@ from fidelity_heldout import heldout_graphs
 from fidelity_heldout2 import heldout2_graphs
 from fidelity_heldout3 import heldout3_graphs
 from fidelity_heldout4 import heldout4_graphs
+from fidelity_heldout9 import heldout9_graphs
 from fidelity_tuning_hf import tuning_hf_graphs
 
 import mtia_lab  # noqa: F401
@@ -66,7 +71,13 @@ def heldout4():
     return fidelity_rows(heldout4_graphs())
 
 
-@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4"])
+@pytest.fixture(scope="module")
+def heldout9():
+    return fidelity_rows(heldout9_graphs())
+
+
+@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4",
+                                   "heldout9"])
 def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once(suite, request):
     assert_aligned(request.getfixturevalue(suite))
 
@@ -101,7 +112,8 @@ def test_every_difference_names_a_rule_and_few_are_unexplained(tuning, heldout, 
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, heldout, heldout2,
-                                                                      heldout3, heldout4):
+                                                                      heldout3, heldout4,
+                                                                      heldout9):
     """Floors just under the measured fidelity (tuning 207/222 = 93%, held-out 110/122 = 90%,
     held-out-2 143/147 = 97%, held-out-3 203/248 = 82%, never tuned on, when this was
     written; held-out-3 225/248 = 90% once tuned on, its vision blocks and the others; with
@@ -122,13 +134,19 @@ def test_inductors_groups_are_reproduced_once_our_departures_are_off(tuning, hel
     arange counted, the loop-order vote for a convolution's input, pool inputs realized,
     indexed reads told apart by view): held-out-3 234/248, held-out-6 309/325, held-out-8
     455/480 = 95%, and held-out-9, written blind, 632/722 = 88% before the round and 641/722
-    = 89% after it): a regression guard, not the goal (95% on graphs not tuned on)."""
+    = 89% after it; after the round tuned on held-out-9 (convolution backward's operands
+    channels-last, reused unrolled reductions stored, a pad's mask counted, gathered reads
+    compared by their indirect index, padded attention maps copied for their bmm):
+    held-out-9 670/722 = 93%, held-out-6 312/325, held-out-7 339/355, and held-out-10,
+    measured blind, 559/621 = 90% before the round and 564/621 = 91% after it): a regression
+    guard, not the goal (95% on graphs not tuned on)."""
     for rows, floor in ((tuning, 0.92), (heldout, 0.89), (heldout2, 0.95), (heldout3, 0.93),
-                        (heldout4, 0.98)):
+                        (heldout4, 0.98), (heldout9, 0.92)):
         assert_floor(rows, floor)
 
 
-@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4"])
+@pytest.mark.parametrize("suite", ["tuning", "heldout", "heldout2", "heldout3", "heldout4",
+                                   "heldout9"])
 def test_our_compiled_code_gives_eagers_results_with_departures_on_and_off(suite, request):
     assert_matches_eager(request.getfixturevalue(suite))
 
