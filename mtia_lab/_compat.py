@@ -235,6 +235,20 @@ def noncontiguous_like(t: torch.Tensor) -> torch.Tensor:
     return make(t)
 
 
+def map_functorch_wrapped(value: torch.Tensor, convert) -> torch.Tensor:
+    """`convert(plain)` for the plain tensor inside functorch's wrappers (a TensorWrapper of
+    grad/vjp/jvp, a BatchedTensor of vmap, nested), wrapped again at the same levels and
+    batch dims; `convert(value)` for a tensor no transform wrapped."""
+    functorch = torch._C._functorch
+    if not functorch.is_functorch_wrapped_tensor(value):
+        return convert(value)
+    level = functorch.maybe_get_level(value)
+    inner = map_functorch_wrapped(functorch.get_unwrapped(value), convert)
+    if functorch.is_batchedtensor(value):
+        return functorch._add_batch_dim(inner, functorch.maybe_get_bdim(value), level)
+    return functorch._wrap_for_grad(inner, level)
+
+
 def copy_math_bits(wrapper: torch.Tensor, inner: torch.Tensor) -> None:
     """Give a wrapper tensor the lazy conjugate / negative bits of its inner tensor."""
     torch._C._set_conj(wrapper, inner.is_conj())

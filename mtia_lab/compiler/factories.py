@@ -20,12 +20,11 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from .._compat import DEVICE_NAME
+from .._compat import DEVICE_NAME, map_functorch_wrapped
 from ..backend.aten import tensor as device_tensor
 from ..backend.runtime.device_state import RUNTIME
 
 _CPU = torch.device("cpu")
-_functorch = torch._C._functorch
 _to_copy = torch.ops.aten._to_copy.default
 # Factories that draw random numbers: on the device they draw from its generator, not the host's.
 _RANDOM = {torch.rand, torch.randn, torch.randint, torch.randperm, torch.normal}
@@ -49,13 +48,8 @@ def on_device(host: torch.Tensor, index: int) -> torch.Tensor:
     is functorch's wrapper at the transform's level (a TensorWrapper, or a BatchedTensor), with
     no storage of its own. Eager makes the same wrapper around the device tensor, so: unwrap it,
     put what it wraps on the device, and wrap that again at the same level (and batch dim)."""
-    if not _functorch.is_functorch_wrapped_tensor(host):
-        return device_tensor.wrap(host, index, "compiled factory")
-    level = _functorch.maybe_get_level(host)
-    inner = on_device(_functorch.get_unwrapped(host), index)
-    if _functorch.is_batchedtensor(host):
-        return _functorch._add_batch_dim(inner, _functorch.maybe_get_bdim(host), level)
-    return _functorch._wrap_for_grad(inner, level)
+    return map_functorch_wrapped(host, lambda plain: device_tensor.wrap(plain, index,
+                                                                       "compiled factory"))
 
 
 def _host_move(node: torch.fx.Node) -> int | None:
