@@ -16,7 +16,16 @@ import operator
 import torch
 import torch.fx
 
-from .ir import REDUCTIONS, FusedSchedulerNode, GraphIR, Kind, SchedulerNode, classify, node_kind
+from .ir import (
+    REDUCTIONS,
+    SHAPE_ONLY,
+    FusedSchedulerNode,
+    GraphIR,
+    Kind,
+    SchedulerNode,
+    classify,
+    node_kind,
+)
 
 
 def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
@@ -93,6 +102,58 @@ def is_pointwise_use(node: torch.fx.Node) -> bool:
     if node.target is operator.getitem or classify(node.target) is Kind.VIEW:
         return all(is_pointwise_use(u) for u in node.users)
     return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
+
+
+def scatter_placement(fx_node: torch.fx.Node) -> frozenset | None:
+    """The slice a slice_scatter's source fills in its output, described as a read of a
+    buffer shaped like the output is ({(sizes, strides, offset)}, contiguous strides); None
+    for a strided one (step > 1), whose source positions do not line up with a slice's.
+    Inductor's lowering (`slice_scatter`) loads the source at `idx - start` there."""
+    out = fx_node.meta.get("val")
+    args = list(fx_node.args) + [None] * (6 - len(fx_node.args))
+    dim, start, end = args[2] or 0, args[3] or 0, args[4]
+    step = args[5] if args[5] is not None else fx_node.kwargs.get("step", 1)
+    if not isinstance(out, torch.Tensor) or step != 1 or out.dim() == 0:
+        return None
+    shape = list(out.shape)
+    dim %= len(shape)
+    size = shape[dim]
+    start = min(size, max(0, start + size if start < 0 else start))
+    end = size if end is None else min(size, max(start, end + size if end < 0 else end))
+    strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+    sizes = tuple(shape[:dim] + [end - start] + shape[dim + 1:])
+    return frozenset({(sizes, strides, start * strides[dim])})
+
+
+def placed_back(node: SchedulerNode, buf: str, group: FusedSchedulerNode,
+                ir: GraphIR) -> bool:
+    """Does `node` read a slice of `buf` only to have its value, through members computed
+    at their own index, written back by a slice_scatter of `group` at that same slice? The
+    in-place `x[..., a:b] *= s` is slice_scatter(x, slice(x, a, b) * s, a, b): Inductor
+    loads the source at `idx - a` and the slice loads x at `+ a`, x at the output's own
+    index once sympy simplifies it -- the memory dependency of a plain read, which fuses."""
+    view = {h for h in node.access.get(buf, ()) if h != SHAPE_ONLY}
+    if len(view) != 1 or "full" in view:
+        return False
+    members = {n.name: n for n in group.nodes}
+    current = node
+    while len(current.writes) == 1:
+        out = current.writes[0]
+        readers = ir.users.get(out, ())
+        if len(readers) != 1 or readers[0] not in members:
+            return False
+        reader = members[readers[0]]
+        how = reader.access.get(out, set())
+        if reader.op == "slice_scatter":
+            fx = ir.fx_node(reader.name.split("@", 1)[0])
+            source = fx.args[1] if fx is not None and len(fx.args) > 1 else None
+            return source is not None and ir.base_of.get(source.name) == out and \
+                scatter_placement(fx) == frozenset(view) and \
+                tuple(ir.buffers[buf].shape) == tuple(fx.meta["val"].shape)
+        if node_kind(reader) is not Kind.POINTWISE or reader.indexed or how != {"full"}:
+            return False
+        current = reader
+    return False
 
 
 def lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:

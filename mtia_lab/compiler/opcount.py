@@ -29,7 +29,7 @@ import numbers
 import torch
 
 from .ir import LOWERED_NORMS, SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
-from .lowering import is_pointwise_use
+from .lowering import is_pointwise_use, scatter_placement
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
@@ -192,8 +192,10 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
             piece = pieces.get(arg.name)
             if producer is not None and producer not in loaded and producer in bodies:
                 view = _view_of(node, buf) if piece is None else piece
-                keys |= bodies[producer] if view is None else {_at(k, view) for k in
-                                                               bodies[producer]}
+                body = bodies[producer]
+                if op == "slice_scatter" and arg is fx_node.args[1]:
+                    body = _placed_back(body, scatter_placement(fx_node))
+                keys |= body if view is None else {_at(k, view) for k in body}
                 operands[len(args)] = arg
                 args.append(top[producer] if view is None else _at(top[producer], view))
             elif buf in ir.buffers:
@@ -444,8 +446,31 @@ def _view_of(node: SchedulerNode, buf: str) -> object:
     shares none of its operations with another read of it (sin of x[0::2], cos of
     x[1::2] compute x's body twice)."""
     hows = node.access.get(buf, {"full"})
-    views = [h for h in hows if h != "full" and not (isinstance(h, tuple) and h[0] == "indexed")]
+    views = [h for h in hows if h not in ("full", SHAPE_ONLY)
+             and not (isinstance(h, tuple) and h[0] == "indexed")]  # a size taken loads nothing
     return frozenset(views) if views else None
+
+
+def _placed_back(body: frozenset, placement: object) -> frozenset:
+    """A slice_scatter's source body with its reads of that same slice cancelled: the
+    in-place `x[..., a:b] *= s` becomes slice_scatter(x, slice(x, a, b) * s, a, b), and
+    Inductor's lowering loads the source at `idx - a`, whose slice loads x at `+ a`: x at
+    the output's own index (sympy simplifies the index), the same load as the
+    slice_scatter's own read of x, shared by the CSE (`OpCounterCSE.load`). Without this
+    the reads count twice and the value looks reused with too many loads."""
+    if placement is None:
+        return body
+    return frozenset(_unplaced(k, placement) for k in body)
+
+
+def _unplaced(key: object, placement: object) -> object:
+    """A key read at the placement (`_at(k, placement)`) is k again; a buffer loaded
+    straight at it is that buffer at its own index."""
+    if not (isinstance(key, tuple) and len(key) == 3 and key[2] == placement):
+        return key
+    if isinstance(key[1], str):
+        return (key[0], key[1], frozenset({"full"})) if key[0] == "load" else key
+    return key[1]
 
 
 def _at(key: object, view: object) -> object:

@@ -578,7 +578,8 @@ def read_other_positions(p: Pair) -> Verdict | None:
                                "not at the index it is written")
             moved = node.name in shifted and not _within_rows(shifted[node.name], producer,
                                                               p.ir.buffers[buf])
-            if moved or any(_slice(how) for how in node.access.get(buf, ())):
+            if moved or any(_slice(how) for how in node.access.get(buf, ())) and \
+                    not lowering.placed_back(node, buf, consumer, p.ir):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
                                "other positions than it is written (a slice, a shift, "
