@@ -125,17 +125,18 @@ def scatter_placement(fx_node: torch.fx.Node) -> frozenset | None:
     return frozenset({(sizes, strides, start * strides[dim])})
 
 
-def placed_back(node: SchedulerNode, buf: str, group: FusedSchedulerNode,
-                ir: GraphIR) -> bool:
+def placed_back(node: SchedulerNode, buf: str, ir: GraphIR,
+                group: FusedSchedulerNode | None = None) -> bool:
     """Does `node` read a slice of `buf` only to have its value, through members computed
     at their own index, written back by a slice_scatter of `group` at that same slice? The
     in-place `x[..., a:b] *= s` is slice_scatter(x, slice(x, a, b) * s, a, b): Inductor
     loads the source at `idx - a` and the slice loads x at `+ a`, x at the output's own
-    index once sympy simplifies it -- the memory dependency of a plain read, which fuses."""
+    index once sympy simplifies it -- the memory dependency of a plain read, which fuses.
+    `group`: the chain must stay inside it (a fused kernel); None: anywhere in the graph."""
     view = {h for h in node.access.get(buf, ()) if h != SHAPE_ONLY}
     if len(view) != 1 or "full" in view:
         return False
-    members = {n.name: n for n in group.nodes}
+    members = {n.name: n for n in (group.nodes if group is not None else ir.nodes)}
     current = node
     while len(current.writes) == 1:
         out = current.writes[0]
@@ -145,9 +146,10 @@ def placed_back(node: SchedulerNode, buf: str, group: FusedSchedulerNode,
         reader = members[readers[0]]
         how = reader.access.get(out, set())
         if reader.op == "slice_scatter":
-            fx = ir.fx_node(reader.name.split("@", 1)[0])
+            fx = ir.fx_node(reader.name.split("@", 1)[0])  # a clone is its original's op
             source = fx.args[1] if fx is not None and len(fx.args) > 1 else None
-            return source is not None and ir.base_of.get(source.name) == out and \
+            return source is not None and \
+                ir.base_of.get(source.name) == out.split("@", 1)[0] and \
                 scatter_placement(fx) == frozenset(view) and \
                 tuple(ir.buffers[buf].shape) == tuple(fx.meta["val"].shape)
         if node_kind(reader) is not Kind.POINTWISE or reader.indexed or how != {"full"}:

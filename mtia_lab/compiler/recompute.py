@@ -127,10 +127,12 @@ def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
         made = []
         for reader in users.pop(buf, []):
             host = nodes[reader] if reader in nodes else _clone_named(clones, reader)
+            how = host.access.get(buf, {"full"})
+            if lowering.placed_back(host, buf, ir):  # read through the slice it writes back
+                how = {"full"}
             clone = replace(node, name=f"{node.name}{SEP}{reader}",
                             writes=(f"{buf}{SEP}{reader}",),
-                            access=_through(node.access, host.access.get(buf, {"full"}),
-                                            ir))
+                            access=_through(node.access, how, ir))
             new_buf = clone.writes[0]
             buffers[new_buf] = replace(buffers[buf], name=new_buf, producer=clone.name)
             users[new_buf] = [reader]

@@ -579,7 +579,7 @@ def read_other_positions(p: Pair) -> Verdict | None:
             moved = node.name in shifted and not _within_rows(shifted[node.name], producer,
                                                               p.ir.buffers[buf])
             if moved or any(_slice(how) for how in node.access.get(buf, ())) and \
-                    not lowering.placed_back(node, buf, consumer, p.ir):
+                    not lowering.placed_back(node, buf, p.ir, consumer):
                 return Verdict(False, "read_other_positions",
                                f"{node.name} reads {producer.nodes[-1].name}'s output at "
                                "other positions than it is written (a slice, a shift, "
@@ -613,7 +613,9 @@ def _shifted(group: FusedSchedulerNode, ir: GraphIR) -> dict[str, set]:
         for buf in node.reads:
             if buf not in inside:
                 continue
-            views = {how for how in node.access.get(buf, ()) if _slice(how) or _gathered(how)}
+            placed = lowering.placed_back(node, buf, ir, group)  # its slice written back
+            views = {how for how in node.access.get(buf, ())
+                     if _slice(how) and not placed or _gathered(how)}
             views |= shifted.get(node.name, set())
             if _unrolled_terms(node):
                 views.add("terms")
