@@ -209,10 +209,67 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
     sources = list(unrooted)
     matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
                                       autojunk=False)
+    by_order: list[str] = []
     for block in matcher.get_matching_blocks():
         for i in range(block.size):
             post[left[block.a + i].name] = list(unrooted[sources[block.b + i]])
+            by_order.append(left[block.a + i].name)
+    paired = {post[name][0] for name in by_order if post[name]}
+    spare = [names[0] for source, names in unrooted.items() if names[0] not in paired]
+    _pair_by_operands(ir, gm, post, by_order, spare)
     return post
+
+
+def _pair_by_operands(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
+                      by_order: list[str], spare: list[str]) -> None:
+    """Order pairs a pattern's replacement nodes with ours, and a pattern can reorder them:
+    DAB-DETR's attention, rewritten by `fuse_attention`, makes a later layer's second bmm
+    before an earlier layer's, so order gave our bmm another layer's (or none). Among the
+    nodes order paired (with the replacement nodes and our nodes it left unpaired), those
+    of one op are paired again where the operands say so: the one node whose inputs (through views)
+    include values of our node's producers and of nothing else of ours (the pattern's own
+    nodes, a softmax it re-made, belong to none). The others keep their order."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    owner = {p: ours for ours, made in post.items() for p in made}
+    producers = {n.name: frozenset(ir.buffers[b].producer for b in n.reads
+                                   if ir.buffers[b].producer is not None) for n in ir.nodes}
+    target = {n.name: n.target for n in ir.nodes}
+    for op in dict.fromkeys(target[name] for name in by_order):
+        names = [name for name in by_order if target[name] == op and len(post[name]) == 1]
+        unpaired = [n.name for n in ir.nodes if n.target == op and not post[n.name]
+                    and not n.layout_of]
+        made = [post[name][0] for name in names] + [
+            m for m in spare if m in by_name and str(by_name[m].target) == op]
+        operands = {m: _operand_owners(by_name[m], owner) for m in made if m in by_name}
+        fits = {name: [m for m in made if operands.get(m) and operands[m] <= producers[name]]
+                for name in names + unpaired}
+        chosen = {name: f[0] for name, f in fits.items() if len(f) == 1}
+        if len(set(chosen.values())) != len(chosen):
+            continue  # two of ours fit one node: the operands cannot tell
+        left = [m for m in made if m not in chosen.values()]
+        kept = [name for name in names if name not in chosen and post[name][0] in left]
+        for name in unpaired:
+            if name in chosen:
+                post[name] = [chosen[name]]
+        for name in names:
+            if name in chosen:
+                post[name] = [chosen[name]]
+            elif name not in kept:  # its node went to another: the first one left over
+                post[name] = [next(m for m in left if m not in {post[k][0] for k in kept})]
+                left.remove(post[name][0])
+
+
+def _operand_owners(node: torch.fx.Node, owner: dict[str, str]) -> frozenset:
+    """Our nodes that own the values `node` reads, looked up through views."""
+    found: set[str] = set()
+    stack = list(node.all_input_nodes)
+    while stack:
+        arg = stack.pop()
+        if arg.name in owner:
+            found.add(owner[arg.name])
+        elif arg.op == "call_function" and _is_view(arg):
+            stack.extend(arg.all_input_nodes)
+    return frozenset(found)
 
 
 def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
