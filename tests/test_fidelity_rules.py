@@ -1624,3 +1624,23 @@ def test_compare_a_padded_attention_maps_copy_is_the_launch_that_holds_nothing_o
         c = _compared_with_layout_copies(fn, host)
     held = [launch.nodes for launch in c.placed.launches]
     assert ("layout_copy_mat1_bmm_1",) in held, held
+
+
+@pytest.mark.parametrize("op", ["linear", "linear_summed", "mm"])
+@pytest.mark.parametrize("k", [1, 2])
+def test_an_unfused_addmm_over_an_inner_dim_of_one_is_a_broadcast_multiply(op, k):
+    """Decision Transformer's return-to-go embedding, a linear of one feature read by
+    pointwise ops: Inductor unfuses the addmm's bias (`unfuse_bias_add_to_pointwise`) into
+    `bias + x @ w.t()`, traced with its decompositions, whose `mm` over an inner dim of 1
+    is the broadcast multiply `x * w.t()`: pointwise code its reader inlines, one kernel.
+    Over 2 features, or read by a reduction (no unfusing), or a bare mm (kept undecomposed
+    by the keep-list), the matmul is an ATen call and its reader a kernel of its own."""
+    def fn(x, w, b):
+        if op == "mm":
+            return ((x @ w.t()).sigmoid() * 2,)
+        y = F.linear(x, w, b)
+        return (y.sum(-1) if op == "linear_summed" else (y.sigmoid() + 1) * 2,)
+
+    c = _recomputing(fn, (8, k), (8, k), (8,))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if k == 1 and op == "linear" else 2), _kernels(c)
