@@ -1656,3 +1656,23 @@ def test_read_other_positions_an_in_place_update_of_a_slice_is_read_at_its_own_i
     _same_as_inductor(c)
     triton = [g for g in c.ours.groups if not any(n.startswith(("bmm", "mm")) for n in g.nodes)]
     assert (len(triton) == 1) is (source != "other_slice"), _kernels(c)
+
+
+@pytest.mark.parametrize("op", ["linear", "linear_summed", "mm"])
+@pytest.mark.parametrize("k", [1, 2])
+def test_an_unfused_addmm_over_an_inner_dim_of_one_is_a_broadcast_multiply(op, k):
+    """Decision Transformer's return-to-go embedding, a linear of one feature read by
+    pointwise ops: Inductor unfuses the addmm's bias (`unfuse_bias_add_to_pointwise`) into
+    `bias + x @ w.t()`, traced with its decompositions, whose `mm` over an inner dim of 1
+    is the broadcast multiply `x * w.t()`: pointwise code its reader inlines, one kernel.
+    Over 2 features, or read by a reduction (no unfusing), or a bare mm (kept undecomposed
+    by the keep-list), the matmul is an ATen call and its reader a kernel of its own."""
+    def fn(x, w, b):
+        if op == "mm":
+            return ((x @ w.t()).sigmoid() * 2,)
+        y = F.linear(x, w, b)
+        return (y.sum(-1) if op == "linear_summed" else (y.sigmoid() + 1) * 2,)
+
+    c = _recomputing(fn, (8, k), (8, k), (8,))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if k == 1 and op == "linear" else 2), _kernels(c)

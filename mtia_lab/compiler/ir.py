@@ -719,6 +719,8 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
             fx_node.args[1], torch.fx.Node) and _op_name(fx_node.args[1]) == "lift_fresh_copy" \
             and _host_constant(fx_node.args[1]):
         return Kind.EXTERN
+    if kind is Kind.TEMPLATE and outer_product(fx_node, size):
+        return Kind.POINTWISE
     source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
         fx_node.args[0], torch.fx.Node) else None
     if op_name in SORTS and isinstance(source, torch.Tensor) and source.dim() > 0:
@@ -735,6 +737,39 @@ def _lowered_kind(fx_node: torch.fx.Node, kind: Kind, size: Size) -> Kind:
                                                                           torch.bool):
             return Kind.EXTERN
     return kind
+
+
+def outer_product(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
+    """An addmm over an inner dim of 1 that Inductor unfuses: pointwise code. Its post-grad
+    pass `unfuse_bias_add_to_pointwise` (fx_passes/post_grad.py, `should_prefer_unfused_addmm`:
+    every reader a pointwise op, a bias neither bf16 nor fp16) replaces the addmm by
+    `bias + x1 @ x2`, traced with Inductor's whole decomposition table (`replace_by_example`),
+    whose `mm` (decomposition.py, off the CPU) rewrites a matmul over an inner dim of 1, M and
+    N not 1, as the broadcast multiply `x1 * x2`: no ATen call, inlined into its readers like
+    any pointwise op (Decision Transformer's return-to-go embedding, a linear of one
+    feature). An mm or bmm itself stays a call: MTIA's keep-list holds them out of the
+    table the graph is traced with (records/keep.py)."""
+    if fx_node.target is not aten.addmm.default or len(fx_node.args) < 3:
+        return False
+    bias, mat1, mat2 = (a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+                        for a in fx_node.args[:3])
+    if not all(isinstance(t, torch.Tensor) for t in (bias, mat1, mat2)) or \
+            bias.dtype in (torch.bfloat16, torch.float16):
+        return False
+    return size(mat1.shape[-1]) == 1 and size(mat1.shape[0]) != 1 and \
+        size(mat2.shape[1]) != 1 and bool(fx_node.users) and \
+        all(is_pointwise_use(u) for u in fx_node.users)
+
+
+def is_pointwise_use(node: torch.fx.Node) -> bool:
+    """Inductor's is_pointwise_use (torch/_inductor/utils.py): an op tagged
+    `torch.Tag.pointwise`, or a view (or getitem) all of whose uses are. The tag, not the
+    lowering: an adaptive average pool, lowered as pointwise code, is no pointwise use."""
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem or classify(node.target) is Kind.VIEW:
+        return all(is_pointwise_use(u) for u in node.users)
+    return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
 
 
 CONST_FILLS = ("full", "full_like", "zeros", "zeros_like", "ones", "ones_like", "new_full",
@@ -838,7 +873,7 @@ def _rows_permuted(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
 
 def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:
     """2*M*N*K for the matmul templates, from the output shape and the inner dimension."""
-    if fx_node.target not in TEMPLATES:
+    if fx_node.target not in TEMPLATES or outer_product(fx_node, size):
         return 0.0
     out = fx_node.meta["val"]
     a = fx_node.args[1] if fx_node.target in (aten.addmm.default, aten.baddbmm.default) \

@@ -36,7 +36,16 @@ import torch
 
 from .._compat import size_hint
 from . import lowering
-from .ir import Buffer, GraphIR, Kind, SchedulerNode, _access, conv_operands, fixed_by_a_user
+from .ir import (
+    Buffer,
+    GraphIR,
+    Kind,
+    SchedulerNode,
+    _access,
+    conv_operands,
+    fixed_by_a_user,
+    outer_product,
+)
 
 WHY = "layout copy for conv, Inductor's layout_optimization"
 PADDED_WHY = "copy for a matmul, a view of a buffer Inductor padded (comprehensive_padding)"
@@ -88,6 +97,8 @@ def _extern_operands(gm: torch.fx.GraphModule):
         convs.setdefault(conv, []).append((conv, role, arg))
     for fx_node in gm.graph.nodes:
         yield from convs.get(fx_node, ())
+        if outer_product(fx_node):
+            continue  # a broadcast multiply: no call, no operand handed to one
         for role, i in zip(("mat1", "mat2"), MATMUL_OPERANDS.get(fx_node.target, ()),
                            strict=False):
             arg = fx_node.args[i] if len(fx_node.args) > i else None

@@ -11,7 +11,6 @@ code. These predicates read the graph (GraphIR) and the kernels so far; the rule
 from __future__ import annotations
 
 import math
-import operator
 
 import torch
 import torch.fx
@@ -23,7 +22,7 @@ from .ir import (
     GraphIR,
     Kind,
     SchedulerNode,
-    classify,
+    is_pointwise_use,
     node_kind,
 )
 
@@ -91,17 +90,6 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
         if producer is not None and lowered_pointwise(producer):
             return True
     return False
-
-
-def is_pointwise_use(node: torch.fx.Node) -> bool:
-    """Inductor's is_pointwise_use (torch/_inductor/utils.py): an op tagged
-    `torch.Tag.pointwise`, or a view (or getitem) all of whose uses are. The tag, not the
-    lowering: an adaptive average pool, lowered as pointwise code, is no pointwise use."""
-    if node.op != "call_function":
-        return False
-    if node.target is operator.getitem or classify(node.target) is Kind.VIEW:
-        return all(is_pointwise_use(u) for u in node.users)
-    return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
 
 
 def scatter_placement(fx_node: torch.fx.Node) -> frozenset | None:

@@ -28,7 +28,16 @@ import numbers
 
 import torch
 
-from .ir import LOWERED_NORMS, SHAPE_ONLY, GraphIR, Kind, SchedulerNode, classify, node_kind
+from .ir import (
+    LOWERED_NORMS,
+    SHAPE_ONLY,
+    GraphIR,
+    Kind,
+    SchedulerNode,
+    classify,
+    node_kind,
+    outer_product,
+)
 from .lowering import is_pointwise_use, scatter_placement
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
@@ -398,8 +407,8 @@ def _unfused_addmm(producer: torch.fx.Node | None) -> bool:
     into the readers: one load and one op more in each reader's body. A bf16/fp16 bias keeps
     the addmm fused (`keep_addmm_fused_for_half_dtypes`)."""
     if producer is None or producer.target is not torch.ops.aten.addmm.default or \
-            not isinstance(producer.args[0], torch.fx.Node):
-        return False
+            not isinstance(producer.args[0], torch.fx.Node) or outer_product(producer):
+        return False  # an outer product is decomposed before: pointwise, no addmm left
     bias = producer.args[0].meta.get("val")
     if not isinstance(bias, torch.Tensor) or bias.dtype in (torch.bfloat16, torch.float16):
         return False
