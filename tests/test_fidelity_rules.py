@@ -1624,3 +1624,26 @@ def test_compare_a_padded_attention_maps_copy_is_the_launch_that_holds_nothing_o
         c = _compared_with_layout_copies(fn, host)
     held = [launch.nodes for launch in c.placed.launches]
     assert ("layout_copy_mat1_bmm_1",) in held, held
+
+
+@pytest.mark.parametrize("target", [False, True])
+def test_reduction_prologue_a_full_reduction_reading_a_permuted_output_out_of_order(target):
+    """PatchTST's forecast, permuted to (batch, horizon, channels) and returned, then its MSE
+    against a contiguous target: the mean's loops tie between the two loads' orders and keep
+    the graph's, so it loads the forecast in another order than its pointwise kernel writes
+    it (memory deps differ; reordering that kernel's loops would tile it in 2D): two launches.
+    Without the target the mean loops in the forecast's own order and takes its kernel in."""
+    def fn(h, s, t):
+        y = (h.permute(0, 2, 1) + 1) * s
+        return y, ((y - t) ** 2 if target else y ** 2).mean()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 3, 8), torch.randn(2, 1, 3), torch.randn(2, 8, 3)]
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if target else 1), _kernels(c)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    for g, e in zip(got, fn(*host), strict=True):
+        torch.testing.assert_close(g.cpu(), e)
