@@ -1647,3 +1647,26 @@ def test_reduction_prologue_a_full_reduction_reading_a_permuted_output_out_of_or
     got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
     for g, e in zip(got, fn(*host), strict=True):
         torch.testing.assert_close(g.cpu(), e)
+
+
+def test_compare_the_fill_before_a_scatter_fallback_computes_the_fill_alone():
+    """TAPAS's segment minimum: `full(...).scatter_reduce(..., "amin", include_self=False)`
+    runs as Inductor's fallback (`aten.scatter_reduce_` in place, an extern launch) on a
+    buffer a Triton launch fills first. That buffer's value and origins are the scatter's
+    (its index and source too), but the fill reads nothing: the comparison places only the
+    `full` on it, the index's nodes on the launch that computes them (no difference)."""
+    def fn(rows, cols, v):
+        index = (rows * 4 + cols).flatten()
+        out = torch.full((16,), 0.0, device=v.device)
+        return out.scatter_reduce(0, index, v.flatten(), "amin", include_self=False)
+
+    torch.manual_seed(0)
+    host = [torch.randint(0, 4, (2, 8)), torch.randint(0, 4, (2, 8)), torch.randn(2, 8)]
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    _same_as_inductor(c)
+    assert [launch.nodes for launch in c.placed.launches] == [
+        ("full",), ("mul", "add"), ("scatter_reduce",)]
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host))
