@@ -1676,3 +1676,49 @@ def test_an_unfused_addmm_over_an_inner_dim_of_one_is_a_broadcast_multiply(op, k
     c = _recomputing(fn, (8, k), (8, k), (8,))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if k == 1 and op == "linear" else 2), _kernels(c)
+
+
+@pytest.mark.parametrize("target", [False, True])
+def test_reduction_prologue_a_full_reduction_reading_a_permuted_output_out_of_order(target):
+    """PatchTST's forecast, permuted to (batch, horizon, channels) and returned, then its MSE
+    against a contiguous target: the mean's loops tie between the two loads' orders and keep
+    the graph's, so it loads the forecast in another order than its pointwise kernel writes
+    it (memory deps differ; reordering that kernel's loops would tile it in 2D): two launches.
+    Without the target the mean loops in the forecast's own order and takes its kernel in."""
+    def fn(h, s, t):
+        y = (h.permute(0, 2, 1) + 1) * s
+        return y, ((y - t) ** 2 if target else y ** 2).mean()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 3, 8), torch.randn(2, 1, 3), torch.randn(2, 8, 3)]
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if target else 1), _kernels(c)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    for g, e in zip(got, fn(*host), strict=True):
+        torch.testing.assert_close(g.cpu(), e)
+
+
+def test_compare_the_fill_before_a_scatter_fallback_computes_the_fill_alone():
+    """TAPAS's segment minimum: `full(...).scatter_reduce(..., "amin", include_self=False)`
+    runs as Inductor's fallback (`aten.scatter_reduce_` in place, an extern launch) on a
+    buffer a Triton launch fills first. That buffer's value and origins are the scatter's
+    (its index and source too), but the fill reads nothing: the comparison places only the
+    `full` on it, the index's nodes on the launch that computes them (no difference)."""
+    def fn(rows, cols, v):
+        index = (rows * 4 + cols).flatten()
+        out = torch.full((16,), 0.0, device=v.device)
+        return out.scatter_reduce(0, index, v.flatten(), "amin", include_self=False)
+
+    torch.manual_seed(0)
+    host = [torch.randint(0, 4, (2, 8)), torch.randint(0, 4, (2, 8)), torch.randn(2, 8)]
+    (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    c.check()
+    _same_as_inductor(c)
+    assert [launch.nodes for launch in c.placed.launches] == [
+        ("full",), ("mul", "add"), ("scatter_reduce",)]
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host))

@@ -379,9 +379,45 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
                     buf, info.origins.get(writer[buf], ())))
         origins = set(info.origins.get(g.index, ()))
         between = _between(by_name, written, origins, stored) if g.kind != "extern" else set()
+        filled = _filled_for_fallback(g, theirs, written, by_name)
+        if filled is not None:  # it writes the scatter's input only: nothing else is its own
+            origins = _ancestors(by_name, filled) & origins
+            between = set()
         out.append((origins - inherited) | between)
         stored |= written
     return out
+
+
+FALLBACK_SCATTERS = ("aten.scatter_reduce", "aten.scatter.", "aten.scatter_add", "aten.index_put")
+
+
+def _filled_for_fallback(g, theirs: FusionPlan, written: set[str], by_name: dict):
+    """The input of a scatter that an extern launch later runs in place (Inductor's fallback
+    for a `scatter_reduce` it does not lower: `aten.scatter_reduce_` on the buffer), when this
+    Triton launch only fills that buffer beforehand (the `full` it starts from): the buffer's
+    value and origins are the scatter's (index and source included, computed elsewhere), but
+    this launch reads nothing and computes the fill alone. None otherwise."""
+    if g.kind == "extern" or g.inputs or len(written) != 1:
+        return None
+    node = by_name.get(next(iter(written)))
+    if node is None or not str(node.target).startswith(FALLBACK_SCATTERS) or not node.args or \
+            not isinstance(node.args[0], torch.fx.Node):
+        return None
+    later = [h for h in theirs.groups if h.index > g.index and h.kind == "extern"
+             and set(g.outputs) & set(h.inputs)]
+    return node.args[0].name if later else None
+
+
+def _ancestors(by_name: dict, name: str) -> set[str]:
+    """The node and every node it is computed from."""
+    found, stack = set(), [name]
+    while stack:
+        n = stack.pop()
+        if n in found or n not in by_name:
+            continue
+        found.add(n)
+        stack.extend(a.name for a in by_name[n].all_input_nodes)
+    return found
 
 
 def _between(by_name: dict, written: set[str], origins: set[str], stored: set[str]) -> set[str]:

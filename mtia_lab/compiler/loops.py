@@ -14,7 +14,8 @@ over [2, 8, 16] shares nothing: Inductor keeps them apart.
 
 A loop signature is a tuple of (size, stride) per loop, outermost first, in elements of the
 buffer. Only pointwise kernels have them: a reduction's accesses match any order (Inductor
-also matches a reduction's store to a permuted reader by other means, not modelled).
+also matches a reduction's store to a permuted reader by other means, not modelled), but for
+a full reduction loading a pointwise kernel's output out of order (`full_reduction_misreads`).
 """
 
 from __future__ import annotations
@@ -163,3 +164,62 @@ def trailing_broadcast(how, shape: tuple[int, ...]) -> bool:
         expected *= d
     return expected == math.prod(shape) and len(dims) < len(
         [d for d in how[0] if d != 1])
+
+
+def full_reduction_misreads(pw, red, ir, size) -> str | None:
+    """A buffer of `pw` that the full reduction `red` (one output) loads in another order than
+    `pw` writes it, or None.
+
+    A reduction's loops are in `pick_loop_order`'s order over the loads of its body (the
+    pointwise code inlined into it included; its one-element store steps along no loop): a
+    permuted buffer read beside one in the graph's order ties, and the tie keeps the graph's
+    order (`ComputedBuffer.simplify_and_reorder` on the reduction's variables). A pointwise
+    kernel writing that buffer in its memory order then writes it at another index than the
+    reduction loads it: `Scheduler.can_fuse_vertical` refuses ("memory deps did not match"),
+    and reordering the pointwise's loops to the reduction's (`_try_reorder_loops_for_candidates`)
+    makes its loads and stores need a 2D tiling, which `SIMDScheduling.can_fuse` refuses for a
+    reduction ("invalid tiling for reduction", `tiling_prevents_reduction_fusion`)."""
+    if red.numel != 1:
+        return None
+    inside = {b for n in red.nodes for b in n.writes}
+    space = None
+    stride_lists: list[list[int]] = []
+    wanted: list[tuple[str, list[int]]] = []
+    for node in red.nodes:
+        fx = ir.fx_node(node.name)
+        if fx is None:
+            return None
+        if node.kind.value == "reduction":
+            args = [a for a in fx.args[:1] if isinstance(a, torch.fx.Node)]
+            shaped = args[0].meta.get("val") if args else None
+        elif node.kind.value == "pointwise" and node.numel == red.rnumel:
+            args = [a for a in fx.args if isinstance(a, torch.fx.Node)]
+            shaped = fx.meta.get("val")
+        else:
+            continue
+        if not isinstance(shaped, torch.Tensor):
+            return None
+        shape = tuple(size(d) for d in shaped.shape)
+        if space is None:
+            space = shape
+        elif shape != space:
+            return None  # a reshape inside the reduction's body: not modelled
+        for a in args:
+            buf, val = ir.base_of.get(a.name), a.meta.get("val")
+            if buf is None or buf in inside or not isinstance(val, torch.Tensor) or \
+                    tuple(size(d) for d in val.shape) != space:
+                continue
+            strides = _strides_over(val, space, size)
+            stride_lists.append(strides)
+            if buf in pw.writes:
+                wanted.append((buf, strides))
+    if not wanted:
+        return None
+    order = pick_loop_order(stride_lists, list(space))
+    for buf, strides in wanted:
+        writer = next((n for n in pw.nodes if buf in n.writes), None)
+        written = writer.loops.get(buf) if writer is not None else None
+        if written and not same_index({_squeezed(list(space), strides, order)}, written,
+                                      reorder=False):
+            return buf
+    return None

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._compat import size_hint
 from . import config, layout, loops, lowering, opcount, recompute
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
@@ -713,6 +714,13 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                        "memory order (a permuted view) and stores them so; "
                        f"{pw.nodes[-1].name}'s loop merges a row dim with the reduced one "
                        "(a reshape): no reordering of its loops reads them in that order")
+    if fit is not None and name == "reduction_prologue":
+        misread = loops.full_reduction_misreads(pw, red, p.ir, size_hint)
+        if misread is not None:
+            return Verdict(False, name, f"{red.nodes[-1].name} loops in the order of its other "
+                           f"loads and reads {misread} in another order than "
+                           f"{pw.nodes[-1].name} writes it: their memory dependencies differ, "
+                           "and reordering the pointwise's loops would tile it in 2D")
     if fit is None:
         why = (f"pointwise space {pw.numel} fits neither {red.numel}x{red.rnumel} nor "
                f"{red.numel}")
