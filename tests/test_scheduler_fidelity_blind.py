@@ -1,8 +1,9 @@
-"""Our scheduler against Inductor's real plan for the device on five held-out suites, each
+"""Our scheduler against Inductor's real plan for the device on six held-out suites, each
 written blind (its list committed before any comparison, by someone who tuned nothing) and
-measured once before it was tuned on: held-out-5 .. held-out-8 (tuned on since) and
-held-out-10, the blind suite now (held-out-9, tuned on in the last round, is in
-test_scheduler_fidelity.py with the suites' history). The checks are the same
+measured once before it was tuned on: held-out-5 .. held-out-8 (tuned on since), held-out-10
+and held-out-11, the blind suite now (no floor yet: its alignment and eager checks only;
+held-out-9, tuned on in the last round, is in test_scheduler_fidelity.py with the suites'
+history). The checks are the same
 (fidelity_checks.py), in a file of their own so that the test runner's two workers share the
 suites.
 """
@@ -14,13 +15,14 @@ from fidelity_heldout6 import heldout6_graphs
 from fidelity_heldout7 import heldout7_graphs
 from fidelity_heldout8 import heldout8_graphs
 from fidelity_heldout10 import heldout10_graphs
+from fidelity_heldout11 import heldout11_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare.fidelity import fidelity_rows
 
 SUITES = {"heldout5": heldout5_graphs, "heldout6": heldout6_graphs,
           "heldout7": heldout7_graphs, "heldout8": heldout8_graphs,
-          "heldout10": heldout10_graphs}
+          "heldout10": heldout10_graphs, "heldout11": heldout11_graphs}
 # Floors just under the figures measured (departures off), see test_scheduler_fidelity.py's
 # floor test for their history: held-out-5 256/282, held-out-6 312/325, held-out-7 339/355,
 # held-out-8 456/480 (tuned on), and held-out-10, never tuned on: 559/621 (90%) measured blind
@@ -41,6 +43,8 @@ def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(suite):
     rows, name = suite
+    if name not in FLOORS:
+        pytest.skip(f"{name} has no floor yet: measured blind once, not tuned on")
     assert_floor(rows, FLOORS[name])
 
 
