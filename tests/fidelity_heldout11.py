@@ -46,10 +46,12 @@ for what real workloads contain, before anything was measured:
   feature projection, relative positional encoding (Transformer-XL style, the relative shift),
   a Conformer block (two half-step feed-forwards, self-attention, the convolution module:
   pointwise conv, GLU, depthwise conv, BatchNorm, SiLU), the final LayerNorm.
-- time_series_transformer_forecast: the Time Series Transformer's probabilistic forecaster and
-  its loss: the mean scaler over observed values, lagged subsequences, time features,
-  an encoder and a decoder layer, the Student-t head's parameters (softplus) and the mean
-  negative log-likelihood (lgamma) of the future values.
+- time_series_transformer_normal_forecast: the Time Series Transformer's probabilistic
+  forecaster and its loss, with a Normal output: the mean scaler over observed values, lagged
+  subsequences, time features, an encoder and a decoder layer, the Normal head's parameters
+  (softplus scale) and the mean negative log-likelihood of the future values. It replaces
+  time_series_transformer_forecast (below, the same model with its default Student-t output),
+  on which the comparison crashed before any figure was printed.
 - megatron_bert_mlm_train_step: Megatron-BERT's masked language model TRAINED one step:
   forward and backward (torch.func.grad of its cross-entropy over the masked tokens, -100
   ignored, every weight's gradient); word, position and two-segment token-type embeddings,
@@ -87,7 +89,23 @@ language model trained one step, kept below for the record): RoBERTa's positions
 cumsum of non-padding tokens are already a hand-written graph of the tuning suite
 (fidelity_graphs.roberta_positions), so the family is not unseen.
 
-NOT_COMPILED: none known when this was written.
+NOT_COMPILED, replaced after the first run of the comparison (the blind test's fixture)
+crashed on it, before any figure was printed. Our compiler compiles it (eager runs it, Dynamo
+captures it in one graph); the comparison's compile of our aten graph by Inductor fails:
+
+- time_series_transformer_forecast: the Time Series Transformer as above with its default
+  Student-t output, whose negative log-likelihood calls lgamma. Inductor's fused reduction
+  kernel of the loss calls `libdevice.lgamma`, and `device_plan` (mtia_lab/compare/plans.py)
+  runs Inductor's kernels on mtia_sim through Triton's interpreter, which cannot: "mtia_lab.
+  inductor.errors.InductorDeviceError: Inductor's kernel calls libdevice.lgamma, which
+  Triton's interpreter cannot run on mtia_sim (no device library on the host)" (kernel
+  triton_per_fused_abs_add_addmm_clamp_div_expand_full_like_lgamma_log_log1p_..._sum_where).
+  Repro (our compiler alone runs it, `backend="mtia_lab"`):
+
+      fidelity_rows({"lgamma": (lambda x: torch.lgamma(x * 2 + 1).sum(),
+                                lambda: (torch.rand(8),))})  # fails
+
+  or `fidelity_rows({"time_series_transformer_forecast": _time_series_transformer_forecast()})`.
 
 The training steps differentiate with `torch.func.grad` inside the compiled function, so that
 forward and backward are one graph (the comparison compiles one graph per entry). Each entry:
@@ -319,7 +337,7 @@ def _wav2vec2_conformer_encoder():
     return wav2vec2_conformer, lambda: (_r(2, 400), _padding_inputs(400, 100))
 
 
-def _time_series_transformer_forecast():
+def _time_series_transformer_forecast(distribution: str = "student_t"):  # NOT_COMPILED (student_t)
     from transformers import TimeSeriesTransformerConfig
     from transformers.models.time_series_transformer.modeling_time_series_transformer import (
         TimeSeriesTransformerForPrediction,
@@ -332,7 +350,8 @@ def _time_series_transformer_forecast():
                                       decoder_attention_heads=4, encoder_ffn_dim=64,
                                       decoder_ffn_dim=64, scaling="mean", dropout=0.0,
                                       attention_dropout=0.0, activation_dropout=0.0,
-                                      encoder_layerdrop=0.0, decoder_layerdrop=0.0)
+                                      encoder_layerdrop=0.0, decoder_layerdrop=0.0,
+                                      distribution_output=distribution)
     torch.manual_seed(0)
     model = _eval(TimeSeriesTransformerForPrediction(cfg))
 
@@ -350,6 +369,10 @@ def _time_series_transformer_forecast():
                 torch.rand(2, 4) * 4, time[:, 11:].contiguous())
 
     return time_series, inputs
+
+
+def _time_series_transformer_normal_forecast():
+    return _time_series_transformer_forecast("normal")
 
 
 def _megatron_bert_mlm_train_step():
@@ -478,7 +501,7 @@ _BUILDERS = {
     "data2vec_vision_segmentation": _data2vec_vision_segmentation,
     "table_transformer_detection": _table_transformer_detection,
     "wav2vec2_conformer_encoder": _wav2vec2_conformer_encoder,
-    "time_series_transformer_forecast": _time_series_transformer_forecast,
+    "time_series_transformer_normal_forecast": _time_series_transformer_normal_forecast,
     "megatron_bert_mlm_train_step": _megatron_bert_mlm_train_step,
     "deberta_classifier": _deberta_classifier,
     "canine_encoder": _canine_encoder,
@@ -491,8 +514,11 @@ NOT_CAPTURED = {"mimi_codec": (
     "MimiConv1d's padding is computed from tensor buffers (padding_total): Dynamo's fullgraph "
     "capture fails with PendingUnbackedSymbolNotFound (unbacked symbols of the padded length)")}
 
-# Graphs our compiler or the comparison failed on when the suite was written (none known).
-NOT_COMPILED: dict = {}
+# Graphs our compiler or the comparison failed on when the suite was written (see the module
+# docstring), kept for the record: replaced before any figure of theirs was seen.
+NOT_COMPILED = {"time_series_transformer_forecast": (
+    "device_plan runs Inductor's kernels through Triton's interpreter, which cannot run "
+    "libdevice.lgamma (the Student-t negative log-likelihood): InductorDeviceError")}
 
 
 def heldout11_graphs() -> dict:
