@@ -509,6 +509,15 @@ _BUILDERS = {
     "marian_translation": _marian_translation,
 }
 
+# Graphs whose audit fails for a reason in the comparison, found by the blind test's first
+# complete run (before the measurement): the blind test checks the others' alignment and
+# xfails on these.
+NOT_ALIGNED = {"time_series_transformer_normal_forecast": (
+    "Inductor's combo kernel triton_for_fused_0 (SequentialComboKernelGrid, 2 sub-kernels: "
+    "the copies of past_values and future_values into one cat buffer) is launched once by "
+    "the wrapper but counted as two launches by Inductor's plan (mtia_lab/inductor/plan.py): "
+    "launches counted 65 != the wrapper's 64 (AlignmentError)")}
+
 # Graphs Dynamo cannot capture, so that neither compiler is given them (see the docstring).
 NOT_CAPTURED = {"mimi_codec": (
     "MimiConv1d's padding is computed from tensor buffers (padding_total): Dynamo's fullgraph "
