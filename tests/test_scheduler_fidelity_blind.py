@@ -1,8 +1,9 @@
-"""Our scheduler against Inductor's real plan for the device on five held-out suites, each
+"""Our scheduler against Inductor's real plan for the device on six held-out suites, each
 written blind (its list committed before any comparison, by someone who tuned nothing) and
-measured once before it was tuned on: held-out-5 .. held-out-8 (tuned on since) and
-held-out-10, the blind suite now (held-out-9, tuned on in the last round, is in
-test_scheduler_fidelity.py with the suites' history). The checks are the same
+measured once before it was tuned on: held-out-5 .. held-out-8 (tuned on since), held-out-10
+and held-out-11, the blind suite now (no floor yet: its alignment and eager checks only;
+held-out-9, tuned on in the last round, is in test_scheduler_fidelity.py with the suites'
+history). The checks are the same
 (fidelity_checks.py), in a file of their own so that the test runner's two workers share the
 suites.
 """
@@ -14,18 +15,21 @@ from fidelity_heldout6 import heldout6_graphs
 from fidelity_heldout7 import heldout7_graphs
 from fidelity_heldout8 import heldout8_graphs
 from fidelity_heldout10 import heldout10_graphs
+from fidelity_heldout11 import NOT_ALIGNED as HELDOUT11_NOT_ALIGNED
+from fidelity_heldout11 import heldout11_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare.fidelity import fidelity_rows
 
 SUITES = {"heldout5": heldout5_graphs, "heldout6": heldout6_graphs,
           "heldout7": heldout7_graphs, "heldout8": heldout8_graphs,
-          "heldout10": heldout10_graphs}
+          "heldout10": heldout10_graphs, "heldout11": heldout11_graphs}
 # Floors just under the figures measured (departures off), see test_scheduler_fidelity.py's
 # floor test for their history: held-out-5 256/282, held-out-6 312/325, held-out-7 339/355,
 # held-out-8 456/480 (tuned on), and held-out-10, never tuned on: 559/621 (90%) measured blind
 # on the tree it was written against (1714e27), 564/621 (91%) after the round tuned on
-# held-out-9. A regression guard, not the goal (95% on graphs not tuned on).
+# held-out-9. A regression guard, not the goal (95% on graphs not tuned on). Held-out-11 has
+# none yet: measured once, blind, at 794/889 (89%) on the tree it was written against (cc3d491).
 FLOORS = {"heldout5": 0.90, "heldout6": 0.95, "heldout7": 0.95, "heldout8": 0.94,
           "heldout10": 0.90}
 
@@ -35,12 +39,24 @@ def suite(request):
     return fidelity_rows(SUITES[request.param]()), request.param
 
 
+# Graphs whose comparison is known not to align (a bug of the comparison, in the suite's
+# NOT_ALIGNED with what fails): the others are checked, and the test xfails while these fail.
+NOT_ALIGNED = {"heldout11": HELDOUT11_NOT_ALIGNED}
+
+
 def test_every_launch_of_inductors_wrapper_is_counted_and_every_node_placed_once(suite):
-    assert_aligned(suite[0])
+    rows, name = suite
+    known = NOT_ALIGNED.get(name, {})
+    assert_aligned([row for row in rows if row.name not in known])
+    for row in rows:
+        if row.name in known and row.audit != "ok":
+            pytest.xfail(f"{name}: {row.name} is known misaligned: {known[row.name]}")
 
 
 def test_inductors_groups_are_reproduced_once_our_departures_are_off(suite):
     rows, name = suite
+    if name not in FLOORS:
+        pytest.skip(f"{name} has no floor yet: measured blind once, not tuned on")
     assert_floor(rows, FLOORS[name])
 
 
