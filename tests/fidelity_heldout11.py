@@ -511,12 +511,11 @@ _BUILDERS = {
 
 # Graphs whose audit fails for a reason in the comparison, found by the blind test's first
 # complete run (before the measurement): the blind test checks the others' alignment and
-# xfails on these.
-NOT_ALIGNED = {"time_series_transformer_normal_forecast": (
-    "Inductor's combo kernel triton_for_fused_0 (SequentialComboKernelGrid, 2 sub-kernels: "
-    "the copies of past_values and future_values into one cat buffer) is launched once by "
-    "the wrapper but counted as two launches by Inductor's plan (mtia_lab/inductor/plan.py): "
-    "launches counted 65 != the wrapper's 64 (AlignmentError)")}
+# xfails on these. time_series_transformer_normal_forecast was here: Inductor's foreach
+# kernel triton_for_fused_0 (the copies of past_values and future_values into one cat
+# buffer, 2 sub-kernels) is launched once by the wrapper and was counted as two launches
+# (65 != the wrapper's 64); the audit now counts a combo's groups as its one launch.
+NOT_ALIGNED: dict = {}
 
 # Graphs Dynamo cannot capture, so that neither compiler is given them (see the docstring).
 NOT_CAPTURED = {"mimi_codec": (

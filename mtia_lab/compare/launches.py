@@ -67,12 +67,16 @@ class Attribution:
     wrapper_launches: list[str] | None = None  # kernel names the wrapper calls, in order
     # launches computing only nodes a pattern made, none from ours (`_completed_by_reader`)
     pattern_only: set[int] = field(default_factory=set)
+    # groups Inductor packs into one launch (a combo or foreach kernel: the copies of a
+    # cat's pieces, `ForeachKernelSchedulerNode`), by launch index: the wrapper calls it once
+    combos: list[tuple[int, ...]] = field(default_factory=list)
 
     def problems(self) -> list[str]:
         """What does not line up, in words; empty when the alignment is complete."""
         out = [f"our node {n} is in no Inductor launch" for n in self.unplaced]
         if self.wrapper_launches is not None:
-            names = [launch.name for launch in self.launches]
+            packed = {i for combo in self.combos for i in sorted(combo)[1:]}
+            names = [launch.name for launch in self.launches if launch.index not in packed]
             if names != self.wrapper_launches:
                 out.append(f"launches counted {len(names)} ({', '.join(names)}) != the "
                            f"wrapper's {len(self.wrapper_launches)} "
@@ -498,7 +502,8 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
     out = [Launch(g.index, info.kernel_names.get(g.index, ""), g.kind, tuple(held[g.index]),
                   tuple(part_of[g.index])) for g in launches]
     return Attribution(out, how, recomputed, [n for n in mine if n not in home],
-                       wrapper_launches(wrapper) if wrapper else None, pattern_only)
+                       wrapper_launches(wrapper) if wrapper else None, pattern_only,
+                       [tuple(c) for c in theirs.combos])
 
 
 def _completed_by_reader(k: int, theirs: FusionPlan, held: list[list[str]]) -> list[str]:
