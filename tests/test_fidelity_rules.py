@@ -1624,3 +1624,23 @@ def test_compare_a_padded_attention_maps_copy_is_the_launch_that_holds_nothing_o
         c = _compared_with_layout_copies(fn, host)
     held = [launch.nodes for launch in c.placed.launches]
     assert ("layout_copy_mat1_bmm_1",) in held, held
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_tiling_prevents_reduction_fusion_a_transposed_copy_stays_out_of_the_norm(transposed):
+    """Swin v2's cosine attention normalizes keys over the head dim, then copies them
+    transposed for the bmm. A copy in the norm's row order joins the norm's kernel; a
+    transposed one is tiled by Triton (its load steps 1 along the rows, its store along the
+    columns), and `SIMDScheduling.can_fuse` keeps a tiled pointwise kernel out of a
+    reduction whose split its tiles are not (tiling_prevents_reduction_fusion)."""
+    def fn(x):
+        k = F.normalize(x, dim=-1)
+        return (k.transpose(-2, -1) if transposed else k * 2).contiguous()
+
+    torch.manual_seed(0)
+    host = [torch.randn(4, 64, 32)]
+    c = _recomputing_on(lambda x: (fn(x),), host)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if transposed else 1), _kernels(c)
+    assert any(d.rule == "tiling_prevents_reduction_fusion" for d in c.ours.decisions) \
+        is transposed
