@@ -1722,3 +1722,55 @@ def test_compare_the_fill_before_a_scatter_fallback_computes_the_fill_alone():
     torch._dynamo.reset()
     got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
     torch.testing.assert_close(got.cpu(), fn(*host))
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_tiling_prevents_reduction_fusion_a_transposed_copy_stays_out_of_the_norm(transposed):
+    """Swin v2's cosine attention normalizes keys over the head dim, then copies them
+    transposed for the bmm. A copy in the norm's row order joins the norm's kernel; a
+    transposed one is tiled by Triton (its load steps 1 along the rows, its store along the
+    columns), and `SIMDScheduling.can_fuse` keeps a tiled pointwise kernel out of a
+    reduction whose split its tiles are not (tiling_prevents_reduction_fusion)."""
+    def fn(x):
+        k = F.normalize(x, dim=-1)
+        return (k.transpose(-2, -1) if transposed else k * 2).contiguous()
+
+    torch.manual_seed(0)
+    host = [torch.randn(4, 64, 32)]
+    c = _recomputing_on(lambda x: (fn(x),), host)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if transposed else 1), _kernels(c)
+    assert any(d.rule == "tiling_prevents_reduction_fusion" for d in c.ours.decisions) \
+        is transposed
+
+
+@pytest.mark.parametrize("convolved_first", [False, True])
+def test_extern_in_triton_off_a_concat_of_channels_last_skip_features_is_not_copied(
+        convolved_first):
+    """ViTMatte's fusion block: the detail features (a ReLU a convolution reads) are
+    concatenated with the upsampled path, and the cat is convolved. Inductor lowers that cat
+    as a ConcatKernel; `ConcatKernel.create` lays it out channels-last when a piece is stored
+    with a channels-last fixed layout -- the features, once the convolution reading them is
+    lowered (before the cat). The next convolution then reads it as it is: no copy. When
+    that convolution comes after the cat, the cat is contiguous, and copied."""
+    def fn(x, w1, w2, w3, y):
+        a = F.conv2d(x, w1, padding=1).relu()
+        side = F.conv2d(a, w2, padding=1) if convolved_first else None
+        up = y.sigmoid() * 2
+        out = F.conv2d(torch.cat([a, up], 1), w3, padding=1)
+        side = side if convolved_first else F.conv2d(a, w2, padding=1)
+        return out + side.sum()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 8, 8, 8), torch.randn(8, 8, 3, 3), torch.randn(8, 8, 3, 3),
+            torch.randn(8, 16, 3, 3), torch.randn(2, 8, 8, 8)]
+    with config.patch(extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host), rtol=1e-4, atol=1e-3)
+    c.check()
+    assert not c.unexplained, str(c)  # a piece's copy into the cat is not modelled
+    copied = {n for g in _layout_copies(c) for n in g if n.startswith("layout_copy_input")}
+    of_cat = "layout_copy_input_convolution_" + ("2" if convolved_first else "1")
+    assert (of_cat in copied) is not convolved_first, copied

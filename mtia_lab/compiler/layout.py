@@ -75,8 +75,39 @@ def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
             continue
         if not _layout_fixed(arg, ir, fx):
             continue  # its producer writes it in that order itself
+        if channels_last and val.dim() == 4 and _concat_channels_last(arg, ir, fx):
+            continue  # a ConcatKernel created channels-last: already in that order
         out.append((op.name, role, arg.name))
     return out
+
+
+_CONVOLUTIONS = (torch.ops.aten.convolution.default,)
+
+
+def _concat_channels_last(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
+    """Is the operand a cat Inductor lowers as a ConcatKernel laid out channels-last?
+    `ConcatKernel.create` gives its output channels-last strides when a piece is a stored
+    buffer whose layout is fixed channels-last when the cat is lowered: a convolution's
+    output, or a value a convolution lowered earlier read (`require_channels_last` froze
+    its layout: a decoder's skip features, convolved on, then concatenated with the
+    upsampled path). A convolution reading that cat then needs no copy."""
+    base = ir.base_of.get(arg.name)
+    producer = ir.by_name.get(ir.buffers[base].producer or "") if base in ir.buffers else None
+    if producer is None or producer.target != "aten.cat.default" or \
+            lowering.pointwise_cat(producer, ir):
+        return False
+    cat = fx.get(producer.name)
+    order = {n: i for i, n in enumerate(ir.gm.graph.nodes)}
+    pieces = cat.args[0] if cat is not None and cat.args else ()
+    for piece in pieces:
+        if not isinstance(piece, torch.fx.Node) or ir.base_of.get(piece.name) != piece.name:
+            continue  # a view of a buffer: no storage of its own
+        if piece.target in _CONVOLUTIONS:
+            return True
+        if any(u.target in _CONVOLUTIONS and u.args and u.args[0] is piece
+               and order[u] < order[cat] for u in piece.users):
+            return True
+    return False
 
 
 aten = torch.ops.aten

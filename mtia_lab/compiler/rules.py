@@ -22,7 +22,8 @@ the reason recorded is the one Inductor would give:
     4. vertical     scatter_output, indexed_read, read_other_positions (a slice, a shift,
                     a gather by an index tensor, an unrolled reduction's terms),
                     split_reduction (a reduction Inductor splits in two), reduction_*
-                    (reduction_loop_order), vertical_pointwise
+                    (reduction_loop_order, tiling_prevents_reduction_fusion: a pointwise
+                    kernel Triton tiles, tiling.py), vertical_pointwise
        horizontal   score_fusion_memory_threshold, long_distance, then the same space checks
                     (choices.can_fuse_horizontal, then the Triton backend's can_fuse)
     5. ours         on_chip_memory_budget
@@ -48,7 +49,7 @@ import math
 from dataclasses import dataclass
 
 from .._compat import size_hint
-from . import config, layout, loops, lowering, opcount, recompute
+from . import config, layout, loops, lowering, opcount, recompute, tiling
 from .ir import FusedSchedulerNode, GraphIR, Kind
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -721,6 +722,12 @@ def reduction_fusion(p: Pair) -> Verdict | None:
                            f"loads and reads {misread} in another order than "
                            f"{pw.nodes[-1].name} writes it: their memory dependencies differ, "
                            "and reordering the pointwise's loops would tile it in 2D")
+    if fit is not None and red.inner and (
+            tiles := tiling.prevents_reduction_fusion(pw, red, p.ir)) is not None:
+        return Verdict(False, "tiling_prevents_reduction_fusion", f"{pw.nodes[-1].name} "
+                       f"accesses memory across its loops (a transpose): Triton tiles it "
+                       f"{'x'.join(map(str, tiles))}, not flat nor as the reduction's "
+                       f"{red.numel}x{red.rnumel} (SIMDScheduling.can_fuse)")
     if fit is None:
         why = (f"pointwise space {pw.numel} fits neither {red.numel}x{red.rnumel} nor "
                f"{red.numel}")
