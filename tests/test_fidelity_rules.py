@@ -1774,3 +1774,24 @@ def test_extern_in_triton_off_a_concat_of_channels_last_skip_features_is_not_cop
     copied = {n for g in _layout_copies(c) for n in g if n.startswith("layout_copy_input")}
     of_cat = "layout_copy_input_convolution_" + ("2" if convolved_first else "1")
     assert (of_cat in copied) is not convolved_first, copied
+
+
+def test_computed_once_off_a_recomputed_value_keeps_its_own_slice_inside_its_readers_view():
+    """Zamba's Mamba heads: `A = -exp(A_log)` is read per head (`A[h]`), each head's product
+    is recomputed in two readers that view it at the even and odd steps of a scan. Inductor
+    inlines each body at the reader's index composed with the value's own (`A[h]`), so the
+    two heads load other halves of A_log and x and share nothing (two kernels, one per head),
+    while the two readers of one head load the same steps and fuse. Taking the reader's view
+    in place of the value's own made both heads read alike and fused them."""
+    def fn(a, x):
+        A = -torch.exp(a)
+        outs = []
+        for h in range(2):
+            m = A[h] * x[h]  # read through the even and the odd steps, in two readers
+            outs += [m[0::2] * m[1::2] + 1, m[1::2] + m[0::2] * 2]
+        return tuple(outs)
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(2, 16, 8), torch.randn(2, 4, 16, 8)])
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 2, _kernels(c)

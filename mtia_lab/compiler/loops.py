@@ -135,6 +135,8 @@ def stays_in_rows(view: object, row: int) -> bool:
     recompute._through) is judged by the views inside it; anything else moves."""
     if isinstance(view, tuple) and len(view) == 2 and view[0] == "through":
         return all(stays_in_rows(v, row) for v in view[1])
+    if isinstance(view, tuple) and len(view) == 2 and view[0] == "of":  # the clone's own
+        return stays_in_rows(view[1], row)
     if not (isinstance(view, tuple) and len(view) == 3) or row <= 1:
         return False
     shape, strides, offset = view

@@ -158,11 +158,23 @@ def _through(access: dict, how: set, ir: GraphIR) -> dict:
     positions the view picks -- other addresses than a clone for another piece (Inductor's
     memory deps differ: no shared data between them). Except a value of one element per
     row of a reduction when the view moves only inside rows (`loops.stays_in_rows`): the
-    clone loads it at the row's own index."""
+    clone loads it at the row's own index.
+
+    The clone's own view of an input is kept inside (`("of", view)`): Inductor's inlined
+    loads compose the reader's index with the value's own (`ops.load(buf, index)` of the
+    inlined body, `Pointwise.inner_fn` called at the reader's index), so the clones of two
+    readers of one slice each (`A[0]` and `A[1]` of `-exp(A)`, one per head) load
+    other addresses, even when both readers view the value alike. One view per view of
+    the reader: two kernels that read the value at a common view share those loads."""
     if how == {"full"}:
         return dict(access)
-    view = ("through", frozenset(how))
-    return {b: (hows if _per_row(b, how, ir) else {view}) for b, hows in access.items()}
+
+    def views(own) -> set:
+        kept = set() if own in ("full", SHAPE_ONLY) else {("of", own)}
+        return {("through", frozenset({outer}) | kept) for outer in how}
+
+    return {b: (hows if _per_row(b, how, ir) else set().union(*(views(h) for h in hows)))
+            for b, hows in access.items()}
 
 
 def _per_row(buf: str, how: set, ir: GraphIR) -> bool:

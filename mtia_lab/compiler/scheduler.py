@@ -100,6 +100,8 @@ def _indirect(how):
     buffer at the rows of two index tensors of one shape read it at the same index."""
     if isinstance(how, tuple) and len(how) == 2 and how[0] == "through":
         return ("through", frozenset(_indirect(h) for h in how[1]))
+    if isinstance(how, tuple) and len(how) == 2 and how[0] == "of":  # a clone's own view
+        return ("of", _indirect(how[1]))
     if isinstance(how, tuple) and len(how) >= 4 and how[0] == "indexed" and \
             how[1] in rules.GATHERS:
         return (how[0], how[1], "tmp", *how[3:])
