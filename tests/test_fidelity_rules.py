@@ -1795,3 +1795,24 @@ def test_computed_once_off_a_recomputed_value_keeps_its_own_slice_inside_its_rea
     c = _recomputing_on(fn, [torch.randn(2, 16, 8), torch.randn(2, 4, 16, 8)])
     _same_as_inductor(c)
     assert len(c.ours.groups) == 2, _kernels(c)
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_a_value_read_at_two_steps_loads_its_inputs_at_each_but_a_broadcast_weight_once(
+        broadcast):
+    """A scan's step reads a value at the even and the odd steps (`e[0::2] * e[1::2]`).
+    Inductor inlines e's body at each index, so its loads count once per step (x, y, z at
+    two steps: 6 loads > realize_reads_threshold, and m, read twice, is stored); a weight
+    broadcast over the steps is the same load at both, shared by the CSE (x at two steps,
+    w1 and w2 once: 4 loads, and m is computed in each reader). Taking both views as one
+    counted 3 loads; taking every load per view counted 6."""
+    def fn(x, y, z, w1, w2):
+        e = x * w1 + w2 if broadcast else x * y + z
+        m = e[0::2] * e[1::2]
+        return m.sum(-1), m.amax(0)
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(8, 16), torch.randn(8, 16), torch.randn(8, 16),
+                             torch.randn(16), torch.randn(16)])
+    _same_as_inductor(c)
+    assert ("mul_1" in c.ours.recomputed) is broadcast, _kernels(c)

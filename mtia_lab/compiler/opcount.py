@@ -28,6 +28,7 @@ import numbers
 
 import torch
 
+from .._compat import size_hint
 from .ir import (
     LOWERED_NORMS,
     SHAPE_ONLY,
@@ -81,6 +82,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     large: dict[str, int] = {}
     inline_reused: set[str] = set()
     loaded: set[str] = set()  # realized, or read by an extern lowered already: readers load it
+    dims: dict[str, dict] = {}  # node -> {key of its body: the output dims it varies along}
     for node in ir.nodes:
         if node.op in LOWERED_NORMS:  # its statistics stored, its normalize inlined
             bodies[node.name], top[node.name] = _norm_body(node, fx[node.name], ir)
@@ -95,7 +97,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
             if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):
                 loaded |= {ir.buffers[b].producer for b in node.reads}
             continue
-        keys, value = _body(node, fx, ir, bodies, top, loaded, interned)
+        keys, value = _body(node, fx, ir, bodies, top, loaded, interned, dims)
         bodies[node.name], top[node.name] = keys, value
         ops = len(keys)
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
@@ -176,9 +178,16 @@ def _fx_view(fx_node: torch.fx.Node) -> bool:
 
 
 def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies: dict,
-          top: dict, loaded: set, interned: dict) -> tuple[frozenset, object]:
-    """(the keys of node's body, the key of its value); `fx`: the graph's FX nodes by name."""
+          top: dict, loaded: set, interned: dict,
+          dims: dict | None = None) -> tuple[frozenset, object]:
+    """(the keys of node's body, the key of its value); `fx`: the graph's FX nodes by name.
+    `dims[node]` gets, for the keys it can tell, the output dims each one varies along
+    (`_inlined_at`: a producer inlined at a view shares what does not move)."""
     fx_node = fx[node.name]
+    varies: dict = {} if dims is None else dims.setdefault(node.name, {})
+    out = fx_node.meta.get("val")
+    out_shape = tuple(size_hint(d) for d in out.shape) if isinstance(out, torch.Tensor) \
+        else None
     op = node.op
     if op in FACTORIES:  # a constant fill: one operation, shared by every equal fill
         fill = ("const", FACTORIES[op](fx_node.args), _out_dtype(fx_node))
@@ -200,17 +209,25 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
             producer = ir.buffers[buf].producer if buf in ir.buffers else None
             piece = pieces.get(arg.name)
             if producer is not None and producer not in loaded and producer in bodies:
-                view = _view_of(node, buf) if piece is None else piece
+                view = _view_of(node, buf, arg) if piece is None else piece
                 body = bodies[producer]
                 if op == "slice_scatter" and arg is fx_node.args[1]:
                     body = _placed_back(body, scatter_placement(fx_node))
-                keys |= body if view is None else {_at(k, view) for k in body}
+                at = _inlined_at(arg, fx.get(producer), out_shape,
+                                 (dims or {}).get(producer, {}), view, piece is None)
+                for k in body:
+                    moved, along = at(k)
+                    keys.add(moved)
+                    if along is not None:
+                        varies[moved] = along
                 operands[len(args)] = arg
-                args.append(top[producer] if view is None else _at(top[producer], view))
+                args.append(at(top[producer])[0])
             elif buf in ir.buffers:
-                key = ("load", buf, frozenset(node.access.get(buf, {"full"})))
+                key = ("load", buf, frozenset(_own_hows(node, buf, arg)))
                 key = key if piece is None else (*key, piece)
                 keys.add(key)
+                if piece is None and out_shape is not None:
+                    varies[key] = _varies(arg, out_shape)
                 key = _peeled_bias(fx.get(producer or ""), key, keys, ir, interned)
                 operands[len(args)] = arg
                 args.append(key)
@@ -224,9 +241,16 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     for at, arg in operands.items():  # type promotion: an operand of another dtype converted
         if promoted is not None and arg in _promoting(op, fx_node) and \
                 _sample(arg).dtype != promoted:
+            along = varies.get(args[at])
             args[at] = _intern(interned, ("to_dtype", args[at], promoted))
+            if along is not None:
+                varies[args[at]] = along
             keys.add(args[at])
     value = interned.setdefault((op, tuple(args)), len(interned))  # equal expressions: one key
+    along = [varies.get(a, frozenset() if isinstance(a, tuple) and a[0] == "const" else None)
+             for a in args]
+    if None not in along and op not in GATHERS and op != "cat" and not node.unrolled:
+        varies[value] = frozenset().union(*along)
     if op == "cat" and len(set(args)) == 1:
         return frozenset(keys), value  # cat([x, x]): Inductor reads x at two offsets, no ops
     if op in GATHERS:  # its input's body computed at the index it loads: no op of its own
@@ -449,15 +473,108 @@ def _unrolled_terms(keys: set, terms: int) -> set:
     return consts | {_at(k, ("term", i)) for k in keys - consts for i in range(terms)}
 
 
-def _view_of(node: SchedulerNode, buf: str) -> object:
+def _view_of(node: SchedulerNode, buf: str, arg: torch.fx.Node) -> object:
     """None when `node` reads `buf` whole, at its own index; else the view it reads (a slice,
     a shift): an inlined producer is then computed at other indices, and Inductor's CSE
     shares none of its operations with another read of it (sin of x[0::2], cos of
-    x[1::2] compute x's body twice)."""
-    hows = node.access.get(buf, {"full"})
+    x[1::2] compute x's body twice). A node reading `buf` at several views (a scan's step,
+    `x[0::2] * x[1::2]`) reads it at the view of `arg`, the operand at hand: a load, and a
+    producer's body, per view (`Pointwise.inner_fn` called at each index)."""
+    hows = _own_hows(node, buf, arg)
     views = [h for h in hows if h not in ("full", SHAPE_ONLY)
              and not (isinstance(h, tuple) and h[0] == "indexed")]  # a size taken loads nothing
     return frozenset(views) if views else None
+
+
+def _own_hows(node: SchedulerNode, buf: str, arg: torch.fx.Node) -> set:
+    """How `node` reads `buf` through `arg`: the view of `arg` when the node reads the buffer
+    at several (each is its own load), else every way it reads it."""
+    hows = node.access.get(buf, {"full"})
+    val = arg.meta.get("val")
+    if len(hows) > 1 and isinstance(val, torch.Tensor):
+        view = (tuple(size_hint(d) for d in val.shape),
+                tuple(size_hint(st) for st in val.stride()), size_hint(val.storage_offset()))
+        if view in hows:
+            return {view}
+    return hows
+
+
+def _varies(arg: torch.fx.Node, out_shape: tuple[int, ...]) -> frozenset | None:
+    """The output dims along which a direct load of `arg` (broadcast to the output, aligned
+    from the right) moves: those of a size above 1 and a stride that is not 0."""
+    val = arg.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.dim() > len(out_shape):
+        return None
+    lead = len(out_shape) - val.dim()
+    return frozenset(lead + j for j, (n, st) in enumerate(zip(val.shape, val.stride(),
+                                                              strict=True))
+                     if size_hint(n) > 1 and size_hint(st) != 0)
+
+
+def _dim_map(view: torch.Tensor, whole: torch.Tensor, lead: int) -> dict | None:
+    """{dim of `whole` (of a size above 1): ((output dim, step) of each view dim walking
+    it, where the view starts along it)} for `view`, a view of `whole`'s storage that the
+    reader broadcasts to its output (`lead`: output dims in front); None when a view dim
+    walks no single dim of `whole` (a reshape merging dims)."""
+    shape = [size_hint(d) for d in whole.shape]
+    strides = [size_hint(st) for st in whole.stride()]
+    offset = size_hint(view.storage_offset()) - size_hint(whole.storage_offset())
+    dims = sorted((i for i, n in enumerate(shape) if n > 1 and strides[i] > 0),
+                  key=lambda i: -strides[i])
+    start = {}
+    for i in dims:
+        start[i], offset = divmod(offset, strides[i])
+    if offset or any(start[i] >= shape[i] for i in dims):
+        return None
+    walks: dict[int, list] = {i: [] for i in dims}
+    for j, (n, st) in enumerate(zip(view.shape, view.stride(), strict=True)):
+        n, st = size_hint(n), size_hint(st)
+        if n == 1 or st == 0:
+            continue
+        fits = [i for i in dims if st % strides[i] == 0
+                and start[i] + st // strides[i] * (n - 1) < shape[i]]
+        if not fits:
+            return None
+        walks[fits[0]].append((lead + j, st // strides[fits[0]]))
+    return {i: (tuple(walks[i]), start[i]) for i in dims}
+
+
+def _inlined_at(arg: torch.fx.Node, producer: torch.fx.Node | None, out_shape, varies: dict,
+                view: object, plain: bool):
+    """key -> (the key read by the reader, the reader's dims it varies along or None) for
+    the keys of `producer`'s body, inlined where the reader reads it through `arg`.
+
+    Inductor inlines the body at the reader's index (`Pointwise.inner_fn`) and its CSE
+    shares an expression only at one index: a key at a view is another key -- unless the
+    key does not move along the dims the view moves (a weight broadcast over the steps
+    of a scan, loaded once for the even and odd steps both: `x[0::2] * x[1::2]` of
+    `w * x` loads w once). A key whose dims are known is named by where the view puts
+    those dims; others by the whole view."""
+    val = arg.meta.get("val")
+    whole = producer.meta.get("val") if producer is not None else None
+    mapping = None
+    if plain and out_shape is not None and isinstance(val, torch.Tensor) and \
+            isinstance(whole, torch.Tensor) and val.dim() <= len(out_shape):
+        mapping = _dim_map(val, whole, len(out_shape) - val.dim())
+    def placed(along) -> frozenset | None:  # the reader's dims the producer's dims land on
+        if mapping is None or along is None or any(i not in mapping for i in along):
+            return None
+        return frozenset(j for i in along for j, _ in mapping[i][0])
+
+    if view is None:  # read whole at its own index: the same keys
+        return lambda key: (key, placed(varies.get(key)))
+
+    def moved(key):
+        if isinstance(key, tuple) and key and key[0] == "const":
+            return key, frozenset()
+        if mapping is None:
+            return _at(key, view), None
+        along = varies.get(key)
+        picked = tuple(sorted(mapping)) if along is None else tuple(sorted(along))
+        if any(i not in mapping for i in picked):
+            return _at(key, view), None
+        return _at(key, ("dims", tuple((i, mapping[i]) for i in picked))), placed(picked)
+    return moved
 
 
 def _placed_back(body: frozenset, placement: object) -> frozenset:
