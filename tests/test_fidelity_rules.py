@@ -1816,3 +1816,25 @@ def test_a_value_read_at_two_steps_loads_its_inputs_at_each_but_a_broadcast_weig
                              torch.randn(16), torch.randn(16)])
     _same_as_inductor(c)
     assert ("mul_1" in c.ours.recomputed) is broadcast, _kernels(c)
+
+
+def test_the_copies_of_a_concat_kernels_pieces_packed_in_one_launch_are_our_concat_kernel():
+    """The time-series forecaster's lagged inputs: a cat of two graph inputs, one of them
+    read by another pointwise op too, is a ConcatKernel to Inductor (`has_multi_consumers`);
+    each piece is copied into its slice, the copies packed in a foreach launch of two
+    groups. Our cat kernel copies both pieces (concat_kernel, ours): the group that holds
+    nothing of ours is that departure, not an unexplained launch."""
+    def fn(a, b, s):
+        return torch.cat([a, b], 1) / s, b + 1
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 5), torch.randn(2, 4), torch.randn(2, 1)]
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    for x, want in zip(got, fn(*host), strict=True):
+        torch.testing.assert_close(x.cpu(), want)
+    c.check()
+    assert c.placed.combos and not c.unexplained, str(c)
+    assert [d.rules for d in c.differences] == [("concat_kernel",)], str(c)

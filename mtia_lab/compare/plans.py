@@ -36,6 +36,7 @@ from ..backend.runtime.device_state import RUNTIME
 from ..compiler import config, plans_for
 from ..compiler.aot import COMPILED, CompiledGraph
 from ..compiler.ir import FusedSchedulerNode, Kind
+from ..compiler.lowering import pointwise_cat
 from ..compiler.pricing import kernel_cost
 from ..compiler.rules import DEPARTURES, NOT_MODELLED
 from ..inductor import _compat as inductor_compat
@@ -288,7 +289,8 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
     for launch in placed.launches:
         group = launch_group(launch, ours, placed)
         if not group:
-            out.append(_launch_of_its_own(ours, launch, launch.index in placed.pattern_only))
+            out.append(_launch_of_its_own(ours, launch, launch.index in placed.pattern_only,
+                                          _copies_a_piece(ours, launch, placed)))
             continue
         if group in mine:
             continue
@@ -416,17 +418,35 @@ def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> b
         for n in names)
 
 
-def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False) -> Difference:
+def _copies_a_piece(ours: FusionPlan, launch: Launch, placed: Attribution) -> bool:
+    """Is `launch` one group of a combo (foreach) kernel copying the pieces of a cat that
+    holds none of our nodes, only part of the cat? Inductor's ConcatKernel copies each piece
+    that cannot be realized into its slice in a copy of its own (`ConcatKernel.realize_into`),
+    and packs the copies in one ForeachKernelSchedulerNode; our cat kernel copies every
+    piece (the concat_kernel departure), so one group holds the cat and the others nothing."""
+    gm = getattr(ours.ir, "gm", None)
+    if gm is None or not any(launch.index in combo for combo in placed.combos):
+        return False
+    fx = {n.name: n for n in gm.graph.nodes}
+    return any(n in fx and fx[n].target is torch.ops.aten.cat.default
+               and n in ours.ir.by_name and not pointwise_cat(ours.ir.by_name[n], ours.ir)
+               for n in launch.part_of)
+
+
+def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False,
+                       piece_copy: bool = False) -> Difference:
     """A launch of Inductor's that holds none of our nodes, only parts of them. `pattern`: it
     computes only nodes a graph rewrite of Inductor's made (launches.py `pattern_only`): the
-    launch exists because of the rewrite (post_grad_pattern), not a fusion decision."""
+    launch exists because of the rewrite (post_grad_pattern), not a fusion decision.
+    `piece_copy`: it copies a piece of a cat whose pieces our cat kernel copies together
+    (`_copies_a_piece`: concat_kernel, ours)."""
     home = {n: g for g in ours.groups for n in g.nodes}
     holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
     kinds = {home[n].kind for n in launch.part_of}
     scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
     split = ours.ir is not None and any(
         ours.ir.by_name[n].splits > 1 for n in launch.part_of if n in ours.ir.by_name)
-    rule = ("post_grad_pattern" if pattern else
+    rule = ("post_grad_pattern" if pattern else "concat_kernel" if piece_copy else
             _extern_part(ours, launch) if kinds & {"extern", "template"} else
             "scatter_in_two_launches" if scatter else
             "split_reductions" if split else "inductor_only_launch")
