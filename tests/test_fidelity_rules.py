@@ -1838,3 +1838,20 @@ def test_the_copies_of_a_concat_kernels_pieces_packed_in_one_launch_are_our_conc
     c.check()
     assert c.placed.combos and not c.unexplained, str(c)
     assert [d.rules for d in c.differences] == [("concat_kernel",)], str(c)
+
+
+def test_a_piece_given_whole_to_a_concat_kernel_writes_its_slice_in_a_kernel_of_its_own():
+    """The parallel scan of Mamba's PyTorch path: a step's value (one reader, the cat) is
+    joined with a reshape of the previous one, which another step reads too, so Inductor
+    makes the cat a ConcatKernel (`has_multi_consumers`). `ConcatKernel.realize_into`
+    realizes the value given as it is into its slice (a kernel of its own); the reshaped
+    piece is copied, its copy computing it. Ours inlined the value into our cat kernel."""
+    def fn(x, y):
+        a = x * 2 + 1
+        v = (y + 1).view(2, 4, 8)
+        return torch.cat([a, v], 1), v * 3
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(2, 4, 8), torch.randn(8, 8)])
+    assert not c.unexplained, str(c)
+    assert ("mul", "add") in _kernels(c), _kernels(c)

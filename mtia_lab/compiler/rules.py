@@ -174,6 +174,8 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
         return None
     if _concat_kernel(producer, p.ir) is not None:
         return None  # a buffer its pieces write: its readers load it (concat_kernel_never_fuses)
+    if _realized_into_slice(producer, consumer, p.ir):
+        return None  # it writes its slice of the cat in a kernel of its own
     if not (_pure_pointwise(producer) or lowering.unrolled_into(producer, consumer, p.ir)):
         if producer.kind is Kind.POINTWISE and consumer.indexed and lowering.into_concat_kernel(
                 producer, consumer):
@@ -229,6 +231,21 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
                            f"{cat.name} is a ConcatKernel (no kernel of its own to Inductor): "
                            "nothing fuses with it")
     return None
+
+
+def _realized_into_slice(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
+                         ir: GraphIR) -> bool:
+    """Is the producer a piece the consumer's ConcatKernel is given as it is (no view)?
+    `ConcatKernel.realize_into` realizes such a piece (`StorageBox.realize`) into its slice
+    of the cat's buffer (a NonOwningLayout): a kernel of its own, whatever its users. A
+    piece given through a view (a reshape of it) is copied instead: the copy's Pointwise
+    inlines the piece's loader, and the piece is computed in the copy's kernel."""
+    cat = _concat_kernel(consumer, ir)
+    fx_cat = ir.fx_node(cat.name) if cat is not None else None
+    if fx_cat is None or not fx_cat.args or not isinstance(fx_cat.args[0], (list, tuple)):
+        return False
+    return any(getattr(a, "name", None) in producer.writes
+               for a in fx_cat.args[0])
 
 
 def _concat_kernel(g: FusedSchedulerNode, ir: GraphIR):
