@@ -419,18 +419,21 @@ def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> b
 
 
 def _copies_a_piece(ours: FusionPlan, launch: Launch, placed: Attribution) -> bool:
-    """Is `launch` one group of a combo (foreach) kernel copying the pieces of a cat that
-    holds none of our nodes, only part of the cat? Inductor's ConcatKernel copies each piece
-    that cannot be realized into its slice in a copy of its own (`ConcatKernel.realize_into`),
-    and packs the copies in one ForeachKernelSchedulerNode; our cat kernel copies every
-    piece (the concat_kernel departure), so one group holds the cat and the others nothing."""
+    """Is `launch` a group, holding none of our nodes, of a combo (foreach) kernel copying
+    the pieces of a cat (the cat on one of its groups)? Inductor's ConcatKernel copies each
+    piece that cannot be realized into its slice in a copy of its own
+    (`ConcatKernel.realize_into`), and packs the copies in one ForeachKernelSchedulerNode;
+    our cat kernel copies every piece (the concat_kernel departure), so one group holds the
+    cat and the others nothing."""
     gm = getattr(ours.ir, "gm", None)
-    if gm is None or not any(launch.index in combo for combo in placed.combos):
+    combo = next((c for c in placed.combos if launch.index in c), None)
+    if gm is None or combo is None:
         return False
     fx = {n.name: n for n in gm.graph.nodes}
+    packed = [m for m in placed.launches if m.index in combo]  # the cat is on one of them
     return any(n in fx and fx[n].target is torch.ops.aten.cat.default
                and n in ours.ir.by_name and not pointwise_cat(ours.ir.by_name[n], ours.ir)
-               for n in launch.part_of)
+               for m in packed for n in (*m.nodes, *m.part_of))
 
 
 def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False,
