@@ -1855,3 +1855,23 @@ def test_a_piece_given_whole_to_a_concat_kernel_writes_its_slice_in_a_kernel_of_
     c = _recomputing_on(fn, [torch.randn(2, 4, 8), torch.randn(8, 8)])
     assert not c.unexplained, str(c)
     assert ("mul", "add") in _kernels(c), _kernels(c)
+
+
+def test_an_unrolled_reduction_loads_a_rows_statistics_once_for_all_its_terms():
+    """ERNIE 4.5's router: the top-2 weights gathered from the softmax and renormalised by
+    their sum, an unrolled reduction of 2 terms. Each term loads the gathered score at its
+    own index, but the row's max and sum (the softmax's) at the row's: one load for both,
+    shared by Inductor's CSE. The weights then load 8 values (not more than
+    realize_acc_reads_threshold): inlined into the experts' product, which, at 9, is stored;
+    counting the row's statistics per term stored the weights instead."""
+    def fn(logits, bias, v):
+        p = logits.softmax(-1)
+        idx = torch.topk(p + bias, 2).indices
+        w = p.gather(-1, idx)
+        w = w / w.sum(-1, keepdim=True).clamp(1e-12)
+        return ((v * w.reshape(-1, 1)).view(16, 2, 32).sum(1) + 1,)
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(16, 8), torch.randn(8), torch.randn(32, 32)])
+    _same_as_inductor(c)
+    assert any("div_1" in g and "mul" in g for g in _kernels(c)), _kernels(c)

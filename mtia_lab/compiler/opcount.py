@@ -270,7 +270,8 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         extra = (node.rnumel - 1) * _combine_ops(arg, fx_node) - 1  # `value` is the last
         if arg:
             extra += 1  # the index of the first term, a constant 0
-        keys = _unrolled_terms(keys - {value}, node.rnumel) | {value}
+        keys = _unrolled_terms(keys - {value}, node.rnumel,
+                               _along_rows(keys, varies, fx_node, out_shape)) | {value}
         keys |= {(value, i) for i in range(extra)}
     return frozenset(keys), value
 
@@ -461,16 +462,33 @@ def _combine_ops(arg: bool, fx_node: torch.fx.Node) -> int:
     return 8 + (6 if floating else 0)
 
 
-def _unrolled_terms(keys: set, terms: int) -> set:
+def _along_rows(keys, varies: dict, fx_node: torch.fx.Node, out_shape) -> set:
+    """The keys of an unrolled reduction's body that do not move along the reduced dims (a
+    row's max and sum, read by each term of a gather of the row's softmax): the same load
+    at every term, shared by Inductor's CSE. Known for a reduction that keeps its dims
+    (its input and output dims line up, and the keys' dims are the input's)."""
+    src = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    dims = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim")
+    if out_shape is None or not isinstance(src, torch.Tensor) or src.dim() != len(out_shape) \
+            or not isinstance(dims, (list, tuple)) or not dims:
+        return set()
+    reduced = {int(d) % src.dim() for d in dims}
+    return {k for k in keys if varies.get(k) is not None and not varies[k] & reduced}
+
+
+def _unrolled_terms(keys: set, terms: int, shared: set = frozenset()) -> set:
     """An unrolled reduction (`Reduction._unroll_reduction_fn`) calls its body once per term,
     at the term's index: every load of its body is a distinct load per term (a softmax over
     4 experts loads its row 4 times), and Inductor's `num_reads` counts each
     (OpCounterCSE.load: one read per distinct name and index); so is every operation on
     them or on the index (a causal mask's compare of positions): CSE shares only the
     constants between terms. A max over 6 masked scores is ~50 operations, not ~10: a large
-    body that Inductor realizes (has_exceeded_max_reads), and its readers load it."""
+    body that Inductor realizes (has_exceeded_max_reads), and its readers load it.
+    `shared`: keys that do not move along the reduced dims, the same at every term."""
     consts = {k for k in keys if isinstance(k, tuple) and k and k[0] == "const"}
-    return consts | {_at(k, ("term", i)) for k in keys - consts for i in range(terms)}
+    same = consts | (set(shared) & keys)
+    return same | {_at(k, ("term", i)) for k in keys - same for i in range(terms)}
 
 
 def _view_of(node: SchedulerNode, buf: str, arg: torch.fx.Node) -> object:
