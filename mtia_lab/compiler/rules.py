@@ -235,17 +235,32 @@ def concat_kernel_never_fuses(p: Pair) -> Verdict | None:
 
 def _realized_into_slice(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
                          ir: GraphIR) -> bool:
-    """Is the producer a piece the consumer's ConcatKernel is given as it is (no view)?
-    `ConcatKernel.realize_into` realizes such a piece (`StorageBox.realize`) into its slice
-    of the cat's buffer (a NonOwningLayout): a kernel of its own, whatever its users. A
-    piece given through a view (a reshape of it) is copied instead: the copy's Pointwise
-    inlines the piece's loader, and the piece is computed in the copy's kernel."""
+    """Is the producer a piece the consumer's ConcatKernel is given as it is (no view), beside
+    a piece the ConcatKernel copies? `ConcatKernel.realize_into` realizes a piece given as
+    it is (`StorageBox.realize`) into its slice of the cat's buffer (a NonOwningLayout): a
+    kernel of its own. A piece given through a view (a reshape of it), a graph input or an
+    extern's output is copied instead, in a copy kernel that holds the cat (the copy's
+    Pointwise inlines a viewed piece's loader). With nothing to copy, our cat kernel is
+    the piece's own (the cat is on the piece's launch), and the piece is inlined into it."""
     cat = _concat_kernel(consumer, ir)
     fx_cat = ir.fx_node(cat.name) if cat is not None else None
     if fx_cat is None or not fx_cat.args or not isinstance(fx_cat.args[0], (list, tuple)):
         return False
-    return any(getattr(a, "name", None) in producer.writes
-               for a in fx_cat.args[0])
+    pieces = [a for a in fx_cat.args[0] if getattr(a, "name", None) is not None]
+    whole = [a for a in pieces if a.name in producer.writes]
+    return bool(whole) and any(_copied_piece(a, ir) for a in pieces if a not in whole)
+
+
+def _copied_piece(piece, ir: GraphIR) -> bool:
+    """A piece of a ConcatKernel it copies into its slice: a view of a value, a graph
+    input, or a buffer an extern wrote in its own layout (`can_realize_into_without_copy`
+    is false for them)."""
+    buf = ir.base_of.get(piece.name)
+    if buf != piece.name or buf not in ir.buffers:
+        return True
+    producer = ir.buffers[buf].producer
+    return producer is None or producer not in ir.by_name or \
+        ir.by_name[producer].kind in (Kind.EXTERN, Kind.TEMPLATE)
 
 
 def _concat_kernel(g: FusedSchedulerNode, ir: GraphIR):
