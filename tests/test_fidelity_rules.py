@@ -1875,3 +1875,18 @@ def test_an_unrolled_reduction_loads_a_rows_statistics_once_for_all_its_terms():
     c = _recomputing_on(fn, [torch.randn(16, 8), torch.randn(8), torch.randn(32, 32)])
     _same_as_inductor(c)
     assert any("div_1" in g and "mul" in g for g in _kernels(c)), _kernels(c)
+
+
+def test_two_copies_of_a_split_piece_in_other_loop_orders_share_it_after_reordering():
+    """DeBERTa's key layer: a piece of a split projection copied as it is and copied
+    transposed. Both read the same elements of the projection, in other loop orders (two
+    views, one a permutation of the other); Inductor reorders one kernel's loops to match
+    the other's (`shared_data_after_reordering_loop`) and fuses the two copies."""
+    def fn(x, w):
+        q, k = (x @ w).split(8, -1)
+        return k.t().contiguous(), k.contiguous(), q
+
+    torch.manual_seed(0)
+    c = _recomputing_on(fn, [torch.randn(16, 32), torch.randn(32, 16)])
+    _same_as_inductor(c)
+    assert ("clone", "clone_1") in _kernels(c), _kernels(c)

@@ -39,7 +39,27 @@ def score_fusion_memory(a: FusedSchedulerNode, b: FusedSchedulerNode, ir: GraphI
     reorder = not (a.kind is Kind.REDUCTION and b.kind is Kind.REDUCTION)
     return sum(ir.buffers[buf].nbytes for buf in _touched(a) & _touched(b)
                if _same_index(buf, _deps(acc_a[buf], ir.buffers[buf].shape)
-                              & _deps(acc_b[buf], ir.buffers[buf].shape), a, b, reorder))
+                              & _deps(acc_b[buf], ir.buffers[buf].shape), a, b, reorder)
+               or reorder and _permuted_views(acc_a[buf], acc_b[buf]))
+
+
+def _permuted_views(hows_a: set, hows_b: set) -> bool:
+    """Does each kernel read one view of a buffer whose elements are the other's in another
+    loop order (a split piece of a projection, copied as it is and copied transposed)?
+    Inductor's loop reordering (`shared_data_after_reordering_loop`,
+    `MemoryDep.decide_loop_order_to_match`) reorders one kernel's loops until their memory
+    dependencies are equal: the same offset, the same (size, stride) loops, none broadcast
+    and no two of one stride."""
+    def loops_of(how):
+        if not (isinstance(how, tuple) and len(how) == 3 and isinstance(how[2], int)):
+            return None
+        dims = tuple(sorted((n, st) for n, st in zip(how[0], how[1], strict=True) if n != 1))
+        if any(st == 0 for _, st in dims) or len({st for _, st in dims}) != len(dims):
+            return None
+        return dims, how[2]
+
+    found_a = {loops_of(h) for h in hows_a} - {None}
+    return bool(found_a & ({loops_of(h) for h in hows_b} - {None}))
 
 
 def _deps(hows: set, shape: tuple[int, ...]) -> set:
