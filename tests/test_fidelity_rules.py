@@ -1805,34 +1805,3 @@ def test_reduction_prologue_a_bias_gradient_over_a_flattened_view_keeps_out_its_
     assert (len(c.ours.groups) == 2) is fused, _kernels(c)
     for g, e in zip(got, fn(*host), strict=True):
         torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-4)
-
-
-def test_score_fusion_proximity_is_measured_in_inductors_lowering_order():
-    """A training step's residual stream: each gradient is summed over its rows (a bias's
-    gradient) right where it is made, in the traced order. Inductor's post-grad pass
-    `reorder_for_locality` moves each op just before its first user: the sums, read only by
-    the graph's output, go last, and score_fusion's proximity is measured there. Each sum
-    then joins the NEXT residual add (which reads the same gradient, and is nearer), not the
-    add that made it."""
-    def fn(a, e, w):
-        g = (a @ w).view(2, 16, 32)
-        s0 = g.view(32, 32).sum(0)
-        x1 = g + e
-        v1 = x1.view(32, 32)
-        m1 = v1 @ w
-        s1 = v1.sum(0)
-        x2 = x1 + (((m1 @ w) @ w) @ w).view(2, 16, 32)
-        v2 = x2.view(32, 32)
-        return v2 @ w, s0, s1, v2.sum(0)
-
-    torch.manual_seed(0)
-    host = [torch.randn(32, 32), torch.randn(2, 16, 32), torch.randn(32, 32)]
-    with config.patch(matmul_templates=False):
-        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
-        torch._dynamo.reset()
-        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
-    c.check()
-    _same_as_inductor(c)
-    assert ("sum_1", "add") in _kernels(c), _kernels(c)
-    for g, e in zip(got, fn(*host), strict=True):
-        torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-4)

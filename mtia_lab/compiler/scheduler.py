@@ -22,7 +22,7 @@ import heapq
 
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, layout, locality, loops, lowering, opcount, pricing, recompute, rules
+from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
 from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind, node_kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -169,13 +169,11 @@ def _realized_order(ir: GraphIR) -> None:
     the long-distance check and the proximity of score_fusion): a pointwise op with one user,
     inlined while lowering, is no scheduler node of its own: it takes the number of the node
     it is inlined into (a value inlined into the last op of a graph is as far from the first
-    as that op is). Inductor lowers the graph in the order of its post-grad pass
-    `reorder_for_locality` (locality.py: each op just before its first user), and numbers
-    them so."""
+    as that op is)."""
     users = ir.node_users()
     order = 0
     inlined: dict[str, str] = {}  # node -> its one user
-    for node in _lowering_order(ir):
+    for node in ir.nodes:
         node.order = order
         if (node.kind is Kind.POINTWISE and not node.scatter
                 and not node.large_body and not node.stored
@@ -187,19 +185,6 @@ def _realized_order(ir: GraphIR) -> None:
     for node in reversed(ir.nodes):  # a user before the values inlined into it
         if node.name in inlined:
             node.order = ir.by_name[inlined[node.name]].order
-
-
-def _lowering_order(ir: GraphIR) -> list:
-    """The IR's nodes in Inductor's lowering order (locality.py); a node of ours that is no FX
-    node (a clone for a reader, a layout copy) stays right after the node before it."""
-    positions = locality.locality_positions(ir.gm.graph)
-    keys: dict[str, tuple] = {}
-    last = (-1, 0)
-    for node in ir.nodes:
-        pos = positions.get(node.name)
-        last = (pos, 0) if pos is not None else (last[0], last[1] + 1)
-        keys[node.name] = last
-    return sorted(ir.nodes, key=lambda n: (*keys[n.name], n.index))
 
 
 @contextlib.contextmanager
