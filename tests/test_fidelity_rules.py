@@ -1890,3 +1890,34 @@ def test_two_copies_of_a_split_piece_in_other_loop_orders_share_it_after_reorder
     c = _recomputing_on(fn, [torch.randn(16, 32), torch.randn(32, 16)])
     _same_as_inductor(c)
     assert ("clone", "clone_1") in _kernels(c), _kernels(c)
+
+
+@pytest.mark.parametrize("rows,hidden,fused", [
+    ((2, 16), 64, False), ((1, 32), 64, True), ((2, 16), 32, True), ((2, 16, None), 64, True)])
+def test_reduction_prologue_a_bias_gradient_over_a_flattened_view_keeps_out_its_producer(
+        rows, hidden, fused):
+    """A linear's backward: the incoming gradient (B, T, H), flattened to (B*T, H) for the
+    matmuls and summed over its rows for the bias. In the reorder round Inductor reorders
+    the pointwise kernel's 3 loops onto the reduction's only if it has as many: its 2 (B*T
+    reduced, H kept) are not, and the reindexed (H, B*T) split fits only a square. Summed
+    over (B, T) itself, or from a (1, T, H) gradient, the loops pair up and the two fuse."""
+    summed_3d = rows[-1] is None
+    shape = (*rows[:2], hidden)
+    n = shape[0] * shape[1]
+
+    def fn(x, dy, w):
+        g = torch.ops.aten.gelu_backward(dy, x)
+        flat = g.view(n, hidden)
+        return flat @ w, (g.sum((0, 1)) if summed_3d else flat.sum(0))
+
+    torch.manual_seed(0)
+    host = [torch.randn(shape), torch.randn(shape), torch.randn(hidden, 8)]
+    with config.patch(matmul_templates=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    c.check()
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 2) is fused, _kernels(c)
+    for g, e in zip(got, fn(*host), strict=True):
+        torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-4)

@@ -573,7 +573,31 @@ def _reorder_aligns(p: Pair, red: FusedSchedulerNode) -> bool:
     buffer (top-k indices read by a scatter and by a one-hot mask) is no reason to reorder."""
     full = red.numel * red.rnumel
     shared = (p.a.reads | p.a.writes) & (p.b.reads | p.b.writes)
-    return any(_elements(p.ir.buffers[b].shape) == full for b in shared)
+    return any(_elements(p.ir.buffers[b].shape) == full for b in shared) and \
+        _reorder_pairs_loops(p, red)
+
+
+def _reorder_pairs_loops(p: Pair, red: FusedSchedulerNode) -> bool:
+    """In the reorder round Inductor keeps each kernel's loops as its buffer's dims, unmerged
+    (`simplify_and_reorder` does not normalize under loop_ordering_after_fusion), and
+    `_try_reorder_loops_for_candidates` reorders a pointwise kernel's loops only onto as many
+    loops of the reduction: a pointwise over (B, T, H) writing what a reduction reads as a
+    (B*T, H) view summed over its rows (a linear's bias gradient) has 3 loops to the
+    reduction's 2, and nothing aligns. `_try_reindex_pointwise_for_reduction` then splits the
+    pointwise as (numel, rnumel) in its own memory order, which the reduction reads
+    transposed: reordering that onto (numel, rnumel) fits only when the two are equal. A
+    pointwise whose output the reduction reads in its own dims ((B, T) reduced) aligns."""
+    pw = p.b if red is p.a else p.a
+    for node in red.nodes:
+        if node.kind is not Kind.REDUCTION or not node.rorder:
+            continue
+        red_dims = sorted(d for d in node.rorder[0] if d != 1)
+        for buf in pw.writes & set(node.reads):
+            pw_dims = sorted(d for d in p.ir.buffers[buf].shape if d != 1)
+            if pw_dims != red_dims and not (len(red_dims) == 2
+                                            and node.numel == node.rnumel):
+                return False
+    return True
 
 
 def _elements(shape: tuple[int, ...]) -> int:
