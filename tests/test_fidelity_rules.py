@@ -1774,3 +1774,37 @@ def test_extern_in_triton_off_a_concat_of_channels_last_skip_features_is_not_cop
     copied = {n for g in _layout_copies(c) for n in g if n.startswith("layout_copy_input")}
     of_cat = "layout_copy_input_convolution_" + ("2" if convolved_first else "1")
     assert (of_cat in copied) is not convolved_first, copied
+
+
+def _compared_and_run(fn, host: list, **settings):
+    """fn compared with Inductor under `settings` (config.patch), audited, and compiled by
+    our backend to eager's results."""
+    with config.patch(**settings):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    want = fn(*host)
+    for g, e in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,), strict=True):
+        torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-4)
+    return c.check()
+
+
+@pytest.mark.parametrize("steps", [4, 16])
+def test_large_body_a_long_mask_broadcast_over_the_heads_is_stored(steps):
+    """A mask computed by a long chain of pointwise ops from one load (a padding mask built
+    from iotas, Table Transformer's) is added to attention scores over 4 heads: Inductor's
+    `expand` marks it reused by the broadcast factor (graph_reuse=False), and a body over
+    realize_opcount_threshold (30 operations) is stored in a launch of its own; a short one
+    is computed in the softmax's kernel."""
+    def fn(scores, mask):
+        m = mask[:, None, None, :]
+        for i in range(steps):
+            m = (m * (1.0 + i / 64)).sin() + i / 32
+        return (scores + m).softmax(-1)
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(2, 4, 16, 16), torch.randn(2, 16)],
+                          computed_once=False)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if steps == 16 else 1), _kernels(c)
