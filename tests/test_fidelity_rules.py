@@ -1808,3 +1808,23 @@ def test_large_body_a_long_mask_broadcast_over_the_heads_is_stored(steps):
                           computed_once=False)
     _same_as_inductor(c)
     assert len(c.ours.groups) == (2 if steps == 16 else 1), _kernels(c)
+
+
+@pytest.mark.parametrize("resized", [False, True])
+def test_reduction_loop_order_two_scans_of_a_gathered_mask_share_one_loop(resized):
+    """DETR's sine positions: the cumsums of the pixel mask along rows and along columns.
+    Of the mask itself they read it in two orders and stay apart; of a mask resized by a
+    nearest interpolation (Table Transformer's), computed again in each (a gather at rows
+    and columns both picked by index tensors), each loads it at the gather's indirect index,
+    the same MemoryDep in both: Inductor fuses the two scans."""
+    def fn(pixels):
+        mask = (pixels > 0.3).float()  # inlined into the gather: read "through" it
+        m = F.interpolate(mask[None], size=(4, 4))[0] if resized else mask
+        return m.cumsum(1), m.cumsum(2)
+
+    torch.manual_seed(0)
+    host = [torch.rand(2, 32, 32) if resized else torch.rand(2, 4, 4)]
+    c = _compared_and_run(fn, host, computed_once=False)
+    _same_as_inductor(c)
+    scans = [g.nodes for g in c.ours.groups if any(n.startswith("cumsum") for n in g.nodes)]
+    assert len(scans) == (1 if resized else 2), _kernels(c)
