@@ -1828,3 +1828,22 @@ def test_reduction_loop_order_two_scans_of_a_gathered_mask_share_one_loop(resize
     _same_as_inductor(c)
     scans = [g.nodes for g in c.ours.groups if any(n.startswith("cumsum") for n in g.nodes)]
     assert len(scans) == (1 if resized else 2), _kernels(c)
+
+
+def test_compare_a_scatter_whose_index_is_computed_is_two_launches_of_inductors():
+    """wav2vec 2.0's attention mask: `mask[(arange(B), lengths - 1)] = 1` on a fresh zeros.
+    Inductor launches the fill (holding the index_put: it writes the buffer) and the indexed
+    stores, which compute `lengths - 1` inline; ours is one kernel of all three. Both
+    launches differ from it by scatter_in_two_launches, a departure of ours, not an
+    unexplained inlining."""
+    def fn(x):
+        lengths = (x > 0).sum(-1)
+        mask = torch.zeros(x.shape, device=x.device)
+        mask[(torch.arange(x.shape[0], device=x.device), lengths - 1)] = 1
+        return mask
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(4, 16)], computed_once=False)
+    assert not c.unexplained, str(c)
+    split = [d for d in c.differences if "scatter_in_two_launches" in d.rules]
+    assert len(split) == 2, str(c)
