@@ -1847,25 +1847,3 @@ def test_compare_a_scatter_whose_index_is_computed_is_two_launches_of_inductors(
     assert not c.unexplained, str(c)
     split = [d for d in c.differences if "scatter_in_two_launches" in d.rules]
     assert len(split) == 2, str(c)
-
-
-@pytest.mark.parametrize("shared", [False, True])
-def test_concat_kernel_a_pointwise_piece_is_computed_by_a_kernel_of_its_own(shared):
-    """BEiT's (data2vec's) FPN concatenates upsampled features, one of them also read by
-    another pointwise op: Inductor lowers the cat as a ConcatKernel (`has_multi_consumers`),
-    and each piece is realized into its slice by a kernel of its own -- a short pointwise
-    piece (`b.sin() * 2`) too, which joins its producers there. Our cat kernel copying the
-    pieces (concat_kernel, ours) does not inline it. With no shared piece the cat is
-    pointwise code, and the piece is computed in it."""
-    def fn(a, b, c):
-        x = a.exp()
-        y = torch.cat([x, b.sin() * 2, c], 1).sum(-1)
-        return (y, x * 3) if shared else (y,)
-
-    torch.manual_seed(0)
-    c = _compared_and_run(fn, [torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8)])
-    assert not c.unexplained, str(c)
-    piece = next(g.nodes for g in c.ours.groups if "sin" in g.nodes)
-    assert ("cat" in piece) is not shared, _kernels(c)
-    assert [d.launch for d in c.differences if "concat_kernel" in d.rules] == (
-        [d.launch for d in c.differences] if shared else []), str(c)

@@ -174,10 +174,6 @@ def inlined_while_lowering(p: Pair) -> Verdict | None:
         return None
     if _concat_kernel(producer, p.ir) is not None:
         return None  # a buffer its pieces write: its readers load it (concat_kernel_never_fuses)
-    cat = _concat_kernel(consumer, p.ir)
-    if cat is not None and set(cat.reads) & producer.writes:
-        return None  # a piece realized into its slice (`ConcatKernel.create`: realize_into),
-        # by a kernel of its own: never inlined into the cat (concat_kernel_never_fuses)
     if not (_pure_pointwise(producer) or lowering.unrolled_into(producer, consumer, p.ir)):
         if producer.kind is Kind.POINTWISE and consumer.indexed and lowering.into_concat_kernel(
                 producer, consumer):
