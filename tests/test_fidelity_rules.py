@@ -1921,3 +1921,76 @@ def test_reduction_prologue_a_bias_gradient_over_a_flattened_view_keeps_out_its_
     assert (len(c.ours.groups) == 2) is fused, _kernels(c)
     for g, e in zip(got, fn(*host), strict=True):
         torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-4)
+
+
+def _compared_and_run(fn, host: list, **settings):
+    """fn compared with Inductor under `settings` (config.patch), audited, and compiled by
+    our backend to eager's results."""
+    with config.patch(**settings):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    want = fn(*host)
+    for g, e in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,), strict=True):
+        torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-4)
+    return c.check()
+
+
+@pytest.mark.parametrize("steps", [4, 16])
+def test_large_body_a_long_mask_broadcast_over_the_heads_is_stored(steps):
+    """A mask computed by a long chain of pointwise ops from one load (a padding mask built
+    from iotas, Table Transformer's) is added to attention scores over 4 heads: Inductor's
+    `expand` marks it reused by the broadcast factor (graph_reuse=False), and a body over
+    realize_opcount_threshold (30 operations) is stored in a launch of its own; a short one
+    is computed in the softmax's kernel."""
+    def fn(scores, mask):
+        m = mask[:, None, None, :]
+        for i in range(steps):
+            m = (m * (1.0 + i / 64)).sin() + i / 32
+        return (scores + m).softmax(-1)
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(2, 4, 16, 16), torch.randn(2, 16)],
+                          computed_once=False)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if steps == 16 else 1), _kernels(c)
+
+
+@pytest.mark.parametrize("resized", [False, True])
+def test_reduction_loop_order_two_scans_of_a_gathered_mask_share_one_loop(resized):
+    """DETR's sine positions: the cumsums of the pixel mask along rows and along columns.
+    Of the mask itself they read it in two orders and stay apart; of a mask resized by a
+    nearest interpolation (Table Transformer's), computed again in each (a gather at rows
+    and columns both picked by index tensors), each loads it at the gather's indirect index,
+    the same MemoryDep in both: Inductor fuses the two scans."""
+    def fn(pixels):
+        mask = (pixels > 0.3).float()  # inlined into the gather: read "through" it
+        m = F.interpolate(mask[None], size=(4, 4))[0] if resized else mask
+        return m.cumsum(1), m.cumsum(2)
+
+    torch.manual_seed(0)
+    host = [torch.rand(2, 32, 32) if resized else torch.rand(2, 4, 4)]
+    c = _compared_and_run(fn, host, computed_once=False)
+    _same_as_inductor(c)
+    scans = [g.nodes for g in c.ours.groups if any(n.startswith("cumsum") for n in g.nodes)]
+    assert len(scans) == (1 if resized else 2), _kernels(c)
+
+
+def test_compare_a_scatter_whose_index_is_computed_is_two_launches_of_inductors():
+    """wav2vec 2.0's attention mask: `mask[(arange(B), lengths - 1)] = 1` on a fresh zeros.
+    Inductor launches the fill (holding the index_put: it writes the buffer) and the indexed
+    stores, which compute `lengths - 1` inline; ours is one kernel of all three. Both
+    launches differ from it by scatter_in_two_launches, a departure of ours, not an
+    unexplained inlining."""
+    def fn(x):
+        lengths = (x > 0).sum(-1)
+        mask = torch.zeros(x.shape, device=x.device)
+        mask[(torch.arange(x.shape[0], device=x.device), lengths - 1)] = 1
+        return mask
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(4, 16)], computed_once=False)
+    assert not c.unexplained, str(c)
+    split = [d for d in c.differences if "scatter_in_two_launches" in d.rules]
+    assert len(split) == 2, str(c)

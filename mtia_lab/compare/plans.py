@@ -324,6 +324,12 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                                f"[{'+'.join(b.nodes)}] share no buffer: never a candidate")
         for holder in holders:  # joined: which decision brought in nodes Inductor keeps apart
             extra = set(holder.nodes) - wanted
+            if extra and _scatter_halves(ours, placed, launch, wanted, extra):
+                rules.append("scatter_in_two_launches")
+                reasons.append(f"Inductor runs {', '.join(sorted(extra | wanted))} as a "
+                               "scatter's two launches (the copy of its input, the indexed "
+                               "stores with their index computed inline); ours is one kernel")
+                continue
             if extra and extra <= recomputed and extra <= set(launch.part_of):
                 rules.append("computed_once")
                 reasons.append(f"Inductor computes {', '.join(sorted(extra))} in this launch "
@@ -363,6 +369,25 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                               tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons)),
                               launch.index, launch.name))
     return out
+
+
+def _scatter_halves(ours: FusionPlan, placed: Attribution, launch: Launch, wanted: set[str],
+                    extra: set[str]) -> bool:
+    """Are this launch and the nodes our kernel joins to it the two launches of one scatter
+    of Inductor's: the copy of its input, which holds the scatter (its buffer's writer), and
+    the indexed stores, part of it, which hold what they compute inline (the index: a
+    sequence length minus one)? Our scatter is one kernel (scatter_in_two_launches)."""
+    if ours.ir is None:
+        return False
+    scatters = {n for n in set(launch.part_of) | wanted
+                if n in ours.ir.by_name and ours.ir.by_name[n].scatter}
+    for other in placed.launches:
+        if other is launch or not extra <= set(other.nodes):
+            continue
+        if scatters & set(launch.part_of) & set(other.nodes) or \
+                scatters & wanted & set(other.part_of):
+            return True
+    return False
 
 
 def wanted_recomputed_by_us_only(ours: FusionPlan, placed: Attribution, holders,

@@ -30,7 +30,9 @@ import torch
 
 from .._compat import size_hint
 from .ir import (
+    INDEXED,
     LOWERED_NORMS,
+    SCATTER,
     SHAPE_ONLY,
     GraphIR,
     Kind,
@@ -103,7 +105,8 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         loads = sum(1 for k in keys if isinstance(k, tuple) and k[0] == "load")
         reused = len(users.get(node.name, ())) > 1 or _repeated(fx[node.name])
         output = any(ir.buffers[b].is_output for b in node.writes)
-        if ops > REALIZE_OPCOUNT and (loads > 1 or reused) or loads > REALIZE_ACC_READS:
+        if ops > REALIZE_OPCOUNT and (loads > 1 or reused or broadcast(fx[node.name])) or \
+                loads > REALIZE_ACC_READS:
             large[node.name] = ops
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE):
@@ -171,6 +174,42 @@ def _repeated(fx_node: torch.fx.Node) -> bool:
         if not all(r == 1 or s == 1 for r, s in zip(repeats, sizes, strict=True)):
             return True
     return False
+
+
+def broadcast(fx_node: torch.fx.Node) -> bool:
+    """Is the value broadcast to more elements than it has (directly or through views): by
+    an expand, or as an operand of a pointwise op whose result is larger? Inductor's `expand`
+    lowering (lowering.py; `broadcast_tensors` calls it for a pointwise op's operands, and
+    `copy` for its source) marks its input reused by the broadcast factor, not as graph
+    fanout (`mark_reuse(..., graph_reuse=False)`): `should_realize_on_reuse` then stores it
+    only for a body over realize_opcount_threshold (`has_large_inner_fn`), never for its
+    loads. A padding mask built from iotas (~33 operations) broadcast over the heads of
+    the attention scores it is added to is stored, not computed in the softmax's kernel."""
+    val = fx_node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return False
+    for user in fx_node.users:
+        out = user.meta.get("val")
+        larger = isinstance(out, torch.Tensor) and out.numel() > val.numel()
+        if user.target is torch.ops.aten.expand.default:
+            if larger or broadcast(user):
+                return True
+        elif _fx_view(user):
+            if broadcast(user):
+                return True
+        elif larger and user.op == "call_function" and _broadcasts_operand(user, fx_node):
+            return True
+    return False
+
+
+def _broadcasts_operand(user: torch.fx.Node, arg: torch.fx.Node) -> bool:
+    """Does the lowering of `user` broadcast its operand `arg` to its result's shape: a
+    pointwise op's operand (`broadcast_tensors`), a copy's source, an index tensor of a
+    gather (`index_impl_helper` broadcasts the indices)? Not an indexed op's data."""
+    name = getattr(getattr(user.target, "overloadpacket", None), "__name__", "")
+    if name == "index":
+        return len(user.args) > 1 and any(a is arg for a in user.args[1] or ())
+    return classify(user.target) is Kind.POINTWISE and name not in INDEXED | SCATTER
 
 
 def _fx_view(fx_node: torch.fx.Node) -> bool:

@@ -756,7 +756,7 @@ def reduction_fusion(p: Pair) -> Verdict | None:
     if ra and rb:
         same = (p.a.numel, p.a.rnumel) == (p.b.numel, p.b.rnumel)
         name = "reduction_vertical" if p.vertical else "horizontal"
-        if same and p.a.rorders != p.b.rorders:
+        if same and p.a.rorders != p.b.rorders and not _gathered_alike(p):
             return reduction_loop_order(p)
         return Verdict(same, name, f"reductions over {_space(p.a)} and {_space(p.b)}"
                        + (" share one loop" if same else " differ"))
@@ -832,6 +832,73 @@ def reduction_loop_order(p: Pair) -> Verdict:
     return Verdict(False, "reduction_loop_order", f"reductions over {_space(p.a)} and "
                    f"{_space(p.b)} reduce other dims: they read their input in other orders, "
                    "and a reduction's loops are never reordered")
+
+
+def _gathered_alike(p: Pair) -> bool:
+    """Do two reductions over other dims both load a buffer through one gather whose index
+    tensors pick every dim either reduces (DETR's cumsums of a pixel mask resized by a
+    nearest interpolation: rows and columns both gathered)? The load's MemoryDep index is
+    then the kept leading dims and the gather's indirect variables (`tmp0`: the same names
+    in both bodies, `_indirect` in scheduler.py), equal in both kernels whatever dim each
+    reduces: score_fusion_memory counts the buffer, and Inductor fuses the two reductions
+    (`SIMDScheduling.can_fuse`: the same numel and rnumel)."""
+    fx = None
+    for buf in p.a.reads & p.b.reads:
+        keys = [{(h[1], *h[3:]) for n in g.nodes for h in _gathers(n.access.get(buf, ()))}
+                for g in (p.a, p.b)]
+        for key in keys[0] & keys[1]:
+            if fx is None:
+                fx = {n.name: n for n in p.ir.gm.graph.nodes}
+            gather = next((fx.get(recompute.origin(n.name)) for n in p.a.nodes
+                           for hows in n.access.values() for h in hows
+                           if _gathered(h) and (h[1], *h[3:]) == key), None)
+            picked = _indexed_trailing_dims(gather)
+            shape = tuple(size_hint(d) for d in gather.meta["val"].shape) if picked else ()
+            if picked and all(_reduced_from_end(n, shape) >= -picked for g in (p.a, p.b)
+                              for n in g.nodes if n.kind is Kind.REDUCTION):
+                return True
+    return False
+
+
+def _gathers(hows) -> list:
+    """The gathers among a node's reads of a buffer, also those of a value computed inside
+    the gather that reads it (a clone's read "through" its reader's view)."""
+    found = []
+    for how in hows:
+        if isinstance(how, tuple) and len(how) == 2 and how[0] == "through":
+            found += _gathers(how[1])
+        elif _gathered(how):
+            found.append(how)
+    return found
+
+
+def _indexed_trailing_dims(gather) -> int:
+    """How many trailing dims of an `index` gather's output its index tensors pick (0 when a
+    dim after the first index tensor is sliced through: its loop variable is direct)."""
+    if gather is None or str(gather.target) != "aten.index.Tensor" or len(gather.args) < 2:
+        return 0
+    indices = list(gather.args[1])
+    first = next((i for i, t in enumerate(indices) if t is not None), None)
+    src = gather.args[0].meta.get("val")
+    if first is None or any(t is None for t in indices[first:]) or src is None or \
+            len(indices) != src.dim():
+        return 0
+    out = gather.meta.get("val")
+    return out.dim() - first if out is not None else 0
+
+
+def _reduced_from_end(node, shape: tuple[int, ...]) -> int:
+    """The outermost dim a reduction reduces, counted from the end (-1: the last dim); a
+    reduction over the innermost dims reduces those of `shape` (its input's trailing dims)
+    whose product is its rnumel."""
+    if node.rorder:
+        shape, dims = node.rorder
+        return min(d - len(shape) for d in dims)
+    count, at = 1, 0
+    while count < node.rnumel and at < len(shape):
+        at += 1
+        count *= shape[-at]
+    return -max(at, 1)
 
 
 def vertical_pointwise(p: Pair) -> Verdict | None:
