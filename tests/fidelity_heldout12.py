@@ -32,7 +32,7 @@ and a half. Chosen for what real workloads contain, before anything was measured
 - deit_classifier_train_step: DeiT's image classifier TRAINED one step: forward and backward
   (torch.func.grad of the cross-entropy, every weight's gradient) on a 32x32 image: conv patch
   embeddings, class and distillation tokens, two layers, the head on the class token.
-- efficientloftr_backbone: EfficientLoFTR's RepVGG backbone on a 32x32 grayscale image pair:
+- efficientloftr_backbone: EfficientLoFTR's RepVGG backbone on two 32x32 grayscale images:
   three stages of RepVGG blocks (3x3 conv + BatchNorm, 1x1 conv + BatchNorm, identity
   BatchNorm, summed, ReLU), strided.
 - lw_detr_detection: LW-DETR's real-time detector on a 32x32 image: a plain ViT backbone
