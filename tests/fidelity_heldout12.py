@@ -495,7 +495,9 @@ _BUILDERS = {
 # Graphs whose audit fails for a reason in the comparison, found by the blind test's first
 # complete run (before the measurement): the blind test checks the others' alignment and
 # xfails on these.
-NOT_ALIGNED: dict = {}
+NOT_ALIGNED = {"informer_normal_forecast": (
+    "the number of our groups, the launches counted in Inductor's wrapper and Inductor's "
+    "kernel count differ (assert_aligned)")}
 
 # Graphs our compiler or the comparison failed on when the suite was written (see the module
 # docstring), kept for the record: replaced before any figure of theirs was seen.
