@@ -494,10 +494,13 @@ _BUILDERS = {
 
 # Graphs whose audit fails for a reason in the comparison, found by the blind test's first
 # complete run (before the measurement): the blind test checks the others' alignment and
-# xfails on these.
+# xfails on these. informer_normal_forecast: its audit reads "ok", but the comparison has 89
+# groups (launches of Inductor's wrapper) against Inductor's kernel count of 88
+# (fidelity_report heldout12 --summary: "62 / 88" kernels, "24 of 89" groups), so that
+# assert_aligned's count check fails; the cause was not looked into (no comparison was rerun).
 NOT_ALIGNED = {"informer_normal_forecast": (
-    "the number of our groups, the launches counted in Inductor's wrapper and Inductor's "
-    "kernel count differ (assert_aligned)")}
+    "89 groups (the wrapper's launches) against Inductor's kernel count of 88: "
+    "assert_aligned's count check fails while the audit reads ok")}
 
 # Graphs our compiler or the comparison failed on when the suite was written (see the module
 # docstring), kept for the record: replaced before any figure of theirs was seen.
