@@ -1,6 +1,6 @@
 """The checks every fidelity suite gets, shared by test_scheduler_fidelity.py (the tuning suite,
 held-out .. held-out-4 and held-out-9) and test_scheduler_fidelity_blind.py (held-out-5 ..
-held-out-8, held-out-10 and held-out-11):
+held-out-8, held-out-10, held-out-11 and held-out-12):
 two files, so that the test runner's two workers compare half the suites each."""
 
 from mtia_lab.compare.fidelity import fidelity_table, suite_totals
