@@ -252,15 +252,19 @@ def _pair_by_operands(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
             continue  # two of ours fit one node: the operands cannot tell
         left = [m for m in made if m not in chosen.values()]
         kept = [name for name in names if name not in chosen and post[name][0] in left]
+        # the others' node went to another: each takes the first one left over
+        moved = [name for name in names if name not in chosen and name not in kept]
+        over = [m for m in left if m not in {post[k][0] for k in kept}]
+        if len(over) < len(moved):
+            continue  # fewer nodes left than of ours to pair (D-FINE): keep the order's pairs
         for name in unpaired:
             if name in chosen:
                 post[name] = [chosen[name]]
         for name in names:
             if name in chosen:
                 post[name] = [chosen[name]]
-            elif name not in kept:  # its node went to another: the first one left over
-                post[name] = [next(m for m in left if m not in {post[k][0] for k in kept})]
-                left.remove(post[name][0])
+        for name, m in zip(moved, over, strict=False):
+            post[name] = [m]
 
 
 def _operand_owners(node: torch.fx.Node, owner: dict[str, str]) -> frozenset:
