@@ -178,12 +178,20 @@ def lowered_pointwise(node: SchedulerNode) -> bool:
 def reads_reduction(node: SchedulerNode, ir: GraphIR) -> bool:
     """A reduction, or pointwise code that reads one through other pointwise code
     (Inductor's can_fuse_reduction)."""
-    if node_kind(node) is Kind.REDUCTION:
-        return True
-    if not lowered_pointwise(node):
-        return False
-    return any(ir.buffers[b].producer is not None
-               and reads_reduction(ir.by_name[ir.buffers[b].producer], ir) for b in node.reads)
+    stack, seen = [node], {node.name}  # a walk, each node once: shared producers (a
+    # diamond of pointwise code) would otherwise be visited once per path
+    while stack:
+        node = stack.pop()
+        if node_kind(node) is Kind.REDUCTION:
+            return True
+        if not lowered_pointwise(node):
+            continue
+        for b in node.reads:
+            name = ir.buffers[b].producer
+            if name is not None and name not in seen:
+                seen.add(name)
+                stack.append(ir.by_name[name])
+    return False
 
 
 REALIZE_ACC_READS = 8  # Inductor's realize_acc_reads_threshold (its default on GPUs)
