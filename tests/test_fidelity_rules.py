@@ -1994,3 +1994,21 @@ def test_compare_a_scatter_whose_index_is_computed_is_two_launches_of_inductors(
     assert not c.unexplained, str(c)
     split = [d for d in c.differences if "scatter_in_two_launches" in d.rules]
     assert len(split) == 2, str(c)
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_reorder_round_a_bias_sum_and_an_add_sharing_a_3d_read_stay_apart(flat):
+    """A training step's backward: the bias gradient sums a (B, T, H) gradient over its
+    (B*T) rows while a residual add reads the same gradient beside it. In the reorder round
+    Inductor aligns a shared read only when the pointwise's loops are the reduction's
+    (`_try_reorder_loops_for_candidates`): a pointwise over (B, T, H) has 3 loops to the
+    sum's 2 and stays apart; over a (B*T, H) gradient it takes the sum's loop order and
+    fuses."""
+    def fn(g, y):
+        return g.reshape(-1, 32).sum(0), (g + y) * 2
+
+    torch.manual_seed(0)
+    shape = (36, 32) if flat else (2, 18, 32)
+    c = _compared_and_run(fn, [torch.randn(shape), torch.randn(shape)], computed_once=False)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if flat else 2), _kernels(c)
