@@ -1994,3 +1994,39 @@ def test_compare_a_scatter_whose_index_is_computed_is_two_launches_of_inductors(
     assert not c.unexplained, str(c)
     split = [d for d in c.differences if "scatter_in_two_launches" in d.rules]
     assert len(split) == 2, str(c)
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_reorder_round_a_bias_sum_and_an_add_sharing_a_3d_read_stay_apart(flat):
+    """A training step's backward: the bias gradient sums a (B, T, H) gradient over its
+    (B*T) rows while a residual add reads the same gradient beside it. In the reorder round
+    Inductor aligns a shared read only when the pointwise's loops are the reduction's
+    (`_try_reorder_loops_for_candidates`): a pointwise over (B, T, H) has 3 loops to the
+    sum's 2 and stays apart; over a (B*T, H) gradient it takes the sum's loop order and
+    fuses."""
+    def fn(g, y):
+        return g.reshape(-1, 32).sum(0), (g + y) * 2
+
+    torch.manual_seed(0)
+    shape = (36, 32) if flat else (2, 18, 32)
+    c = _compared_and_run(fn, [torch.randn(shape), torch.randn(shape)], computed_once=False)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if flat else 2), _kernels(c)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_large_body_an_unrolled_any_over_a_masked_row_test_is_stored(masked):
+    """`_safe_softmax`'s test for fully masked rows: an `any` over 6 terms, unrolled into
+    pointwise code (unroll_reductions_threshold). Inductor converts each bool term of
+    `aten.any.dim` to int64 and back, so over `logical_not(x == -inf)` the body is 36
+    operations, over realize_opcount_threshold (30): stored in a launch of its own; over
+    `x > 0` it is 30 and is computed in its reader's kernel."""
+    def fn(s):
+        test = torch.logical_not(s.eq(float("-inf"))) if masked else s > 0
+        return torch.where(torch.any(test, -1, keepdim=True), s.softmax(-1), 0.0)
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(2, 4, 6, 6)], computed_once=False)
+    _same_as_inductor(c)
+    alone = [g.nodes for g in c.ours.groups if "any_1" in g.nodes and "where" not in g.nodes]
+    assert bool(alone) is masked, _kernels(c)

@@ -233,7 +233,8 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         return frozenset({fill}), fill
     if op == "arange":  # an iota (over its own index: two aranges are two iotas)
         return _arange_body(node.name, fx_node)
-    scalars = not node.indexed  # a cat's dim or a gather's dim is no constant of the body
+    # a cat's, a gather's or a reduction's dim is no constant of the body
+    scalars = not node.indexed and node.kind is not Kind.REDUCTION
     keys: set = set()
     args: list = []
     operands: dict[int, torch.fx.Node] = {}  # position in args -> the FX tensor it came from
@@ -312,7 +313,29 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         keys = _unrolled_terms(keys - {value}, node.rnumel,
                                _along_rows(keys, varies, fx_node, out_shape)) | {value}
         keys |= {(value, i) for i in range(extra)}
+        keys |= {(value, "to_dtype", i, j) for i in range(node.rnumel)
+                 for j in range(_any_term_casts(fx_node))}
     return frozenset(keys), value
+
+
+def _any_term_casts(fx_node: torch.fx.Node) -> int:
+    """Conversions of each term of an unrolled `any` (lowering.py `reduce_any`): a
+    non-bool term is converted to bool (`to_dtype`); a bool term of `aten.any.dim` goes
+    through int64 and back (`.to(tl.int64)`, `!= 0` in Inductor's kernel: the op counter
+    counts two `to_dtype`s), one of `aten.any.dims` (an amax of bools, decomposed) none.
+    Over 6 terms of a masked-row test (`_safe_softmax`: eq, logical_not) that is 36
+    operations, over realize_opcount_threshold: Inductor stores it (has_exceeded_max_reads:
+    has_large_inner_fn) in a launch of its own."""
+    target = str(fx_node.target)
+    if not target.startswith("aten.any."):
+        return 0
+    src = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    if not isinstance(src, torch.Tensor):
+        return 0
+    if src.dtype is not torch.bool:
+        return 1
+    return 2 if target == "aten.any.dim" else 0
 
 
 def _pad_mask(value: object, fx_node: torch.fx.Node) -> set:

@@ -586,14 +586,21 @@ def _reorder_pairs_loops(p: Pair, red: FusedSchedulerNode) -> bool:
     reduction's 2, and nothing aligns. `_try_reindex_pointwise_for_reduction` then splits the
     pointwise as (numel, rnumel) in its own memory order, which the reduction reads
     transposed: reordering that onto (numel, rnumel) fits only when the two are equal. A
-    pointwise whose output the reduction reads in its own dims ((B, T) reduced) aligns."""
+    pointwise whose output the reduction reads in its own dims ((B, T) reduced) aligns.
+    A buffer both only read (the gradient a bias's sum and a residual add both read, beside
+    each other) is judged alike, by the loops of the pointwise reading it: its output's dims
+    (`_try_reorder_loops_for_candidates` takes a shared read as a candidate too)."""
     pw = p.b if red is p.a else p.a
     for node in red.nodes:
         if node.kind is not Kind.REDUCTION or not node.rorder:
             continue
         red_dims = sorted(d for d in node.rorder[0] if d != 1)
-        for buf in pw.writes & set(node.reads):
-            pw_dims = sorted(d for d in p.ir.buffers[buf].shape if d != 1)
+        shapes = [p.ir.buffers[buf].shape for buf in pw.writes & set(node.reads)]
+        shapes += [p.ir.buffers[m.writes[0]].shape for buf in pw.reads & set(node.reads)
+                   for m in pw.nodes if buf in m.reads and m.writes and
+                   m.numel == _elements(p.ir.buffers[buf].shape)]
+        for shape in shapes:
+            pw_dims = sorted(d for d in shape if d != 1)
             if pw_dims != red_dims and not (len(red_dims) == 2
                                             and node.numel == node.rnumel):
                 return False
