@@ -2030,3 +2030,25 @@ def test_large_body_an_unrolled_any_over_a_masked_row_test_is_stored(masked):
     _same_as_inductor(c)
     alone = [g.nodes for g in c.ours.groups if "any_1" in g.nodes and "where" not in g.nodes]
     assert bool(alone) is masked, _kernels(c)
+
+
+@pytest.mark.parametrize("act", ["elu", "relu"])
+def test_realize_reads_threshold_an_input_a_decomposition_reads_twice_is_reused(act):
+    """Informer's distilling layer: BatchNorm (eval: input, mean, var, weight, bias: 5 loads),
+    an activation, a max pool. Inductor decomposes elu into where(a > 0, a, expm1(a)), which
+    reads the BatchNorm's value twice: `run_node` marks it reused and, loading more than
+    realize_reads_threshold values, stores it; elu then loads one buffer and is inlined into
+    the pool (its realize_hint stores nothing). relu reads it once: inlined into relu, whose
+    body loads 5 buffers, and the pool's realize_hint stores that."""
+    def fn(x, mean, var, w, b):
+        h = F.batch_norm(x, mean, var, w, b, training=False)
+        h = F.elu(h) if act == "elu" else F.relu(h)
+        return F.max_pool1d(h, 3, 2, 1)
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 8, 16), torch.randn(8), torch.rand(8) + 0.5, torch.randn(8),
+            torch.randn(8)]
+    c = _compared_and_run(fn, host, computed_once=False)
+    _same_as_inductor(c)
+    pool = next(g.nodes for g in c.ours.groups if "max_pool2d_with_indices" in g.nodes)
+    assert (act in pool) is (act == "elu"), _kernels(c)

@@ -158,13 +158,15 @@ def lowered_as_piece(producer: str | None, ir: GraphIR) -> bool:
 
 
 def inlined_cone(node: SchedulerNode, ir: GraphIR) -> list[SchedulerNode]:
-    """The node and the pointwise producers Inductor inlines into it (one user each)."""
+    """The node and the pointwise producers Inductor inlines into it (one user each, not
+    stored by its lowering: a value `run_node` realized is a load, however few users)."""
     cone, stack = [node], [node]
     while stack:
         for buf in stack.pop().reads:
             name = ir.buffers[buf].producer
             producer = ir.by_name.get(name) if name else None
             if producer is not None and lowered_pointwise(producer) and \
+                    not producer.stored and \
                     len(ir.users.get(buf, ())) == 1 and producer not in cone:
                 cone.append(producer)
                 stack.append(producer)

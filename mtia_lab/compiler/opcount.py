@@ -146,12 +146,24 @@ def _norm_body(node: SchedulerNode, fx_node: torch.fx.Node,
     return frozenset(keys | {value}), value
 
 
+# Ops Inductor decomposes before lowering (torch/_inductor/decomposition.py
+# inductor_decompositions, torch/_refs/nn/functional) into a body that reads their input more
+# than once: the decomposed graph gives that input several FX users, so `run_node` marks it
+# reused (`mark_reuse(len(n.users))`) as if several ops read it. elu: where(a > 0, scale * a,
+# ... expm1(a * input_scale)); leaky_relu: where(a > 0, a, a * slope); gelu: a * 0.5 * (1 +
+# erf(a * kAlpha)).
+READ_TWICE_BY_DECOMPOSITION = (torch.ops.aten.elu.default, torch.ops.aten.leaky_relu.default,
+                               torch.ops.aten.gelu.default)
+
+
 def fx_reused(fx_node: torch.fx.Node) -> bool:
     """Does Inductor's `run_node` call mark_reuse on this value: more than one FX user of the
     node itself, or of a view of it (a view's mark_reuse reaches the value's storage)? A
     value read only through a split (whose result is a list, not a tensor) and its pieces
     is never marked reused, however many pieces are read."""
     if len(fx_node.users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
+        return True
+    if any(u.target in READ_TWICE_BY_DECOMPOSITION for u in fx_node.users):
         return True
     return _repeated(fx_node) or any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
 
