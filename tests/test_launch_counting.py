@@ -90,3 +90,28 @@ def test_the_indexed_adds_of_a_scatter_reduce_without_self_are_part_of_it():
     got = torch.compile(segment_sums, backend="mtia_lab")(values.to("mtia_sim"),
                                                           ids.to("mtia_sim"))
     torch.testing.assert_close(got.cpu(), segment_sums(values, ids))
+
+
+def test_a_check_on_a_computed_tensor_is_host_code_not_launches():
+    """`torch._check_tensor_all` on a computed condition (D-FINE's decoder, held-out-12) is
+    `_is_all_true`, an extern launch, then `.item()` and `aten._assert_scalar`s: Inductor makes
+    those a DynamicScalar (`u0 = 1 if buf.item() else 0`) and AssertScalars (`if not (u0 >= 1):
+    raise`), extern scheduler nodes whose code runs on the host, no kernel. They are not
+    launches of Inductor's plan: counted, they held nothing of ours and outnumbered the
+    wrapper's launches."""
+    def fn(x, y):
+        lengths = (y.sum(-1, keepdim=True) * 0).long()  # zeros, computed on the device
+        first = torch.arange(4, device=x.device).view(1, 4) == lengths
+        torch._check_tensor_all(first[:, 0])
+        return x.relu() * 2
+
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 16, device="mtia_sim"), torch.randn(4, 16, device="mtia_sim")
+    (c,) = compare(fn, x, y)
+    c.check()
+    names = c.placed.wrapper_launches
+    assert "torch.ops.aten._is_all_true.default" in names, names
+    assert [launch.name for launch in c.placed.launches] == names
+    assert c.inductor.after.kernels == len(names)
+    torch.testing.assert_close(torch.compile(fn, backend="mtia_lab", fullgraph=True)(x, y).cpu(),
+                               fn(x.cpu(), y.cpu()))

@@ -80,11 +80,19 @@ class InductorGraph:
         return None
 
 
+# Extern nodes whose codegen is host code in the wrapper, no kernel (torch/_inductor/ir.py):
+# DynamicScalar reads an unbacked symbol (`u0 = buf.item()`, codegen_dynamic_scalar),
+# AssertScalar checks it (`if not (u0 >= 1): raise`, from `aten._assert_scalar`: a
+# `torch._check` on a computed tensor), and DynamicSelectStorageOffset / DynamicSliceSize
+# compute a size from one. Each is an ExternKernelSchedulerNode that the wrapper never launches.
+_HOST_CODE = ("DynamicScalar", "AssertScalar", "DynamicSelectStorageOffset", "DynamicSliceSize")
+
+
 def _kind(snode) -> str:
     name = type(snode).__name__
     if name == "NopKernelSchedulerNode" or type(getattr(snode, "node", None)).__name__ in (
-            "MultiOutput", "ReinterpretView"):
-        return "nop"  # no launch: a tuple element of an extern's result, or a view
+            "MultiOutput", "ReinterpretView", *_HOST_CODE):
+        return "nop"  # no launch: a tuple element of an extern's result, a view, host code
     if name == "ExternKernelSchedulerNode":
         return "extern"
     try:
