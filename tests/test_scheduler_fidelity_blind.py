@@ -1,8 +1,8 @@
 """Our scheduler against Inductor's real plan for the device on six held-out suites, each
 written blind (its list committed before any comparison, by someone who tuned nothing) and
-measured once before it was tuned on: held-out-5 .. held-out-8 and held-out-11 (tuned on
-since), and held-out-12, the blind suite now (no floor yet: its alignment and eager checks
-only; held-out-9 and held-out-10 are in test_scheduler_fidelity.py with the suites' history).
+measured once before it was tuned on: held-out-5 .. held-out-8, held-out-11 and held-out-12,
+all tuned on since (held-out-9 and held-out-10 are in test_scheduler_fidelity.py with the
+suites' history).
 The checks are the same (fidelity_checks.py), in a file of their own so that the test
 runner's two workers share the suites.
 """
@@ -29,11 +29,11 @@ SUITES = {"heldout5": heldout5_graphs, "heldout6": heldout6_graphs,
 # floor test for their history: held-out-5 256/282, held-out-6 312/325, held-out-7 339/355,
 # held-out-8 456/480 (tuned on). Held-out-11, measured blind at 794/889 (89%) on the tree it
 # was written against (cc3d491), 796/889 after the round that did not look at it, then tuned
-# on. Held-out-12 has none yet: measured blind at 900/1020 (88%) on the tree it was written
-# against (0f9b1d2).
+# on. Held-out-12, measured blind at 900/1020 (88%) on the tree it was written against
+# (0f9b1d2), 902/1020 after the round that did not look at it, then tuned on.
 # A regression guard, not the goal (95% on graphs not tuned on).
 FLOORS = {"heldout5": 0.90, "heldout6": 0.95, "heldout7": 0.95, "heldout8": 0.94,
-          "heldout11": 0.89}
+          "heldout11": 0.89, "heldout12": 0.88}
 
 
 @pytest.fixture(scope="module", params=list(SUITES))
