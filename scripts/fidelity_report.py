@@ -16,16 +16,18 @@ HELD-OUT-9 suite (tests/fidelity_heldout9.py: fifteen more families, two trainin
 them, written blind as the eighth was), the HELD-OUT-10 suite (tests/fidelity_heldout10.py:
 fifteen more families, three training steps among them, written blind as the ninth was), the
 HELD-OUT-11 suite (tests/fidelity_heldout11.py: fifteen more families, three training steps
-among them, written blind as the tenth was) and the HELD-OUT-12 suite
+among them, written blind as the tenth was), the HELD-OUT-12 suite
 (tests/fidelity_heldout12.py: fifteen more families, two training steps among them, written
-blind as the eleventh was), each graph audited launch by launch against Inductor's
-generated wrapper.
+blind as the eleventh was) and the HELD-OUT-13 suite (tests/fidelity_heldout13.py: fifteen
+more families, two training steps among them, written blind as the twelfth was), each graph
+audited launch by launch against Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
 SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8,
-heldout9, heldout10, heldout11, heldout12 (default: all thirteen, one after the other).
+heldout9, heldout10, heldout11, heldout12, heldout13 (default: all fourteen, one after the
+other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -50,6 +52,7 @@ from fidelity_heldout9 import heldout9_graphs  # noqa: E402
 from fidelity_heldout10 import heldout10_graphs  # noqa: E402
 from fidelity_heldout11 import heldout11_graphs  # noqa: E402
 from fidelity_heldout12 import heldout12_graphs  # noqa: E402
+from fidelity_heldout13 import heldout13_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -69,6 +72,7 @@ SUITES = {
     "heldout10": ("HELD-OUT-10", heldout10_graphs),
     "heldout11": ("HELD-OUT-11", heldout11_graphs),
     "heldout12": ("HELD-OUT-12", heldout12_graphs),
+    "heldout13": ("HELD-OUT-13", heldout13_graphs),
 }
 
 def main(argv: list[str] | None = None) -> None:

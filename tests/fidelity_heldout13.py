@@ -89,6 +89,12 @@ device cannot run:
 Dropped before this list was committed (before any comparison): vilt_vqa, whose visual
 embedding (nonzero, unique over the pixel mask) breaks Dynamo's graph.
 
+Measured blind at 767/809 (95%; 94.8% unrounded) on the tree it was written against (2f7bedb):
+Inductor's launches identical to one of ours with our departures off, 9 differing by a
+departure that stays on, 5 by a part of Inductor not modelled, 28 unexplained; two graphs
+misaligned and counted (NOT_ALIGNED, below: biogpt_lm_train_step, ijepa_classifier_train_step).
+No floor yet: measured blind once, not tuned on.
+
 The training steps differentiate with `torch.func.grad` inside the compiled function, so that
 forward and backward are one graph (the comparison compiles one graph per entry). Each entry:
 a function of tensors and a maker of small CPU inputs. Do not change the scheduler's rules
@@ -494,8 +500,19 @@ _BUILDERS = {
     "qwen2_audio_encoder": _qwen2_audio_encoder,
 }
 
-# Graphs whose audit fails for a reason in the comparison: none so far.
-NOT_ALIGNED: dict[str, str] = {}
+# Graphs whose audit fails, kept in the suite (their launches counted in its figure), with what
+# fails, as the blind run found them (2f7bedb):
+NOT_ALIGNED = {
+    "biogpt_lm_train_step": (
+        "eight nodes of ours are in no Inductor launch: lift_fresh_copy .. lift_fresh_copy_3 "
+        "and cat .. cat_3, the DynamicCache that BioGPT's forward builds (use_cache defaults "
+        "to True): each layer's empty keys and values tensors (torch.tensor([])) concatenated "
+        "with the new key and value states; Inductor's wrapper launches nothing for them"),
+    "ijepa_classifier_train_step": (
+        "Inductor's launch 107 (triton_poi_fused_add_convolution_backward_permute_view_25, "
+        "in the patch embedding's convolution backward) computes nothing of ours: no node of "
+        "our plan is attributed to it"),
+}
 
 # Graphs our compiler or the comparison failed on when the suite was written (see the module
 # docstring), kept for the record: replaced before any figure of theirs was seen.
