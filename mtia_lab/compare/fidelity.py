@@ -50,21 +50,35 @@ class FidelityRow:
 def fidelity_rows(suite: dict, inductor_config: dict | None = None) -> list[FidelityRow]:
     rows = []
     for name, (fn, make) in suite.items():
-        torch.compiler.reset()  # a fresh compile: no cached one hides the plan
-        compiled_fn = torch.compile(fn, backend="mtia_lab", fullgraph=True)
-        start = len(COMPILED)
-        result = compiled_fn(*_device_args(make))
-        compiled = COMPILED[start]
-        with _departures_off():
-            plain = schedule(compiled.plan.ir, name)
-        plain_result = _run_plan(compiled_fn, compiled, plain, fn, make)  # before Inductor's
-        # compile, which resets Dynamo's cache
-        theirs = device_plan(compiled.gm, (inductor_config or {}).get(name))
-        eager = fn(*_device_args(make))
-        rows.append(FidelityRow(name, compare_plans(compiled.plan, theirs, name),
-                                compare_plans(plain, theirs, name),
-                                _differs(result, eager) or _differs(plain_result, eager)))
+        ran, plain, against_eager = _ours_against_eager(name, fn, make)
+        theirs = device_plan(ran.gm, (inductor_config or {}).get(name))
+        rows.append(FidelityRow(name, compare_plans(ran.plan, theirs, name),
+                                compare_plans(plain, theirs, name), against_eager))
     return rows
+
+
+def eager_rows(suite: dict) -> dict[str, str]:
+    """{graph: what differed from eager, or ""}: fidelity_rows' check of our compiled code
+    (departures on and off) against eager, without Inductor's compile, which is three
+    quarters of a row's time. The suites tuned on long ago get this check in every test run,
+    and the comparison with Inductor in the slow tier (tests/test_scheduler_fidelity*.py)."""
+    return {name: _ours_against_eager(name, fn, make)[2] for name, (fn, make) in suite.items()}
+
+
+def _ours_against_eager(name: str, fn, make):
+    """Our backend's compile of `fn` (the plan that ran, departures on), the same IR scheduled
+    with the departures off, and whether either's results differ from eager's."""
+    torch.compiler.reset()  # a fresh compile: no cached one hides the plan
+    compiled_fn = torch.compile(fn, backend="mtia_lab", fullgraph=True)
+    start = len(COMPILED)
+    result = compiled_fn(*_device_args(make))
+    compiled = COMPILED[start]
+    with _departures_off():
+        plain = schedule(compiled.plan.ir, name)
+    plain_result = _run_plan(compiled_fn, compiled, plain, fn, make)  # before Inductor's
+    # compile, which resets Dynamo's cache
+    eager = fn(*_device_args(make))
+    return compiled, plain, _differs(result, eager) or _differs(plain_result, eager)
 
 
 def _run_plan(compiled_fn, compiled, plan, fn, make):
