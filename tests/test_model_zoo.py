@@ -47,15 +47,19 @@ NORMWISE = {"mobilenet_v2": 2e-3}
 # Compiling these takes most of the module's time (20-90 s each on a busy 2-core machine): the
 # `slow` marker leaves them out of a plain run (pyproject's addopts); `-m slow` runs them.
 SLOW_COMPILE = {"efficientnet", "mobilenet_v2", "t5", "llama"}
+# Real Inductor's training steps of the two depthwise-convolution models take 40-70 s each
+# alone (a third of the module): under `slow` too. ResNet's training step (convolution and
+# BatchNorm backward through Inductor) and every model's compiled eval always run.
+SLOW_INDUCTOR_TRAINING = {"efficientnet", "mobilenet_v2"}
 
 
-def _compiled_params():
-    """Every model on both compile paths; real Inductor's cases (about 2 minutes for all
-    twenty here) always run, the teaching scheduler's slowest ones only with `-m slow`."""
+def _compiled_params(slow_inductor: frozenset = frozenset()):
+    """Every model on both compile paths; real Inductor's cases always run but those in
+    `slow_inductor`, the teaching scheduler's slowest ones only with `-m slow`."""
     params = []
     for backend in ("mtia_lab", "inductor"):
         for n in NAMES:
-            slow = backend == "mtia_lab" and n in SLOW_COMPILE
+            slow = n in (SLOW_COMPILE if backend == "mtia_lab" else slow_inductor)
             params.append(pytest.param(n, backend, marks=[pytest.mark.slow] if slow else [],
                                        id=f"{n}-{backend}"))
     return params
@@ -186,7 +190,7 @@ def test_compiled_eval_under_no_grad_matches_cpu(name, backend, fresh_dynamo):
     torch.testing.assert_close(logits(got).cpu(), logits(expected), **COMPILED)
 
 
-@pytest.mark.parametrize(("name", "backend"), _compiled_params())
+@pytest.mark.parametrize(("name", "backend"), _compiled_params(SLOW_INDUCTOR_TRAINING))
 def test_compiled_training_step_matches_cpu(name, backend, fresh_dynamo):
     cpu_model, device_model, batch, device_batch = _pair(name, train=True)
     compiled = _compile(device_model, backend)
