@@ -4,6 +4,7 @@ the device carries: model code that makes a tensor without a device (`torch.aran
 (`buf3.copy_(arg1_1, False)`), and both are launches the comparison must hold."""
 
 import torch
+from fidelity_heldout13 import heldout13_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare import compare
@@ -115,3 +116,54 @@ def test_a_check_on_a_computed_tensor_is_host_code_not_launches():
     assert c.inductor.after.kernels == len(names)
     torch.testing.assert_close(torch.compile(fn, backend="mtia_lab", fullgraph=True)(x, y).cpu(),
                                fn(x.cpu(), y.cpu()))
+
+
+def cached_keys(x, w, v):
+    """A DynamicCache's first update (BioGPT's train step, held-out-13): the layer's keys
+    concatenated to the cache's empty keys (`torch.tensor([])`), then read by two matmuls."""
+    keys = torch.tensor([], device=x.device)
+    keys = torch.cat([keys, (x @ w).view(2, 8, 4, 8).transpose(1, 2)], dim=-2)
+    return keys @ v, keys.transpose(-1, -2) @ v.t()
+
+
+def test_a_cat_that_inductor_leaves_one_input_of_is_that_inputs_value():
+    """Inductor's `cat` decomposition drops the 1-D empty input and makes the cat a clone of
+    the other, which `remove_noop_ops` removes: no launch computes the cat or the empty
+    tensor. The cat is the value of its one input, so it goes to the launch writing that
+    (the matmul's), and the empty tensor with it; both matmuls read it, so its users could
+    not place it. With two non-empty inputs the cat is Inductor's to launch."""
+    torch.manual_seed(0)
+    x, w, v = torch.randn(16, 32), torch.randn(32, 32), torch.randn(8, 8)
+    (c,) = compare(cached_keys, *[t.to("mtia_sim") for t in (x, w, v)])
+    c.check()
+    home = {name: launch.index for launch in c.placed.launches for name in launch.nodes}
+    assert c.placed.how["cat"] == "absorbed by its producers", c.placed.how
+    assert home["cat"] == home["lift_fresh_copy"] == home["mm"], c.placed.launches
+    got = torch.compile(cached_keys, backend="mtia_lab")(*[t.to("mtia_sim") for t in (x, w, v)])
+    torch.testing.assert_close([t.cpu() for t in got], list(cached_keys(x, w, v)))
+
+    def two_pieces(x, w, v):  # the edge: nothing dropped, a cat of two
+        keys = torch.cat([x.view(2, 8, 4, 8).transpose(1, 2)[:, :, :1], (x @ w).view(
+            2, 8, 4, 8).transpose(1, 2)], dim=-2)
+        return keys @ v, keys.transpose(-1, -2) @ keys
+
+    (c,) = compare(two_pieces, *[t.to("mtia_sim") for t in (x, w, v)])
+    c.check()
+    assert c.placed.how["cat"] != "absorbed by its producers", c.placed.how
+
+
+def test_a_copy_of_a_convolution_backwards_operand_is_part_of_it():
+    """I-JEPA's train step (held-out-13): the output gradient of the patch convolution is a
+    permuted view of the residual's gradient, an add that Inductor realizes (fused into the
+    bias gradient's reduction, in a layout the view froze) while lowering the convolution
+    backward, so that buffer's origins name the convolution backward too; the contiguous copy
+    the fallback asks for inherits every origin it has and computes nothing of its own. It is
+    the layout copy of that extern's operand: part of our convolution_backward."""
+    fn, make = heldout13_graphs()["ijepa_classifier_train_step"]
+    torch.manual_seed(0)
+    (c,) = compare(fn, *[t.to("mtia_sim") for t in make()])
+    c.check()
+    copies = [launch for launch in c.placed.launches if not launch.nodes
+              and "convolution_backward" in launch.name]
+    assert copies and all(launch.part_of == ("convolution_backward",) for launch in copies), \
+        c.placed.launches

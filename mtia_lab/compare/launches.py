@@ -19,9 +19,10 @@ of our nodes is then given the one launch that holds it, by these steps, first m
                    Inductor recomputes it in each (`recomputed`)
     4. absorbed    a node no launch computes (a copy into a mutated input, a clone Inductor
                    removed, a constant folded away, a pattern that named only its user, a
-                   cat whose producers write straight into its buffer): the launch of its
-                   neighbours in the same kernel of ours, else the launch all its users went
-                   to, else the last launch of its producers (the one that completes it)
+                   cat whose producers write straight into its buffer, a cat of one
+                   non-empty input and the empty ones it drops, `_cat_of_one`): the launch of
+                   its neighbours in the same kernel of ours, else the launch all its users
+                   went to, else the last launch of its producers (the one that completes it)
 
 Our nodes are found among Inductor's post-grad nodes by the names `from_node` keeps, and,
 where no name leads to them, by op and order (`_post_grad_nodes`).
@@ -31,8 +32,11 @@ out of it): it is kept, with the nodes it computes part of (`Launch.part_of`), s
 launches counted are Inductor's launches. A launch that computes only nodes a pattern made
 (none of its post-grad nodes comes from ours: `_safe_softmax`'s row check once Inductor's
 attention pattern rewrote our softmax as SDPA) is part of the nodes of ours its first reader
-holds (`_completed_by_reader`, `Attribution.pattern_only`). `Attribution.problems()` says what
-does not line up.
+holds (`_completed_by_reader`, `Attribution.pattern_only`). A launch that computes and writes
+nothing of its own (all its origins inherited from the buffer it copies) and feeds an extern
+call is that call's operand copy into the layout the call asks for: part of the extern's node
+of ours its origins name (`_copied_for_extern`: a convolution backward's output gradient).
+`Attribution.problems()` says what does not line up.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from dataclasses import dataclass, field
 
 import torch.fx
 
+from .._compat import size_hint
 from ..compiler.ir import Kind, classify
 from ..records.plan import DEVICE_COPY_LAUNCH, FusionPlan
 
@@ -503,6 +508,9 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
                     and computes[k] and not computes[k] & claimed}
     for k in sorted(pattern_only):
         part_of[k] = _completed_by_reader(k, theirs, held)
+    for k in range(len(launches)):
+        if not held[k] and not part_of[k] and not computes[k] | values[k]:
+            part_of[k] = _copied_for_extern(k, theirs, post, held)
     out = [Launch(g.index, info.kernel_names.get(g.index, ""), g.kind, tuple(held[g.index]),
                   tuple(part_of[g.index])) for g in launches]
     return Attribution(out, how, recomputed, [n for n in mine if n not in home],
@@ -520,6 +528,25 @@ def _completed_by_reader(k: int, theirs: FusionPlan, held: list[list[str]]) -> l
     for g in theirs.groups[k + 1:]:
         if written & set(g.inputs) and held[g.index]:
             return list(held[g.index])
+    return []
+
+
+def _copied_for_extern(k: int, theirs: FusionPlan, post: dict,
+                       held: list[list[str]]) -> list[str]:
+    """Step 6, for a launch that computes and writes nothing of its own (every origin it has,
+    its buffer inherits from the buffer it reads): the copy of an extern call's operand into
+    the layout the call asks for (`ExternKernel.require_stride_order`, torch/_inductor/ir.py),
+    made while that op was lowered, so the buffer it copies may carry the op's name too. A
+    convolution backward's output gradient, a permuted view of a Triton buffer whose layout
+    the view froze (`convert_to_reinterpret_view`), realized under the op (so its origins name
+    it) and then copied contiguous: the copy inherits all its origins. It is part of the
+    nodes of ours that the first extern launch reading its output holds and that its origins
+    name (Inductor names a layout copy after the node that asked for it)."""
+    group = theirs.groups[k]
+    origins = set(theirs.ir.origins.get(k, ()))
+    for g in theirs.groups[k + 1:]:
+        if g.kind == "extern" and set(group.outputs) & set(g.inputs):
+            return [r for r in held[g.index] if set(post[r]) & origins]
     return []
 
 
@@ -633,6 +660,40 @@ def _held_value(buf: str, writer: dict[str, int], values: dict, mutations: dict)
 _COPIES = ("aten.clone.", "aten.copy.", "aten.copy_.", "aten.alias.", "aten._to_copy.")
 
 
+def _cat_of_one(ir, name: str) -> set[str] | None:
+    """For a cat of ours that Inductor's decomposition leaves one input of (`cat` in
+    torch/_inductor/decomposition.py drops each input that is 1-D and empty, or empty along
+    the cat's dimension, as ATen's cat skips them, and makes what is left of one input its
+    `clone`, which `remove_noop_ops` then removes: a DynamicCache's empty keys concatenated
+    with a layer's first keys): the producers of ours of that input, whose value the cat is.
+    None for any other node (a cat of a graph input has no producer: an empty set)."""
+    fx = next((n for n in ir.gm.graph.nodes if n.name == name), None) \
+        if ir.by_name[name].target == "aten.cat.default" else None
+    if fx is None or not fx.args or not isinstance(fx.args[0], (list, tuple)):
+        return None
+    dim = fx.args[1] if len(fx.args) > 1 else fx.kwargs.get("dim", 0)
+    kept = [a for a in fx.args[0] if not _dropped_by_cat(a, dim)]
+    if len(kept) != 1 or len(kept) == len(fx.args[0]) or \
+            not isinstance(kept[0], torch.fx.Node):
+        return None
+    base = ir.base_of.get(kept[0].name)
+    producer = ir.buffers[base].producer if base in ir.buffers else None
+    return {producer} if producer is not None else set()
+
+
+def _dropped_by_cat(arg, dim: int) -> bool:
+    """Does Inductor's `cat` decomposition drop this input (`non_empty_tensor` is False)?"""
+    val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return False
+    try:
+        shape = [size_hint(d) for d in val.shape]
+    except Exception:  # an unbacked size: Inductor keeps the input (guard_or_false)
+        return False
+    return (len(shape) == 1 and shape[0] == 0) or (-len(shape) <= dim < len(shape)
+                                                    and shape[dim] == 0)
+
+
 def _absorb_order(target: str) -> tuple[str, str]:
     """A copy Inductor removes (a clone that keeps the layout, the copy back into a mutated
     input) is its producer's value: its producers first. Any other node a pattern took
@@ -656,6 +717,8 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
     for user_of, names in users.items():
         for u in names:
             producers.setdefault(u, set()).add(user_of)
+    copies = {n: kept for n in mine if (kept := _cat_of_one(ir, n)) is not None}
+    producers.update(copies)  # the empty inputs it drops are read by nothing of Inductor's
     changed, lenient = True, False
     while changed or not lenient:
         if not changed:  # stuck: a chain of values only a shape was taken from (the `self`
@@ -673,7 +736,8 @@ def _absorb(ours: FusionPlan, mine: list[str], home: dict[str, int], how: dict[s
                 home[name], how[name] = max(mates), "absorbed with its kernel-mates"
                 changed = True
                 continue
-            for step in _absorb_order(ir.by_name[name].target):
+            for step in (("producers", "users") if name in copies
+                         else _absorb_order(ir.by_name[name].target)):
                 near = users.get(name, ()) if step == "users" else producers.get(name, ())
                 places = {home.get(n) if step == "users" or n not in home
                           else max(home[n], last_written.get(n, home[n])) for n in near}
