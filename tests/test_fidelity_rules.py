@@ -2052,3 +2052,27 @@ def test_realize_reads_threshold_an_input_a_decomposition_reads_twice_is_reused(
     _same_as_inductor(c)
     pool = next(g.nodes for g in c.ours.groups if "max_pool2d_with_indices" in g.nodes)
     assert (act in pool) is (act == "elu"), _kernels(c)
+
+
+@pytest.mark.parametrize("cache", ["empty", "one_row"])
+def test_a_cat_onto_an_empty_1d_cache_is_a_clone_of_its_piece_inlined_into_its_reader(cache):
+    """A decoder's first step concatenates its rotated keys to an empty KV cache
+    (`torch.tensor([])`). Inductor's cat lowering skips a 1-D empty piece
+    (`_cat_should_skip`) and, one piece left, returns `clone(piece)`: pointwise code without
+    the cat's masked loads, its loop body (the rotary's 30-odd operations) under the
+    realize threshold, inlined into the repeat_kv copy that reads it. With a cached row the
+    cat is a real one, its body over 30 operations: stored, read by the copy's kernel."""
+    def fn(k, inv_freq, old):
+        pos = torch.arange(12, device=k.device) + 0
+        freqs = pos[:, None].float() * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), -1)
+        cos, sin = emb.cos() * 1.0, emb.sin() * 1.0
+        x1, x2 = k[..., :4], k[..., 4:]
+        k = k * cos + torch.cat((-x2, x1), -1) * sin
+        past = torch.tensor([], device=k.device) if cache == "empty" else old
+        k = torch.cat([past, k], -2)
+        return k[:, :, None].expand(2, 2, 2, -1, 8).reshape(2, 4, -1, 8).clone()
+
+    c = _compared(fn, (2, 2, 12, 8), (4,), (2, 2, 1, 8))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if cache == "empty" else 2)
