@@ -2076,3 +2076,23 @@ def test_a_cat_onto_an_empty_1d_cache_is_a_clone_of_its_piece_inlined_into_its_r
     c = _compared(fn, (2, 2, 12, 8), (4,), (2, 2, 1, 8))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if cache == "empty" else 2)
+
+
+@pytest.mark.parametrize("view", ["same", "fewer_loops", "other_sizes", "permuted"])
+def test_a_reader_of_an_unrolled_reduction_shares_its_store_as_inductors_memory_deps_say(view):
+    """A sum over 2 elements is unrolled into pointwise code: its store has the loops of its
+    output ([8, 8, 6]), not a reduction's, which match any order. A reader in the same loops
+    shares it and joins the kernel; one in fewer loops over the same memory order too (the
+    deps normalized, `MemoryDep.normalize`); one in as many loops of other sizes ([2, 32, 6])
+    or permuted (the attention-weighted sum's transpose back) shares nothing: Inductor's
+    `_try_reorder_loops_for_candidates` cannot reorder loops of other sizes to match, and
+    the two stay apart."""
+    def fn(v, w):
+        s = (v * w.softmax(-1)).sum(-1)
+        out = {"same": s, "fewer_loops": s.view(64, 6), "other_sizes": s.view(2, 32, 6),
+               "permuted": s.view(2, 32, 6).transpose(1, 2)}[view]
+        return s, out.clone() * 2
+
+    c = _compared(fn, (8, 8, 6, 2), (8, 8, 6, 2))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if view in ("same", "fewer_loops") else 2)

@@ -145,6 +145,9 @@ class SchedulerNode:
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     loops: dict = field(default_factory=dict)  # buffer -> loop signatures of whole accesses
+    # a reduction's store as pointwise code, the loops it has once unrolled (the scheduler
+    # makes them its `loops` then: `mark_unrolled`)
+    unrolled_loops: dict = field(default_factory=dict)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
 
@@ -456,6 +459,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.loops = _loop_signatures(fx_node, kind, whole, size)
+        if kind is Kind.REDUCTION and isinstance(val, torch.Tensor):
+            node.unrolled_loops = {fx_node.name: {loops.signatures(val, [], size)[1]}}
         node.gemm_flops = _gemm_flops(fx_node, size)
         if kind in (Kind.POINTWISE, Kind.REDUCTION):
             node.vector_flops = float(numel * rnumel)
