@@ -2052,3 +2052,47 @@ def test_realize_reads_threshold_an_input_a_decomposition_reads_twice_is_reused(
     _same_as_inductor(c)
     pool = next(g.nodes for g in c.ours.groups if "max_pool2d_with_indices" in g.nodes)
     assert (act in pool) is (act == "elu"), _kernels(c)
+
+
+@pytest.mark.parametrize("cache", ["empty", "one_row"])
+def test_a_cat_onto_an_empty_1d_cache_is_a_clone_of_its_piece_inlined_into_its_reader(cache):
+    """A decoder's first step concatenates its rotated keys to an empty KV cache
+    (`torch.tensor([])`). Inductor's cat lowering skips a 1-D empty piece
+    (`_cat_should_skip`) and, one piece left, returns `clone(piece)`: pointwise code without
+    the cat's masked loads, its loop body (the rotary's 30-odd operations) under the
+    realize threshold, inlined into the repeat_kv copy that reads it. With a cached row the
+    cat is a real one, its body over 30 operations: stored, read by the copy's kernel."""
+    def fn(k, inv_freq, old):
+        pos = torch.arange(12, device=k.device) + 0
+        freqs = pos[:, None].float() * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), -1)
+        cos, sin = emb.cos() * 1.0, emb.sin() * 1.0
+        x1, x2 = k[..., :4], k[..., 4:]
+        k = k * cos + torch.cat((-x2, x1), -1) * sin
+        past = torch.tensor([], device=k.device) if cache == "empty" else old
+        k = torch.cat([past, k], -2)
+        return k[:, :, None].expand(2, 2, 2, -1, 8).reshape(2, 4, -1, 8).clone()
+
+    c = _compared(fn, (2, 2, 12, 8), (4,), (2, 2, 1, 8))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if cache == "empty" else 2)
+
+
+@pytest.mark.parametrize("view", ["same", "fewer_loops", "other_sizes", "permuted"])
+def test_a_reader_of_an_unrolled_reduction_shares_its_store_as_inductors_memory_deps_say(view):
+    """A sum over 2 elements is unrolled into pointwise code: its store has the loops of its
+    output ([8, 8, 6]), not a reduction's, which match any order. A reader in the same loops
+    shares it and joins the kernel; one in fewer loops over the same memory order too (the
+    deps normalized, `MemoryDep.normalize`); one in as many loops of other sizes ([2, 32, 6])
+    or permuted (the attention-weighted sum's transpose back) shares nothing: Inductor's
+    `_try_reorder_loops_for_candidates` cannot reorder loops of other sizes to match, and
+    the two stay apart."""
+    def fn(v, w):
+        s = (v * w.softmax(-1)).sum(-1)
+        out = {"same": s, "fewer_loops": s.view(64, 6), "other_sizes": s.view(2, 32, 6),
+               "permuted": s.view(2, 32, 6).transpose(1, 2)}[view]
+        return s, out.clone() * 2
+
+    c = _compared(fn, (8, 8, 6, 2), (8, 8, 6, 2))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if view in ("same", "fewer_loops") else 2)

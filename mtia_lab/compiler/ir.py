@@ -145,6 +145,9 @@ class SchedulerNode:
     order: int = -1  # position among the nodes Inductor would realize (set by the scheduler)
     access: dict = field(default_factory=dict)  # buffer -> how it is read ("full" or a view)
     loops: dict = field(default_factory=dict)  # buffer -> loop signatures of whole accesses
+    # a reduction's store as pointwise code, the loops it has once unrolled (the scheduler
+    # makes them its `loops` then: `mark_unrolled`)
+    unrolled_loops: dict = field(default_factory=dict)
     fx_nodes: tuple[str, ...] = ()  # FX names it stands for (itself + getitems)
     source: tuple[str, ...] = ()  # user source lines (file:line: code)
 
@@ -419,13 +422,16 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         if _scatter_upon_const_tensor(fx_node, size):
             op_name = "where"  # Inductor's joint-graph pattern: a pointwise select, no scatter
         through_index = _indexed_args(fx_node, op_name)
+        skipped = cat_skipped(fx_node) if op_name == "cat" else set()
+        one_piece = op_name == "cat" and len(cat_kept(fx_node)) == 1  # Inductor's clone
+        through_index = set() if one_piece else through_index - skipped
         indexed_how = _indexed_access(fx_node, op_name, val) if through_index else None
         whole: list[tuple[str, torch.Tensor]] = []  # (buffer, view) of each whole read
         for a in args:
             if base_of[a.name] in buffers:
                 how = (*indexed_how, _access(a.meta.get("val"), buffers[base_of[a.name]], size)) \
                     if a.name in through_index else SHAPE_ONLY \
-                    if _shape_only(fx_node, a) else \
+                    if _shape_only(fx_node, a) or a.name in skipped else \
                     _access(a.meta.get("val"), buffers[base_of[a.name]], size)
                 access.setdefault(base_of[a.name], set()).add(how)
                 if how == "full" and isinstance(a.meta.get("val"), torch.Tensor):
@@ -443,7 +449,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             int8=kind is Kind.TEMPLATE and any(
                 getattr(a.meta.get("val"), "dtype", None) in (torch.int8, torch.uint8)
                 for a in args),
-            indexed=op_name in INDEXED, scatter=op_name in SCATTER and kind is not Kind.EXTERN,
+            indexed=op_name in INDEXED and not one_piece,
+            scatter=op_name in SCATTER and kind is not Kind.EXTERN,
             loads=_loads(fx_node, op_name, len(reads)),
             rorder=() if kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
             else _outer_order(fx_node),
@@ -452,6 +459,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.loops = _loop_signatures(fx_node, kind, whole, size)
+        if kind is Kind.REDUCTION and isinstance(val, torch.Tensor):
+            node.unrolled_loops = {fx_node.name: {loops.signatures(val, [], size)[1]}}
         node.gemm_flops = _gemm_flops(fx_node, size)
         if kind in (Kind.POINTWISE, Kind.REDUCTION):
             node.vector_flops = float(numel * rnumel)
@@ -558,6 +567,32 @@ def _indexed_args(fx_node: torch.fx.Node, op_name: str) -> set[str]:
     found: set[str] = set()
     torch.fx.map_arg(fx_node.args[position], lambda a: found.add(a.name))
     return found
+
+
+def cat_skipped(fx_node: torch.fx.Node) -> set[str]:
+    """The pieces of a cat that Inductor's `cat` lowering leaves out, as ATen's cat does
+    (`_cat_should_skip`: a 1-D empty tensor, the empty KV cache `torch.tensor([])` a decoder
+    concatenates its first keys to): never loaded, only their sizes are looked at."""
+    return {p.name for p in _cat_args(fx_node)} - {p.name for p in cat_kept(fx_node)}
+
+
+def cat_kept(fx_node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The pieces Inductor's cat joins: all but the skipped ones (or the first, if all are).
+    One piece left: the lowering returns `clone(piece)`, plain pointwise code, no cat."""
+    pieces = _cat_args(fx_node)
+    return [p for p in pieces if not _empty_1d(p)] or pieces[:1]
+
+
+def _cat_args(fx_node: torch.fx.Node) -> list[torch.fx.Node]:
+    pieces = fx_node.args[0] if fx_node.args else ()
+    return [p for p in pieces if isinstance(p, torch.fx.Node)] \
+        if isinstance(pieces, (list, tuple)) else []
+
+
+def _empty_1d(piece: torch.fx.Node) -> bool:
+    val = piece.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dim() == 1 and \
+        isinstance(val.shape[0], int) and val.shape[0] == 0
 
 
 def _noop_copy(fx_node: torch.fx.Node) -> bool:

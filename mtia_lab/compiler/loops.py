@@ -116,10 +116,17 @@ def reorderable(a: Dims, b: Dims) -> bool:
 def same_index(a: set, b: set, reorder: bool) -> bool:
     """Do two kernels touch a buffer at one index, given the loop signatures of their whole
     accesses of it (None: unknown, taken as matching)? `reorder`: one of them is pointwise,
-    so its loops may be reordered to fit."""
+    so its loops may be reordered to fit. Inductor's `_try_reorder_loops_for_candidates`
+    compares the merged loops (`MemoryDep.normalize`) only of deps with different numbers
+    of loops; with as many loops, of other sizes (a [8, 8, 6] store read as [2, 32, 6]), it
+    tries to reorder one kernel's loops (`decide_loop_order_to_match`), which fails: they
+    share nothing."""
     for x in a:
         for y in b:
-            if x is None or y is None or merged(unbroadcast(x)) == merged(unbroadcast(y)):
+            if x is None or y is None:
+                return True
+            x, y = unbroadcast(x), unbroadcast(y)
+            if x == y or len(x) != len(y) and merged(x) == merged(y):
                 return True
             if reorder and reorderable(x, y):
                 return True

@@ -22,6 +22,7 @@ from .ir import (
     GraphIR,
     Kind,
     SchedulerNode,
+    cat_kept,
     is_pointwise_use,
     node_kind,
 )
@@ -43,7 +44,7 @@ def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
 
 
 def into_concat_kernel(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
-    return any(n.target == "aten.cat.default" and set(n.reads) & producer.writes
+    return any(n.target == "aten.cat.default" and n.indexed and set(n.reads) & producer.writes
                for n in consumer.nodes)
 
 
@@ -57,9 +58,12 @@ def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
     none also read by another pointwise op, and either the cat's readers are all pointwise
     and a piece is computed (not a stored buffer), or every piece needs a copy anyway and
     none is, or reads, a reduction (a pointwise cat would recompute it per element)."""
-    if len(cat.reads) > MAX_POINTWISE_CAT_INPUTS:
+    if not cat.indexed:
+        return True  # one piece left (ir.cat_kept): Inductor lowers `clone(piece)`
+    pieces = [b for b in cat.reads if cat.access.get(b) != {SHAPE_ONLY}]  # ir.cat_skipped
+    if len(pieces) > MAX_POINTWISE_CAT_INPUTS:
         return False
-    producers = [ir.buffers[b].producer for b in cat.reads]
+    producers = [ir.buffers[b].producer for b in pieces]
     users = ir.node_users()
     if _multi_consumer_piece(cat, ir):
         return False  # has_multi_consumers: the piece would be computed twice
@@ -262,7 +266,7 @@ def nontrivial_loads(cone: list[SchedulerNode], ir: GraphIR) -> int:
     for node in cone:
         outside = [b for b in node.reads if b not in inside and
                    math.prod(ir.buffers[b].shape) != 1]
-        if node.target == "aten.cat.default":
+        if node.target == "aten.cat.default" and node.indexed:
             count += max(len(_cat_pieces(node, ir)), len(outside))
         else:
             count += len(outside) * (node.rnumel if node.unrolled else 1) + max(
@@ -273,8 +277,7 @@ def nontrivial_loads(cone: list[SchedulerNode], ir: GraphIR) -> int:
 def _cat_pieces(cat: SchedulerNode, ir: GraphIR) -> list:
     """The distinct FX values a cat joins."""
     fx_cat = ir.fx_node(cat.name)
-    pieces = fx_cat.args[0] if fx_cat.args and isinstance(fx_cat.args[0], (list, tuple)) else ()
-    return list(dict.fromkeys(p for p in pieces if isinstance(p, torch.fx.Node)))
+    return list(dict.fromkeys(cat_kept(fx_cat)))
 
 
 def copied_for_layout(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:

@@ -246,7 +246,7 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     if op == "arange":  # an iota (over its own index: two aranges are two iotas)
         return _arange_body(node.name, fx_node)
     # a cat's, a gather's or a reduction's dim is no constant of the body
-    scalars = not node.indexed and node.kind is not Kind.REDUCTION
+    scalars = not node.indexed and node.kind is not Kind.REDUCTION and op != "cat"
     keys: set = set()
     args: list = []
     operands: dict[int, torch.fx.Node] = {}  # position in args -> the FX tensor it came from
@@ -286,7 +286,8 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         elif scalars and isinstance(arg, numbers.Number) and not isinstance(arg, bool):
             keys.add(("const", arg, const_dtype))
             args.append(("const", arg, const_dtype))
-    if op in IDENTITY or (op == "_to_copy" and not _casts(fx_node)):
+    if op in IDENTITY or (op == "_to_copy" and not _casts(fx_node)) or (
+            op == "cat" and not node.indexed and args):  # one piece: Inductor's clone of it
         return frozenset(keys), args[0] if args else (op, node.name)
     if op == "clamp" and _given(fx_node.args[1:3]) + _given(fx_node.kwargs.values()) == 2:
         keys.add(("clamp_min", _intern(interned, (op, tuple(args)))))  # clamp_min, clamp_max

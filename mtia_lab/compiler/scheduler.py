@@ -179,11 +179,16 @@ def mark_unrolled(ir: GraphIR) -> None:
     """Inductor unrolls a reduction over fewer than unroll_reductions_threshold elements into
     pointwise code: marked before anything counts loads or decides what is stored. Only
     `Reduction.create` unrolls: a scan (`Scan.create`: a cumsum over 4 elements) or a sort
-    (`Sort.create`) stays a reduction-shaped kernel over its rows, however short."""
+    (`Sort.create`) stays a reduction-shaped kernel over its rows, however short.
+    Unrolled, it is a Pointwise over its outputs: its store has the loops of one (a reader
+    of it through a permutation shares it only if those loops can be reordered to match,
+    `_try_reorder_loops_for_candidates`), where a reduction's store matches any order."""
     threshold = config.unroll_reductions_threshold
     for node in ir.nodes:
         node.unrolled = node.kind is Kind.REDUCTION and node.rnumel < threshold and \
             node.op not in SCANS | SORTS
+        if node.kind is Kind.REDUCTION:
+            node.loops = dict(node.unrolled_loops) if node.unrolled else {}
 
 
 def _realized_order(ir: GraphIR) -> None:
