@@ -877,6 +877,25 @@ def test_realize_hint_a_biased_convolution_a_convolution_reads_too_is_stored_at_
         assert ("add_2" in c.ours.recomputed) is convolved, _kernels(c)
 
 
+@pytest.mark.parametrize("op", ["log", "sqrt"])
+def test_device_mismatch_host_code_with_a_heavy_op_broadcast_into_a_device_op_is_a_cpu_kernel(
+        op):
+    """SEW-D's log buckets divide by `torch.log(torch.tensor(c))`: a 0-dim constant made
+    without a device, so Inductor computes the log on the host. Broadcast into the
+    division it is reused (`expand`'s mark_reuse), and on the CPU a reused value with a
+    heavy op (exp, log, sigmoid, tanh...) is stored (`should_realize_on_reuse`): a CPU
+    kernel, which never fuses with the device's (device mismatch). A sqrt is no heavy op:
+    inlined into the device kernel."""
+    def fn(x):
+        return torch.log(x.abs() + 1) / getattr(torch, op)(torch.tensor(7.0))
+
+    c = _compared(fn, (8, 16))
+    assert not c.unexplained, str(c)
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 2) is (op == "log"), _kernels(c)
+    assert any(d.rule == "device_mismatch" for d in c.ours.decisions) is (op == "log")
+
+
 def test_a_layout_copy_of_a_weight_computes_none_of_the_recomputed_input_chain():
     """s = x + y has two readers, a ReLU into a convolution and the residual add: Inductor
     computes it in both kernels. The launch copying the weight channels-last names the

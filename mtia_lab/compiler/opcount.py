@@ -40,6 +40,7 @@ from .ir import (
     SchedulerNode,
     classify,
     node_kind,
+    on_host,
     outer_product,
 )
 from .lowering import is_pointwise_use, scatter_placement
@@ -86,6 +87,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     inline_reused: set[str] = set()
     loaded: set[str] = set()  # realized, or read by an extern lowered already: readers load it
     dims: dict[str, dict] = {}  # node -> {key of its body: the output dims it varies along}
+    heavy: dict[str, bool] = {}  # host code whose inlined body uses a heavy op
     for node in ir.nodes:
         if node.op in LOWERED_NORMS:  # its statistics stored, its normalize inlined
             bodies[node.name], top[node.name] = _norm_body(node, fx[node.name], ir)
@@ -109,9 +111,13 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         if ops > REALIZE_OPCOUNT and (loads > 1 or reused or broadcast(fx[node.name])) or \
                 loads > REALIZE_ACC_READS:
             large[node.name] = ops
+        heavy[node.name] = on_host(fx[node.name]) and (node.op in HEAVY_ON_CPU or any(
+            heavy.get(ir.buffers[b].producer or "") and ir.buffers[b].producer not in loaded
+            for b in node.reads))
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE) or (
-                hinted_for_reader(fx[node.name]) and _nontrivial_loads(keys, ir) > 1):
+                hinted_for_reader(fx[node.name]) and _nontrivial_loads(keys, ir) > 1) or (
+                heavy[node.name] and (fx_reused(fx[node.name]) or broadcast(fx[node.name]))):
             realized.add(node.name)
             loaded.add(node.name)
         elif reused:
@@ -147,6 +153,10 @@ def _norm_body(node: SchedulerNode, fx_node: torch.fx.Node,
     value = (node.name, "value")
     return frozenset(keys | {value}), value
 
+
+# `should_realize_on_reuse`'s heavy ops: CPU code using one is stored when reused -- by
+# several readers, or broadcast into a larger op (`expand`'s mark_reuse)
+HEAVY_ON_CPU = frozenset({"exp", "log", "log10", "log1p", "log2", "sigmoid", "tanh"})
 
 # Readers whose lowering wants its inputs stored (torch/_inductor/lowering.py
 # `needs_realized_inputs`: these, and the ops Inductor runs as fallbacks)
