@@ -846,6 +846,56 @@ def test_stored_on_reuse_a_reader_of_a_biased_convolution_loads_the_bias_too(bia
     assert ("add_1" in c.ours.recomputed) is not biased, _kernels(c)
 
 
+@pytest.mark.parametrize("convolved", [False, True])
+def test_realize_hint_a_biased_convolution_a_convolution_reads_too_is_stored_at_once(convolved):
+    """y, a biased convolution's output, is the call's result plus the bias Inductor peels
+    off; u = y + p + q + r has two readers. When a second convolution reads y too, Inductor
+    stores y as it lowers it (`run_node`: a user in needs_realized_inputs, realize_hint, two
+    non-constant loads), so u loads 4 values and is computed again in each reader
+    (should_realize_on_reuse: not over 4). Read by u alone, y is inlined into it: u loads
+    5 values (the call's result and the bias among them) and is stored once."""
+    def fn(x, w, b, p, q, r, w2):
+        y = F.conv2d(x, w, b, padding=1)
+        u = y + p + q + r
+        out = (u.sum(1), u.amax(1))
+        return out + (F.conv2d(y, w2, padding=1),) if convolved else out
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 4, 8, 8), torch.randn(4, 4, 3, 3), torch.randn(4)] + \
+        [torch.randn(2, 4, 8, 8) for _ in range(3)] + [torch.randn(4, 4, 3, 3)]
+    for extern_in_triton in (True, False):
+        torch._dynamo.reset()
+        with config.patch(matmul_templates=False, computed_once=False,
+                          extern_in_triton=extern_in_triton):
+            (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+            torch._dynamo.reset()
+            compiled = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+        for got, want in zip(compiled, fn(*host), strict=True):
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+        c.check()
+        assert not c.unexplained, str(c)
+        assert ("add_2" in c.ours.recomputed) is convolved, _kernels(c)
+
+
+@pytest.mark.parametrize("op", ["log", "sqrt"])
+def test_device_mismatch_host_code_with_a_heavy_op_broadcast_into_a_device_op_is_a_cpu_kernel(
+        op):
+    """SEW-D's log buckets divide by `torch.log(torch.tensor(c))`: a 0-dim constant made
+    without a device, so Inductor computes the log on the host. Broadcast into the
+    division it is reused (`expand`'s mark_reuse), and on the CPU a reused value with a
+    heavy op (exp, log, sigmoid, tanh...) is stored (`should_realize_on_reuse`): a CPU
+    kernel, which never fuses with the device's (device mismatch). A sqrt is no heavy op:
+    inlined into the device kernel."""
+    def fn(x):
+        return torch.log(x.abs() + 1) / getattr(torch, op)(torch.tensor(7.0))
+
+    c = _compared(fn, (8, 16))
+    assert not c.unexplained, str(c)
+    _same_as_inductor(c)
+    assert (len(c.ours.groups) == 2) is (op == "log"), _kernels(c)
+    assert any(d.rule == "device_mismatch" for d in c.ours.decisions) is (op == "log")
+
+
 def test_a_layout_copy_of_a_weight_computes_none_of_the_recomputed_input_chain():
     """s = x + y has two readers, a ReLU into a convolution and the residual add: Inductor
     computes it in both kernels. The launch copying the weight channels-last names the

@@ -857,6 +857,25 @@ def _host_constant(lifted: torch.fx.Node) -> bool:
     return bool(lifted.args) and getattr(lifted.args[0], "op", None) == "get_attr"
 
 
+def on_host(fx_node: torch.fx.Node) -> bool:
+    """Is this 0-dim value computed on the host in Inductor's copy of the graph? That copy
+    (compare/plans.py `_device_graph`) leaves a 0-dim tensor constant on the host (a model's
+    `torch.tensor(3.0)` made without a device, which eager lets meet device tensors); a
+    pointwise op's result is on the device of its first operand (lowering.py
+    `make_pointwise`: no operand is on a GPU type, mtia_sim not being one to `is_gpu`), so
+    `torch.log(torch.tensor(c))` is host code -- a CPU kernel of its own once realized."""
+    val = fx_node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.dim() != 0:
+        return False
+    if fx_node.op == "get_attr":
+        return True
+    if fx_node.op != "call_function" or "device" in fx_node.kwargs or \
+            classify(fx_node.target) is not Kind.POINTWISE:
+        return False
+    first = next((a for a in fx_node.args if isinstance(a, torch.fx.Node)), None)
+    return first is not None and on_host(first)
+
+
 def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     """Does the reduction run over the innermost dims of its input (sum(-1), not sum(1) of a
     3-d tensor)? Only then can one loop nest serve it and a pointwise over its whole input: the

@@ -345,6 +345,7 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
     buffers = dict(ir.buffers)
     users = {b: list(u) for b, u in ir.users.items()}
     before: dict[str, list[SchedulerNode]] = {}
+    after: dict[str, list[SchedulerNode]] = {}
     for conv_name, role, arg in found:
         conv, base = nodes[conv_name], ir.base_of[arg]
         val = fx[arg].meta["val"]
@@ -371,15 +372,34 @@ def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> Graph
         conv.access = {(name if b == base else b): how for b, how in conv.access.items()}
         users[base] = [u for u in users.get(base, []) if u != conv_name] + [name]
         users[name] = [conv_name]
-        before.setdefault(conv_name, []).append(copy)
+        producer = ir.buffers[base].producer
+        if not padded and producer in nodes and _bias_stored_early(fx.get(base), ir):
+            after.setdefault(producer, []).append(copy)
+        else:
+            before.setdefault(conv_name, []).append(copy)
     ordered: list[SchedulerNode] = []
     for original in ir.nodes:
         ordered.extend(before.get(original.name, []))
         ordered.append(nodes[original.name])
+        ordered.extend(after.get(original.name, []))
     for i, node in enumerate(ordered):
         node.index = i
     return GraphIR(ir.gm, ordered, buffers, users, ir.base_of, ir.inputs, ir.views,
                    home=dict(ir.home))
+
+
+def _bias_stored_early(base: torch.fx.Node | None, ir: GraphIR) -> bool:
+    """Is the operand a biased convolution's output that Inductor stores as it lowers that
+    convolution? Its value is the call's result plus the peeled bias, pointwise code that
+    `run_node` realizes at once when a convolution (or an mm) is among its several readers
+    (`opcount.hinted_for_reader`). That buffer is the one the reading convolution freezes
+    in channels-last order (`require_channels_last` on a FlexibleLayout: no copy of its
+    own): our copy stands for it, so it is placed where Inductor lowers it, right after the
+    producing convolution, not before the reader (which fusion's proximity score sees)."""
+    from .opcount import has_peeled_bias, hinted_for_reader
+
+    return base is not None and base.target is torch.ops.aten.convolution.default and \
+        has_peeled_bias(base, ir) and hinted_for_reader(base)
 
 
 def follows_producer(copy: SchedulerNode, producer_writes: set[str], ir: GraphIR) -> bool:

@@ -24,6 +24,7 @@ estimate, within an op or two of Inductor's (exact on a decomposed bilinear upsa
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -39,6 +40,7 @@ from .ir import (
     SchedulerNode,
     classify,
     node_kind,
+    on_host,
     outer_product,
 )
 from .lowering import is_pointwise_use, scatter_placement
@@ -85,6 +87,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
     inline_reused: set[str] = set()
     loaded: set[str] = set()  # realized, or read by an extern lowered already: readers load it
     dims: dict[str, dict] = {}  # node -> {key of its body: the output dims it varies along}
+    heavy: dict[str, bool] = {}  # host code whose inlined body uses a heavy op
     for node in ir.nodes:
         if node.op in LOWERED_NORMS:  # its statistics stored, its normalize inlined
             bodies[node.name], top[node.name] = _norm_body(node, fx[node.name], ir)
@@ -108,8 +111,13 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         if ops > REALIZE_OPCOUNT and (loads > 1 or reused or broadcast(fx[node.name])) or \
                 loads > REALIZE_ACC_READS:
             large[node.name] = ops
+        heavy[node.name] = on_host(fx[node.name]) and (node.op in HEAVY_ON_CPU or any(
+            heavy.get(ir.buffers[b].producer or "") and ir.buffers[b].producer not in loaded
+            for b in node.reads))
         if output or node.name in large or ops > REALIZE_ALWAYS or (
-                fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE):
+                fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE) or (
+                hinted_for_reader(fx[node.name]) and _nontrivial_loads(keys, ir) > 1) or (
+                heavy[node.name] and (fx_reused(fx[node.name]) or broadcast(fx[node.name]))):
             realized.add(node.name)
             loaded.add(node.name)
         elif reused:
@@ -144,6 +152,42 @@ def _norm_body(node: SchedulerNode, fx_node: torch.fx.Node,
     keys |= {(node.name, i) for i in range(variance + normalize + affine - 1)}
     value = (node.name, "value")
     return frozenset(keys | {value}), value
+
+
+# `should_realize_on_reuse`'s heavy ops: CPU code using one is stored when reused -- by
+# several readers, or broadcast into a larger op (`expand`'s mark_reuse)
+HEAVY_ON_CPU = frozenset({"exp", "log", "log10", "log1p", "log2", "sigmoid", "tanh"})
+
+# Readers whose lowering wants its inputs stored (torch/_inductor/lowering.py
+# `needs_realized_inputs`: these, and the ops Inductor runs as fallbacks)
+NEEDS_REALIZED_INPUTS = frozenset(getattr(torch.ops.aten, name) for name in (
+    "as_strided", "as_strided_copy", "avg_pool2d", "avg_pool2d_backward", "bmm", "convolution",
+    "convolution_backward", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "max_pool2d_with_indices_backward", "mm", "upsample_nearest2d", "_upsample_nearest_exact2d",
+    "_int_mm"))
+
+
+def hinted_for_reader(fx_node: torch.fx.Node) -> bool:
+    """Does `GraphLowering.run_node` call `realize_hint()` on this value as it lowers it:
+    more than one FX user, one of them an op in `needs_realized_inputs` (a convolution, an
+    mm, a pool)? `StorageBox.realize_hint` then stores pointwise code loading from more than
+    one place (`nontrivial_read_count > 1`), there and then: the readers lowered before that
+    op load it too (a biased convolution's output -- the call's result plus the bias --
+    read by the next convolution and by a residual add: the add loads one value, not two)."""
+    users = set(fx_node.users)
+    return len(users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor) and any(
+        getattr(u.target, "overloadpacket", None) in NEEDS_REALIZED_INPUTS for u in users)
+
+
+def _nontrivial_loads(keys, ir: GraphIR) -> int:
+    """Loads of a body at a non-constant index (OpCounter's `nontrivial_read_count`): a
+    one-element buffer is loaded at index 0."""
+    count = 0
+    for key in keys:
+        if isinstance(key, tuple) and key and key[0] == "load":
+            buf = ir.buffers.get(key[1]) if isinstance(key[1], str) else None
+            count += buf is None or math.prod(buf.shape) != 1
+    return count
 
 
 # Ops Inductor decomposes before lowering (torch/_inductor/decomposition.py
@@ -463,6 +507,8 @@ def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: Grap
     loads and an op in each reader's body (a sum of two biased convolutions and a residual
     loads six values: stored once several ops read it, `should_realize_on_reuse`). So is the
     bias of an addmm Inductor unfuses (`_unfused_addmm`)."""
+    if producer is not None and hinted_for_reader(producer) and has_peeled_bias(producer, ir):
+        return key  # the call's result plus the bias: stored as it was lowered, one load
     if _unfused_addmm(producer):
         bias_arg = producer.args[0]
     elif producer is None or producer.target is not torch.ops.aten.convolution.default or \
@@ -474,6 +520,20 @@ def _peeled_bias(producer: torch.fx.Node | None, key: tuple, keys: set, ir: Grap
     value = _intern(interned, ("add", key, bias))
     keys |= {bias, value}
     return value
+
+
+def has_peeled_bias(producer: torch.fx.Node, ir: GraphIR) -> bool:
+    """Is `producer` a convolution (or an unfused addmm) whose output Inductor's lowering
+    makes an add of the call's result and a bias of more than one element (loaded at a
+    non-constant index)?"""
+    if _unfused_addmm(producer):
+        bias = producer.args[0]
+    elif producer.target is torch.ops.aten.convolution.default and len(producer.args) > 2:
+        bias = producer.args[2]
+    else:
+        return False
+    val = getattr(bias, "meta", {}).get("val")
+    return isinstance(val, torch.Tensor) and val.numel() != 1
 
 
 def _grid_mode(fx_node: torch.fx.Node) -> int:

@@ -13,7 +13,7 @@ the reason recorded is the one Inductor would give:
                     (`pointwise_cat`; concat_kernel, ours), a pool's or nearest upsample's
                     input loading more than one place (realize_hint: `realize_hinted`)
     2. kinds        extern_never_fuses, concat_kernel_never_fuses, template_epilogue (ours),
-                    factory_into_consumer
+                    device_mismatch (host code stored: a CPU kernel), factory_into_consumer
                     (a kind can depend on the lowering: a sort of at most 512 elements is a
                     reduction-shaped Triton kernel, a scatter of bool/int64 values or an
                     index by a mask or a host constant an ATen call: ir._lowered_kind)
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from .._compat import size_hint
 from . import config, layout, loops, lowering, opcount, recompute, tiling
-from .ir import FusedSchedulerNode, GraphIR, Kind
+from .ir import FusedSchedulerNode, GraphIR, Kind, on_host
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -316,9 +316,28 @@ def factory_into_consumer(p: Pair) -> Verdict | None:
                    "creates its values in place", inline=True)
 
 
+def device_mismatch(p: Pair) -> Verdict | None:
+    """Host code stored as a kernel of its own (a CPU kernel: `ir.on_host`, realized by
+    its lowering) never fuses with a kernel of the device (`Scheduler.can_fuse`: "device
+    mismatch"); the device kernel loads the value as a scalar argument."""
+    host_a, host_b = _on_host(p.a, p.ir), _on_host(p.b, p.ir)
+    if host_a == host_b:
+        return None
+    host = p.a if host_a else p.b
+    return Verdict(False, "device_mismatch", f"{host.nodes[-1].name} is host code (a 0-dim "
+                   "value of host constants, stored): a CPU kernel, apart from the device's")
+
+
+def _on_host(g: FusedSchedulerNode, ir: GraphIR) -> bool:
+    """Host code stored by its lowering (unstored, it is inlined into its device readers:
+    no kernel of its own, nothing to mismatch)."""
+    return any(n.stored and ir.fx_node(n.name) is not None and on_host(ir.fx_node(n.name))
+               for n in g.nodes)
+
+
 KIND_RULES = [inlined_while_lowering, extern_never_fuses, concat_kernel_never_fuses,
               template_epilogue,
-              factory_into_consumer]
+              device_mismatch, factory_into_consumer]
 
 
 # ---- 3. choices.can_fuse: every pair --------------------------------------------------------

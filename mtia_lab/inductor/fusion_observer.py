@@ -84,6 +84,7 @@ def rule_of(why: str) -> str:
         "no shared data": "no_shared_data",
         "will create cycle": "would_create_cycle",
         "not profitable": "speedup_by_fusion",
+        "device mismatch (%s vs %s)": "device_mismatch",
     }
     if why in named:
         return named[why]
