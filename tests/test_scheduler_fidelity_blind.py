@@ -1,7 +1,8 @@
 """Our scheduler against Inductor's real plan for the device on seven held-out suites, each
 written blind (its list committed before any comparison, by someone who tuned nothing) and
 measured once before it was tuned on: held-out-5 .. held-out-8, held-out-11 and held-out-12,
-all tuned on since, and held-out-13, measured blind once and not tuned on (no floor yet)
+all tuned on since, and held-out-13, measured blind and after a round that did not
+look at it, not tuned on yet
 (held-out-9 and held-out-10 are in test_scheduler_fidelity.py with the suites' history).
 The checks are the same (fidelity_checks.py), in a file of their own so that the test
 runner's two workers share the suites. As there, the two newest suites (held-out-12 and
@@ -35,10 +36,13 @@ SUITES = {"heldout5": heldout5_graphs, "heldout6": heldout6_graphs,
 # held-out-8 456/480 (tuned on). Held-out-11, measured blind at 794/889 (89%) on the tree it
 # was written against (cc3d491), 796/889 after the round that did not look at it, then tuned
 # on. Held-out-12, measured blind at 900/1020 (88%) on the tree it was written against
-# (0f9b1d2), 902/1020 after the round that did not look at it, then tuned on.
+# (0f9b1d2), 902/1020 after the round that did not look at it, then tuned on: 915/1020,
+# 932/1020 (91%) after the round of 2026-11-29. Held-out-13, measured blind at 767/809 on
+# 2f7bedb with two graphs misaligned, 763/809 (94%) once the comparison aligned them, and
+# 763/809 after the round that did not look at it (not tuned on yet).
 # A regression guard, not the goal (95% on graphs not tuned on).
 FLOORS = {"heldout5": 0.90, "heldout6": 0.95, "heldout7": 0.95, "heldout8": 0.94,
-          "heldout11": 0.89, "heldout12": 0.88}
+          "heldout11": 0.89, "heldout12": 0.91, "heldout13": 0.94}
 
 
 # Compared with Inductor in every run: the newest blind suites. The others, tuned on for
