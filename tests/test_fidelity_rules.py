@@ -865,14 +865,8 @@ def test_realize_hint_a_biased_convolution_a_convolution_reads_too_is_stored_at_
         [torch.randn(2, 4, 8, 8) for _ in range(3)] + [torch.randn(4, 4, 3, 3)]
     for extern_in_triton in (True, False):
         torch._dynamo.reset()
-        with config.patch(matmul_templates=False, computed_once=False,
-                          extern_in_triton=extern_in_triton):
-            (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
-            torch._dynamo.reset()
-            compiled = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
-        for got, want in zip(compiled, fn(*host), strict=True):
-            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
-        c.check()
+        c = _compared_and_run(fn, host, matmul_templates=False, computed_once=False,
+                              extern_in_triton=extern_in_triton)
         assert not c.unexplained, str(c)
         assert ("add_2" in c.ours.recomputed) is convolved, _kernels(c)
 
