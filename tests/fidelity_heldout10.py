@@ -361,7 +361,13 @@ def _falcon_mamba_block():
                             time_step_rank=4, num_hidden_layers=1, vocab_size=64,
                             use_mambapy=False, **_NO_SPECIAL_TOKENS)
     torch.manual_seed(0)
-    block = _eval(_seeded_norms(FalconMambaBlock(cfg, 0), 1.0))
+    block = FalconMambaBlock(cfg, 0)
+    # The block builds its mixer with initialize_mixer_weights=False: A_log and D stay
+    # torch.empty (uninitialized host memory: values up to 1e38, inf or NaN, different in every
+    # process) until FalconMambaPreTrainedModel._init_weights, which a standalone block never
+    # runs. The mixer's own S4D initialization, as _init_weights calls it, makes them defined.
+    block.mixer.init_falcon_mamba_weights()
+    block = _eval(_seeded_norms(block, 1.0))
     return (lambda x: block(x)), lambda: (_r(2, 8, 32),)
 
 
