@@ -270,7 +270,12 @@ def _mamba_block():
     cfg = MambaConfig(hidden_size=16, state_size=4, expand=2, conv_kernel=4,
                       time_step_rank=2, num_hidden_layers=1, vocab_size=64,
                       use_mambapy=False, use_associative_scan=False)
-    block = _eval(MambaBlock(cfg, layer_idx=0))
+    block = MambaBlock(cfg, layer_idx=0)
+    # The block builds its mixer with initialize_mixer_weights=False: A_log and D stay
+    # torch.empty (uninitialized host memory, different in every process) until
+    # MambaPreTrainedModel._init_weights, which a standalone block never runs.
+    block.mixer.init_mamba_weights()
+    block = _eval(block)
     return (lambda x: block(x)), lambda: (_r(2, 4, 16),)
 
 
