@@ -223,3 +223,34 @@ def test_host_tensors_compile_too_without_touching_the_device_clock():
         out = compiled(x)
     assert stream.clock_us == before
     torch.testing.assert_close(out, model(x))
+
+
+def test_rf_detr_with_departures_on_and_off_matches_eager():
+    """A detector nobody here wrote (RF-DETR: windowed DINOv2, C2f projector, two-stage query
+    selection, deformable attention), compiled and also scheduled with the departures off,
+    against eager: it once crashed the departures-off schedule (a cat recomputed for a reader,
+    see test_fidelity_rules)."""
+    transformers = pytest.importorskip("transformers")
+    from mtia_lab.compare.fidelity import eager_rows
+
+    backbone = transformers.RfDetrDinov2Config(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_ratio=2, image_size=32,
+        patch_size=8, num_windows=2, window_block_indices=[0], num_register_tokens=0,
+        out_features=["stage1", "stage2"])
+    cfg = transformers.RfDetrConfig(
+        backbone_config=backbone, d_model=32, decoder_layers=1, decoder_self_attention_heads=4,
+        decoder_cross_attention_heads=4, decoder_n_points=2, decoder_ffn_dim=64, num_queries=8,
+        group_detr=1, c2f_num_blocks=1, num_labels=4, dropout=0.0, intermediate_size=64)
+    torch.manual_seed(0)
+    model = transformers.RfDetrForObjectDetection(cfg)
+    for name, p in model.named_parameters():  # zero-initialized heads and offsets: seeded
+        if p.numel() > 1 and "norm" not in name and p.std() == 0:
+            nn.init.normal_(p, mean=p.mean().item(), std=0.2)
+    model.eval().requires_grad_(False).to(DEV)
+
+    def rf_detr(pixels):
+        out = model(pixel_values=pixels)
+        return out.logits, out.pred_boxes
+
+    assert eager_rows({"rf_detr": (rf_detr, lambda: (torch.randn(2, 3, 32, 32),))}) == \
+        {"rf_detr": ""}

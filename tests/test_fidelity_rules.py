@@ -2140,3 +2140,25 @@ def test_a_reader_of_an_unrolled_reduction_shares_its_store_as_inductors_memory_
     c = _compared(fn, (8, 8, 6, 2), (8, 8, 6, 2))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if view in ("same", "fewer_loops") else 2)
+
+
+def test_a_cat_recomputed_for_one_reader_is_asked_about_as_its_original():
+    """recompute.py clones a value Inductor inlines into several readers as "value@reader";
+    the clone computes its original's FX op, so what the lowering asks of a cat (its pieces,
+    whether it lowers pointwise, its loads) is answered from the original. Asked by the
+    clone's own name, the FX node was missing: RF-DETR's repeated reference points
+    (`cat([u, u])`) crashed scheduling with the departures off."""
+    from mtia_lab.compiler import lowering
+
+    def repeated(x, y):
+        u = x.sin().unsqueeze(1)
+        return torch.cat([u, u], -1) * y, x.cos()
+
+    torch.compiler.reset()
+    torch.compile(repeated, backend="mtia_lab")(torch.randn(4, 2, device="mtia_sim"),
+                                                  torch.randn(4, 1, 4, device="mtia_sim"))
+    ir = COMPILED[-1].plan.ir
+    cat = next(n for n in ir.nodes if n.target == "aten.cat.default")
+    clone = dataclasses.replace(cat, name=f"{cat.name}@mul", writes=(f"{cat.writes[0]}@mul",))
+    assert lowering.pointwise_cat(clone, ir) == lowering.pointwise_cat(cat, ir)
+    assert lowering.nontrivial_loads([clone], ir) == lowering.nontrivial_loads([cat], ir) > 0

@@ -201,6 +201,11 @@ class GraphIR:
             node = self._fx_by_name.get(name)
         return node
 
+    def fx_original(self, name: str) -> torch.fx.Node | None:
+        """The FX node a scheduler node computes. A value recomputed for one reader is a
+        clone named "value@reader" (recompute.py) that computes its original's op."""
+        return self.fx_node(name.split("@", 1)[0])
+
     def nbytes(self, buffers) -> int:
         return sum(self.buffers[b].nbytes for b in buffers)
 

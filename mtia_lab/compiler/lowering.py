@@ -83,7 +83,7 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
     code not yet stored. The argument is the value the cat is given: a view of a value (one
     unsqueezed half of a split) read only by the cat is no multi-consumer piece, however many
     other views of that value there are."""
-    fx_cat = ir.fx_node(cat.name)
+    fx_cat = ir.fx_original(cat.name)
     for piece in _cat_pieces(cat, ir):
         if len(piece.users) <= 1:
             continue
@@ -138,7 +138,7 @@ def placed_back(node: SchedulerNode, buf: str, ir: GraphIR,
         reader = members[readers[0]]
         how = reader.access.get(out, set())
         if reader.op == "slice_scatter":
-            fx = ir.fx_node(reader.name.split("@", 1)[0])  # a clone is its original's op
+            fx = ir.fx_original(reader.name)
             source = fx.args[1] if fx is not None and len(fx.args) > 1 else None
             return source is not None and \
                 ir.base_of.get(source.name) == out.split("@", 1)[0] and \
@@ -275,8 +275,9 @@ def nontrivial_loads(cone: list[SchedulerNode], ir: GraphIR) -> int:
 
 
 def _cat_pieces(cat: SchedulerNode, ir: GraphIR) -> list:
-    """The distinct FX values a cat joins."""
-    fx_cat = ir.fx_node(cat.name)
+    """The distinct FX values a cat joins (a cat recomputed for a reader joins its
+    original's)."""
+    fx_cat = ir.fx_original(cat.name)
     return list(dict.fromkeys(cat_kept(fx_cat)))
 
 
