@@ -5,9 +5,12 @@ are calls into the vendor's device library, filled in when Triton compiles; the 
 compiles nothing, so the generic `triton.language.extra.libdevice` stubs return None there.
 This module stands in for it while kernels run interpreted: functions Triton's own math module
 has (erf, exp, log, sqrt, floor...) are Triton's (the interpreter maps them to NumPy); a few
-more that Inductor emits are written here from those; anything else raises
+are written here from those; every other function Inductor's Triton code emits (asinh, lgamma,
+atan2, erfinv, the Bessel functions...) is PyTorch's own CPU kernel applied to the block's
+NumPy data, so it computes what eager computes on the CPU. A name outside all three raises
 `InductorDeviceError` naming the function. A departure on purpose: results can differ from
-the CUDA libdevice in the last bits (tanh, expm1, log1p, pow are composed, not library calls).
+the CUDA libdevice in the last bits (tanh, expm1, log1p, pow are composed, not library calls;
+the others are the CPU's).
 
 Must be imported with TRITON_INTERPRET=1 set (its @triton.jit functions are interpreted ones).
 """
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
+import torch
 import triton
 import triton.language as tl
 
@@ -85,6 +90,58 @@ _FROM_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "ab
               "div_rn", "erf", "floor", "ceil", "fma", "umulhi"}
 
 
+def _ilogb(x: torch.Tensor) -> torch.Tensor:
+    return (torch.frexp(x).exponent - 1).to(torch.int32)
+
+
+# libdevice name -> (PyTorch's CPU function, the result's dtype or None for the first
+# argument's): the functions of torch/_inductor/codegen/triton.py's TritonOverrides.
+_FROM_TORCH = {
+    "tan": (torch.tan, None), "sinh": (torch.sinh, None), "cosh": (torch.cosh, None),
+    "asin": (torch.asin, None), "acos": (torch.acos, None), "atan": (torch.atan, None),
+    "asinh": (torch.asinh, None), "acosh": (torch.acosh, None), "atanh": (torch.atanh, None),
+    "atan2": (torch.atan2, None), "hypot": (torch.hypot, None), "fmod": (torch.fmod, None),
+    "copysign": (torch.copysign, None), "nextafter": (torch.nextafter, None),
+    "ldexp": (lambda x, e: torch.ldexp(x, e).to(x.dtype), None),
+    "log10": (torch.log10, None), "trunc": (torch.trunc, None),
+    "lgamma": (torch.lgamma, None), "erfc": (torch.erfc, None),
+    "erfcx": (torch.special.erfcx, None), "erfinv": (torch.erfinv, None),
+    "fast_tanhf": (torch.tanh, None), "mul_rn": (torch.mul, None),
+    "llrint": (torch.round, tl.int64), "ilogb": (_ilogb, tl.int32),
+    "j0": (torch.special.bessel_j0, None), "j1": (torch.special.bessel_j1, None),
+    "y0": (torch.special.bessel_y0, None), "y1": (torch.special.bessel_y1, None),
+    "cyl_bessel_i0": (torch.special.i0, None), "cyl_bessel_i1": (torch.special.i1, None),
+}
+
+
+def _torch_elementwise(name: str):
+    """An interpreted libdevice function computed by PyTorch's CPU kernel on the operands'
+    NumPy data (broadcast as Triton broadcasts them)."""
+    fn, out_dtype = _FROM_TORCH[name]
+
+    def call(*args, **_):
+        from triton.runtime.interpreter import TensorHandle  # the interpreter's value
+
+        tensors = [a for a in args if isinstance(a, tl.core.tensor)]
+        first = tensors[0]
+        arrays = np.broadcast_arrays(*(np.asarray(a.handle.data if isinstance(a, tl.core.tensor)
+                                                  else a) for a in args))
+        result = fn(*(torch.from_numpy(np.array(a)) for a in arrays))  # writable copies
+        dtype = out_dtype or first.dtype
+        data = result.numpy().astype(_numpy_dtype(dtype), copy=False)
+        shape = list(data.shape)
+        ty = tl.block_type(dtype, shape) if shape else dtype
+        return tl.core.tensor(TensorHandle(data, dtype), ty)
+
+    call.__name__ = name
+    return call
+
+
+def _numpy_dtype(dtype) -> np.dtype:
+    return {tl.float32: np.float32, tl.float64: np.float64, tl.float16: np.float16,
+            tl.int64: np.int64, tl.int32: np.int32}[dtype]
+
+
 class _Libdevice(types.ModuleType):
     """Looks functions up at each call: the interpreter patches tl.math while a kernel runs."""
 
@@ -93,6 +150,8 @@ class _Libdevice(types.ModuleType):
             return _OWN[name]
         if name in _FROM_MATH:
             return getattr(tl.math, name)
+        if name in _FROM_TORCH:
+            return _torch_elementwise(name)
         raise InductorDeviceError(
             f"Inductor's kernel calls libdevice.{name}, which Triton's interpreter cannot run "
             f"on mtia_sim (no device library on the host). Run the op that needs it eagerly "
