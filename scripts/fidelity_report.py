@@ -18,16 +18,18 @@ fifteen more families, three training steps among them, written blind as the nin
 HELD-OUT-11 suite (tests/fidelity_heldout11.py: fifteen more families, three training steps
 among them, written blind as the tenth was), the HELD-OUT-12 suite
 (tests/fidelity_heldout12.py: fifteen more families, two training steps among them, written
-blind as the eleventh was) and the HELD-OUT-13 suite (tests/fidelity_heldout13.py: fifteen
-more families, two training steps among them, written blind as the twelfth was), each graph
-audited launch by launch against Inductor's generated wrapper.
+blind as the eleventh was), the HELD-OUT-13 suite (tests/fidelity_heldout13.py: fifteen
+more families, two training steps among them, written blind as the twelfth was) and the
+HELD-OUT-14 suite (tests/fidelity_heldout14.py: fifteen more families, two training steps
+among them, written blind as the thirteenth was), each graph audited launch by launch against
+Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
 SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8,
-heldout9, heldout10, heldout11, heldout12, heldout13 (default: all fourteen, one after the
-other).
+heldout9, heldout10, heldout11, heldout12, heldout13, heldout14 (default: all fifteen, one
+after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -53,6 +55,7 @@ from fidelity_heldout10 import heldout10_graphs  # noqa: E402
 from fidelity_heldout11 import heldout11_graphs  # noqa: E402
 from fidelity_heldout12 import heldout12_graphs  # noqa: E402
 from fidelity_heldout13 import heldout13_graphs  # noqa: E402
+from fidelity_heldout14 import heldout14_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -73,6 +76,7 @@ SUITES = {
     "heldout11": ("HELD-OUT-11", heldout11_graphs),
     "heldout12": ("HELD-OUT-12", heldout12_graphs),
     "heldout13": ("HELD-OUT-13", heldout13_graphs),
+    "heldout14": ("HELD-OUT-14", heldout14_graphs),
 }
 
 def main(argv: list[str] | None = None) -> None:
