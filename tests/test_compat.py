@@ -91,9 +91,11 @@ def _rebuilds_what_torch_saves(fn):
 
 
 def _whole_grid_attributes(fn):
-    """Every `tri.<name>` the whole-grid launcher reads exists on Triton's interpreter."""
+    """Every `tri.<name>` the whole-grid launcher and libdevice read exists on Triton's
+    interpreter."""
     used = set()
-    for path in (ROOT / "mtia_lab/inductor/whole_grid").glob("*.py"):
+    for path in [*(ROOT / "mtia_lab/inductor/whole_grid").glob("*.py"),
+                 ROOT / "mtia_lab/inductor/libdevice.py"]:
         used |= set(re.findall(r"\btri\.(\w+)", path.read_text()))
     module = fn()
     missing = sorted(n for n in used if not hasattr(module, n))

@@ -27,7 +27,7 @@ DEVICE = "mtia_sim"
 # --- Triton ------------------------------------------------------------------------------------
 def triton_interpreter():
     """Triton's interpreter module (`triton.runtime.interpreter`), which the whole-grid launcher
-    (mtia_lab/inductor/whole_grid/) builds on: TensorHandle, InterpreterBuilder,
+    (mtia_lab/inductor/whole_grid/) and libdevice.py build on: TensorHandle, InterpreterBuilder,
     interpreter_semantic, ReduceOps, ScanOps and its private helpers (`_patch_lang`,
     `_get_np_dtype`, `_implicit_cvt`...): tests/test_compat.py checks every `tri.<name>` read."""
     from triton.runtime import interpreter

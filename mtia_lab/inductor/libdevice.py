@@ -120,26 +120,20 @@ def _torch_elementwise(name: str):
     fn, out_dtype = _FROM_TORCH[name]
 
     def call(*args, **_):
-        from triton.runtime.interpreter import TensorHandle  # the interpreter's value
-
+        tri = _compat.triton_interpreter()  # its TensorHandle holds a block's NumPy data
         tensors = [a for a in args if isinstance(a, tl.core.tensor)]
         first = tensors[0]
         arrays = np.broadcast_arrays(*(np.asarray(a.handle.data if isinstance(a, tl.core.tensor)
                                                   else a) for a in args))
         result = fn(*(torch.from_numpy(np.array(a)) for a in arrays))  # writable copies
         dtype = out_dtype or first.dtype
-        data = result.numpy().astype(_numpy_dtype(dtype), copy=False)
+        data = result.numpy().astype(tri._get_np_dtype(dtype), copy=False)
         shape = list(data.shape)
         ty = tl.block_type(dtype, shape) if shape else dtype
-        return tl.core.tensor(TensorHandle(data, dtype), ty)
+        return tl.core.tensor(tri.TensorHandle(data, dtype), ty)
 
     call.__name__ = name
     return call
-
-
-def _numpy_dtype(dtype) -> np.dtype:
-    return {tl.float32: np.float32, tl.float64: np.float64, tl.float16: np.float16,
-            tl.int64: np.int64, tl.int32: np.int32}[dtype]
 
 
 class _Libdevice(types.ModuleType):
