@@ -283,6 +283,12 @@ INDUCTOR: dict[str, Pin] = {
                              check=lambda fn: isinstance(fn().maximum, resolve(
                                  "triton.runtime.interpreter.InterpretedFunction"))),
     "activate_host_driver": P("triton.runtime.driver.set_active"),
+    "round_bfloat16_to_nearest_even": P(
+        "triton.runtime.interpreter.InterpreterBuilder.create_fp_trunc",
+        "triton.runtime.interpreter.InterpreterBuilder.create_fp_to_fp",
+        "triton.runtime.interpreter.TensorHandle", "triton._C.libtriton.ir.ROUNDING_MODE.RTNE",
+        check=lambda fn: (fn(), resolve("triton.runtime.interpreter.InterpreterBuilder")
+                          .create_fp_trunc._mtia_lab)[1]),
     "host_driver_active": P("triton.runtime.driver.set_active",
                             check=lambda fn: (inductor.activate_host_driver(), fn())[1]),
     "add_gpu_type": P("torch._inductor.utils.GPU_TYPES"),

@@ -774,3 +774,45 @@ def faster_nested_calls() -> None:
 
     __call__._mtia_lab = True
     cls.__call__ = __call__
+
+
+def round_bfloat16_to_nearest_even() -> None:
+    """Triton's interpreter converts float32 to bfloat16 by cutting the low 16 bits (its
+    `create_fp_trunc` passes no rounding mode to `_convert_float`), and its explicit
+    round-to-nearest-even adds the cut-off bit without carrying into the exponent. A GPU's
+    `fptrunc` (what `x.to(tl.bfloat16)` compiles to) and PyTorch's own conversion round to
+    nearest even: -8.4999 becomes -8.5, not -8.4375. Every bfloat16 value an interpreted kernel
+    stores went through it, so a compiled bf16 model drifted from eager by an ulp at a time.
+    Here a float downcast to bfloat16, by `fptrunc` or `fp_to_fp` with RTNE (the default), is
+    PyTorch's conversion; toward zero (`fp_downcast_rounding="rtz"`) stays the interpreter's."""
+    import numpy as np
+    import triton.language as tl
+    from triton._C.libtriton import ir
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder.create_fp_trunc, "_mtia_lab", False):
+        return
+    trunc, fp_to_fp = builder.create_fp_trunc, builder.create_fp_to_fp
+
+    def to_bfloat16(src):
+        bits = torch.from_numpy(np.ascontiguousarray(src.data)).to(torch.bfloat16)
+        return interpreter.TensorHandle(bits.view(torch.int16).numpy().view(np.uint16),
+                                        tl.bfloat16)
+
+    def floating(src) -> bool:
+        return src.dtype.scalar in (tl.float32, tl.float64, tl.float16)
+
+    def create_fp_trunc(self, src, dst_type):
+        if dst_type.scalar == tl.bfloat16 and floating(src):
+            return to_bfloat16(src)
+        return trunc(self, src, dst_type)
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        if dst_type.scalar == tl.bfloat16 and floating(src) and \
+                rounding_mode in (None, ir.ROUNDING_MODE.RTNE):
+            return to_bfloat16(src)
+        return fp_to_fp(self, src, dst_type, rounding_mode)
+
+    create_fp_trunc._mtia_lab = True
+    builder.create_fp_trunc, builder.create_fp_to_fp = create_fp_trunc, create_fp_to_fp
