@@ -26,7 +26,8 @@ OPS = {
     "erfinv": "erfinv", "special.erfcx": "erfcx", "special.bessel_j0": "j0",
     "special.bessel_j1": "j1", "special.bessel_y0": "y0", "special.bessel_y1": "y1",
     "special.i0e": "exp", "i0": "cyl_bessel_i0", "special.i1": "cyl_bessel_i1",
-    "ldexp": "ldexp",
+    "ldexp": "ldexp", "pow": "pow", "tanh": "tanh", "expm1": "expm1", "log1p": "log1p",
+    "signbit": "signbit",
 }
 # Names in Inductor's source that are no function of libdevice (a module attribute, a
 # format string's field).
@@ -65,6 +66,22 @@ def test_an_op_inductor_lowers_to_libdevice_matches_cpu_eager(name):
         got = torch.compile(info.op, dynamic=False)(*on_device)
         torch.testing.assert_close(got.cpu(), expected, equal_nan=True,
                                    msg=lambda m, s=sample: f"{name} on {s}: {m}")
+
+
+@pytest.mark.parametrize(("name", "fn"), [
+    ("pow of a negative base", lambda t: torch.pow(t, 2.5)),
+    ("pow of a negative scalar base", lambda t: torch.pow(-2.5, t)),
+    ("tanh near zero", torch.tanh),
+    ("signbit of -0.0", torch.signbit),
+    ("expm1 near zero", torch.expm1),
+])
+def test_edge_values_are_exactly_the_cpus(name, fn):
+    """Composed from exp and log, these were silently wrong: |a|^b for a negative base (NaN in
+    eager), tanh(1e-8) = 0, signbit(-0.0) = False."""
+    x = torch.tensor([-1.5, 2.0, -3.0, 0.5, 1e-8, -1e-7, -0.0, 0.0, float("nan"), float("inf")])
+    torch.compiler.reset()
+    got = torch.compile(fn)(x.to(DEVICE)).cpu()
+    torch.testing.assert_close(got, fn(x), rtol=0, atol=0, equal_nan=True, msg=name)
 
 
 def test_a_bfloat16_op_computes_in_float32_as_cpu_inductor_does():

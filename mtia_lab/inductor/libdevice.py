@@ -5,12 +5,12 @@ are calls into the vendor's device library, filled in when Triton compiles; the 
 compiles nothing, so the generic `triton.language.extra.libdevice` stubs return None there.
 This module stands in for it while kernels run interpreted: functions Triton's own math module
 has (erf, exp, log, sqrt, floor...) are Triton's (the interpreter maps them to NumPy); a few
-are written here from those; every other function Inductor's Triton code emits (asinh, lgamma,
-atan2, erfinv, the Bessel functions...) is PyTorch's own CPU kernel applied to the block's
-NumPy data, so it computes what eager computes on the CPU. A name outside all three raises
-`InductorDeviceError` naming the function. A departure on purpose: results can differ from
-the CUDA libdevice in the last bits (tanh, expm1, log1p, pow are composed, not library calls;
-the others are the CPU's).
+tests and roundings are written here from those; every other function Inductor's Triton code
+emits (tanh, pow, asinh, lgamma, atan2, erfinv, the Bessel functions...) is PyTorch's own CPU
+kernel applied to the block's NumPy data, so it computes what eager computes on the CPU: pow
+of a negative base and a fractional exponent is NaN, tanh(1e-8) is 1e-8, -0.0 has its sign
+bit. A name outside all three raises `InductorDeviceError` naming the function. A departure on
+purpose: results can differ from the CUDA libdevice in the last bits (they are the host's).
 
 Must be imported with TRITON_INTERPRET=1 set (its @triton.jit functions are interpreted ones).
 """
@@ -29,33 +29,6 @@ from .errors import InductorDeviceError
 
 
 @triton.jit
-def tanh(x):
-    e = tl.exp(-2.0 * tl.abs(x))
-    t = (1.0 - e) / (1.0 + e)
-    return tl.where(x < 0, -t, t)
-
-
-@triton.jit
-def expm1(x):
-    small = tl.abs(x) < 1e-5
-    return tl.where(small, x + 0.5 * x * x, tl.exp(x) - 1.0)
-
-
-@triton.jit
-def log1p(x):
-    small = tl.abs(x) < 1e-4
-    return tl.where(small, x - 0.5 * x * x, tl.log(1.0 + x))
-
-
-@triton.jit
-def pow(a, b):
-    r = tl.exp2(b * tl.log2(tl.abs(a)))
-    odd = (b == tl.floor(b)) & ((tl.abs(b) % 2) == 1)
-    r = tl.where((a < 0) & odd, -r, r)
-    return tl.where(b == 0, 1.0, r)
-
-
-@triton.jit
 def isnan(x):
     return x != x
 
@@ -63,11 +36,6 @@ def isnan(x):
 @triton.jit
 def isinf(x):
     return tl.abs(x) == float("inf")
-
-
-@triton.jit
-def signbit(x):
-    return x < 0
 
 
 @triton.jit
@@ -83,9 +51,8 @@ def rsqrt(x):
     return tl.rsqrt(x)
 
 
-_OWN = {"tanh": tanh, "expm1": expm1, "log1p": log1p, "pow": pow, "isnan": isnan,
-        "isinf": isinf, "signbit": signbit, "nearbyint": nearbyint, "rint": nearbyint,
-        "rsqrt": rsqrt}
+_OWN = {"isnan": isnan, "isinf": isinf, "nearbyint": nearbyint,
+        "rint": nearbyint, "rsqrt": rsqrt}
 _FROM_MATH = {"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "abs", "fdiv",
               "div_rn", "erf", "floor", "ceil", "fma", "umulhi"}
 
@@ -97,7 +64,9 @@ def _ilogb(x: torch.Tensor) -> torch.Tensor:
 # libdevice name -> (PyTorch's CPU function, the result's dtype or None for the first
 # argument's): the functions of torch/_inductor/codegen/triton.py's TritonOverrides.
 _FROM_TORCH = {
-    "tan": (torch.tan, None), "sinh": (torch.sinh, None), "cosh": (torch.cosh, None),
+    "tanh": (torch.tanh, None), "expm1": (torch.expm1, None), "log1p": (torch.log1p, None),
+    "pow": (torch.pow, None), "tan": (torch.tan, None), "sinh": (torch.sinh, None),
+    "cosh": (torch.cosh, None),
     "asin": (torch.asin, None), "acos": (torch.acos, None), "atan": (torch.atan, None),
     "asinh": (torch.asinh, None), "acosh": (torch.acosh, None), "atanh": (torch.atanh, None),
     "atan2": (torch.atan2, None), "hypot": (torch.hypot, None), "fmod": (torch.fmod, None),
@@ -107,7 +76,8 @@ _FROM_TORCH = {
     "lgamma": (torch.lgamma, None), "erfc": (torch.erfc, None),
     "erfcx": (torch.special.erfcx, None), "erfinv": (torch.erfinv, None),
     "fast_tanhf": (torch.tanh, None), "mul_rn": (torch.mul, None),
-    "llrint": (torch.round, tl.int64), "ilogb": (_ilogb, tl.int32),
+    "signbit": (torch.signbit, tl.int1), "llrint": (torch.round, tl.int64),
+    "ilogb": (_ilogb, tl.int32),
     "j0": (torch.special.bessel_j0, None), "j1": (torch.special.bessel_j1, None),
     "y0": (torch.special.bessel_y0, None), "y1": (torch.special.bessel_y1, None),
     "cyl_bessel_i0": (torch.special.i0, None), "cyl_bessel_i1": (torch.special.i1, None),
