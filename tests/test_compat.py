@@ -283,6 +283,10 @@ INDUCTOR: dict[str, Pin] = {
                              check=lambda fn: isinstance(fn().maximum, resolve(
                                  "triton.runtime.interpreter.InterpretedFunction"))),
     "activate_host_driver": P("triton.runtime.driver.set_active"),
+    "pinned_host_buffers": P("torch._C._dynamo.guards._empty_strided_cpu_pinned",
+                             check=lambda fn: (fn(), resolve(
+                                 "torch._C._dynamo.guards._empty_strided_cpu_pinned")(
+                                     (2, 3), (1, 2), torch.float32).stride() == (1, 2))[1]),
     "round_bfloat16_to_nearest_even": P(
         "triton.runtime.interpreter.InterpreterBuilder.create_fp_trunc",
         "triton.runtime.interpreter.InterpreterBuilder.create_fp_to_fp",

@@ -80,6 +80,7 @@ def install_hooks() -> None:
     _compat.activate_host_driver()
     _compat.faster_nested_calls()
     _compat.round_bfloat16_to_nearest_even()
+    _compat.pinned_host_buffers()
     libdevice.install(_compat.interpreted_helpers())  # before trust_triton_for patches it
     _compat.trust_triton_for(_compat.DEVICE)
     device.register()

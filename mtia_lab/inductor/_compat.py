@@ -816,3 +816,20 @@ def round_bfloat16_to_nearest_even() -> None:
 
     create_fp_trunc._mtia_lab = True
     builder.create_fp_trunc, builder.create_fp_to_fp = create_fp_trunc, create_fp_to_fp
+
+
+def pinned_host_buffers() -> None:
+    """Inductor's wrapper allocates the host side of a `non_blocking` device-to-host copy with
+    `torch._C._dynamo.guards._empty_strided_cpu_pinned`, which asks PrivateUse1's hooks for a
+    pinned-memory allocator: C++ only, so `t.to("cpu", non_blocking=True)` in a compiled
+    function failed. Here the buffer is allocated plainly and pinned by `pin_memory()`, which
+    the device serves (backend/aten/pinned_memory.py: a host buffer marked pinned)."""
+    guards = torch._C._dynamo.guards
+    if getattr(guards._empty_strided_cpu_pinned, "_mtia_lab", False):
+        return
+
+    def empty_strided_cpu_pinned(size, stride, dtype):
+        return torch.empty_strided(size, stride, dtype=dtype, device="cpu").pin_memory()
+
+    empty_strided_cpu_pinned._mtia_lab = True
+    guards._empty_strided_cpu_pinned = empty_strided_cpu_pinned

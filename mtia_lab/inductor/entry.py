@@ -16,9 +16,10 @@ extern kernels (mm, convolution, the keep-list) are eager ATen calls on the devi
 Triton launch is unwrapped to host memory by triton_launch.py.
 
 The entry is Inductor's own `compile_fx`, wrapped once (the default backend "inductor" looks
-it up at each compile); graphs without device tensors pass through untouched. The wrapper is
-installed when `torch._inductor.compile_fx` is first imported (see mtia_lab/inductor/__init__.py),
-so `import mtia_lab` loads neither Dynamo nor Inductor.
+it up at each compile); a graph that only makes device tensors from host inputs gets the
+device's hooks and compiles as it is; graphs without device tensors pass through untouched.
+The wrapper is installed when `torch._inductor.compile_fx` is first imported (see
+mtia_lab/inductor/__init__.py), so `import mtia_lab` loads neither Dynamo nor Inductor.
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def has_device_inputs(example_inputs) -> bool:
     return any(isinstance(x, MTIATensor)
                or (isinstance(x, (list, tuple)) and has_device_inputs(x))
                for x in example_inputs)
+
+
+def makes_device_values(gm: torch.fx.GraphModule) -> bool:
+    """Does the graph create device tensors from host inputs (`x.to("mtia_sim")` inside the
+    compiled function, a training step that moves its batch)? Its values on the device are
+    plain fake tensors already, as compile_for_device makes them; Inductor needs the device's
+    hooks to compile them."""
+    return any(isinstance(v := node.meta.get("val", node.meta.get("example_value")),
+                          torch.Tensor) and v.device.type == _compat.DEVICE
+               for node in gm.graph.nodes)
 
 
 def _bumpy(example_inputs) -> bool:
@@ -303,6 +314,8 @@ def install_entry(prepare: Callable[[], None]) -> None:
             if _bumpy(example_inputs_):
                 return compile_flattened(original, model_, example_inputs_, *args, **kwargs)
             return compile_for_device(original, model_, example_inputs_, *args, **kwargs)
+        if isinstance(model_, torch.fx.GraphModule) and makes_device_values(model_):
+            prepare()
         return original(model_, example_inputs_, *args, **kwargs)
 
     compile_fx._mtia_lab = True

@@ -9,7 +9,8 @@ which `is_pinned()` reports, as a CUDA build would. The two ops are served at Py
 key (what CUDA's build does in C++ with its host allocator).
 
 Still PyTorch's: factories with `pin_memory=True` (`torch.empty(n, pin_memory=True)`) go
-straight to the C++ allocator lookup and raise; use `.pin_memory()` on the result instead.
+straight to the C++ allocator lookup and raise; use `.pin_memory()` on the result instead
+(Inductor's own pinned buffers are made so: inductor/_compat.pinned_host_buffers).
 """
 
 from __future__ import annotations
