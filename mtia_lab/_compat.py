@@ -563,6 +563,43 @@ def keep_device_tensors_out_of_fake_constants() -> None:
     FakeTensorMode.may_turn_const = may_turn_const
 
 
+def run_fake_fallbacks_on_host() -> None:
+    """An op with no meta kernel (geqrf, histogram, histogramdd) is traced by running it for
+    real on zeros of its inputs' device (fake_tensor.run_fallback_kernel) under `no_dispatch()`,
+    which turns the Python key off: a Python device has no kernel left there (INTERNAL ASSERT
+    "func != nullptr" under Inductor, whose graphs carry plain fake device tensors; the
+    device's own subclass fakes of the other backends dispatch in Python). The device's plain
+    fakes run it on the host instead -- the
+    device computes with the host's kernels, so sizes, strides and dtypes are the same -- and
+    the results are reported on the device. Idempotent."""
+    from torch._subclasses import fake_tensor
+
+    original = fake_tensor.run_fallback_kernel
+    if getattr(original, "_mtia_lab", False):
+        return
+
+    def run_fallback_kernel(fake_mode, func, flat_args, args_spec, orig_not_implemented):
+        ours = [a for a in flat_args if isinstance(a, fake_tensor.FakeTensor)
+                and a.fake_device.type == DEVICE_NAME]
+        if not ours:
+            return original(fake_mode, func, flat_args, args_spec, orig_not_implemented)
+        device, host = ours[0].fake_device, torch.device("cpu")
+        for a in ours:
+            a.fake_device = host
+        try:
+            out = original(fake_mode, func, flat_args, args_spec, orig_not_implemented)
+        finally:
+            for a in ours:
+                a.fake_device = device
+        for o in pytree.tree_leaves(out):
+            if isinstance(o, fake_tensor.FakeTensor) and o.fake_device == host:
+                o.fake_device = device
+        return out
+
+    run_fallback_kernel._mtia_lab = True
+    fake_tensor.run_fallback_kernel = run_fallback_kernel
+
+
 def generate_storage_methods(name: str) -> None:
     """`storage.is_<name>` and `storage.<name>()` (PyTorch's generated PrivateUse1 methods; the
     Python-backend setup generates those of tensors and modules only). Idempotent."""

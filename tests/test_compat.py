@@ -251,6 +251,8 @@ CORE: dict[str, Pin] = {
                             "torch.utils._foreach_utils._foreach_supported_types"),
     "keep_device_tensors_out_of_fake_constants": P(
         "torch._subclasses.fake_tensor.FakeTensorMode.may_turn_const"),
+    "run_fake_fallbacks_on_host": P("torch._subclasses.fake_tensor.run_fallback_kernel",
+                                    "torch._subclasses.fake_tensor.FakeTensor.fake_device"),
     "generate_storage_methods": P(
         "torch.utils.backend_registration._generate_storage_methods_for_privateuse1_backend",
         "torch.storage._StorageBase"),

@@ -205,6 +205,7 @@ def register_backend(device_module) -> None:
     if _compat.privateuse1_name() != DEVICE_NAME:
         _compat.setup_python_backend(DEVICE_NAME, device_module)
     _compat.keep_device_tensors_out_of_fake_constants()  # `torch.tensor(c).to(x.device)` compiles
+    _compat.run_fake_fallbacks_on_host()  # ops without a meta kernel (geqrf) compile
     lib = torch.library.Library("aten", "IMPL")
     aten = torch.ops.aten
     lib.impl("empty.memory_format", _observed(
