@@ -606,8 +606,8 @@ def _along_rows(keys, varies: dict, fx_node: torch.fx.Node, out_shape) -> set:
         fx_node.args[0], torch.fx.Node) else None
     dims = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim")
     if out_shape is None or not isinstance(src, torch.Tensor) or src.dim() != len(out_shape) \
-            or not isinstance(dims, (list, tuple)) or not dims:
-        return set()
+            or src.dim() == 0 or not isinstance(dims, (list, tuple)) or not dims:
+        return set()  # (a 0-dim input "reduced" over dim 0 has no rows)
     reduced = {int(d) % src.dim() for d in dims}
     return {k for k in keys if varies.get(k) is not None and not varies[k] & reduced}
 
