@@ -100,3 +100,25 @@ def test_a_bfloat16_op_computes_in_float32_as_cpu_inductor_does():
 def test_a_function_no_table_has_names_itself_in_the_error():
     with pytest.raises(InductorDeviceError, match=r"libdevice\.no_such_function"):
         libdevice.LIBDEVICE.no_such_function  # noqa: B018
+
+
+@pytest.mark.parametrize("name", ["tanh", "atan2", "lgamma", "pow"])
+def test_a_replayed_whole_grid_launch_computes_on_its_own_data(name):
+    """A launch run over the whole grid is recorded once and replayed (whole_grid/tape.py): a
+    library function must be a step of the tape, or a replay returns the recorded launch's
+    values -- silently wrong from the second call on."""
+    from mtia_lab.inductor import whole_grid
+
+    fn = {"tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+          "atan2": lambda t: torch.atan2(t, t[:, :1] + 1),
+          "lgamma": lambda t: torch.lgamma(t.abs() + 1).sum(-1),
+          "pow": lambda t: torch.pow(t, 2.5)}[name]
+    torch.manual_seed(0)
+    torch.compiler.reset()
+    compiled = torch.compile(fn)
+    for _ in range(3):
+        x = torch.randn(3, 100)
+        whole_grid.STATS.reset()
+        torch.testing.assert_close(compiled(x.to(DEVICE)).cpu(), fn(x), equal_nan=True)
+        assert whole_grid.STATS.per_program == 0, whole_grid.STATS
+    assert whole_grid.STATS.replayed >= 1

@@ -86,21 +86,36 @@ _FROM_TORCH = {
 
 def _torch_elementwise(name: str):
     """An interpreted libdevice function computed by PyTorch's CPU kernel on the operands'
-    NumPy data (broadcast as Triton broadcasts them)."""
+    NumPy data (broadcast as Triton broadcasts them). Program by program it runs at once;
+    over the whole grid it is a step of the builder (`create_np`), so that a replayed launch
+    (whole_grid/tape.py) computes it again on its own data, not the recorded launch's."""
     fn, out_dtype = _FROM_TORCH[name]
 
     def call(*args, **_):
         tri = _compat.triton_interpreter()  # its TensorHandle holds a block's NumPy data
         tensors = [a for a in args if isinstance(a, tl.core.tensor)]
-        first = tensors[0]
-        arrays = np.broadcast_arrays(*(np.asarray(a.handle.data if isinstance(a, tl.core.tensor)
-                                                  else a) for a in args))
-        result = fn(*(torch.from_numpy(np.array(a)) for a in arrays))  # writable copies
-        dtype = out_dtype or first.dtype
-        data = result.numpy().astype(tri._get_np_dtype(dtype), copy=False)
-        shape = list(data.shape)
-        ty = tl.block_type(dtype, shape) if shape else dtype
-        return tl.core.tensor(tri.TensorHandle(data, dtype), ty)
+        at = [i for i, a in enumerate(args) if isinstance(a, tl.core.tensor)]
+        dtype = out_dtype or tensors[0].dtype
+
+        def on_arrays(*arrays):
+            values = list(args)
+            for i, array in zip(at, arrays, strict=True):
+                values[i] = array
+            operands = np.broadcast_arrays(*(np.asarray(v) for v in values))
+            return fn(*(torch.from_numpy(np.array(a)) for a in operands)).numpy()  # copies
+
+        builder = tri.interpreter_semantic.builder
+        handles = [t.handle for t in tensors]
+        if hasattr(builder, "create_np"):  # the whole-grid builder, which records its steps
+            (handle,) = builder.create_np(on_arrays, (dtype,), *handles)
+        else:
+            data = on_arrays(*(h.data for h in handles))
+            handle = tri.TensorHandle(data.astype(tri._get_np_dtype(dtype), copy=False), dtype)
+        # the block's shape, from the operands' types: a whole-grid value's data also has a
+        # leading axis of programs, which is no part of the block
+        shape = list(np.broadcast_shapes(*(tuple(t.type.shape) if t.type.is_block() else ()
+                                           for t in tensors)))
+        return tl.core.tensor(handle, tl.block_type(dtype, shape) if shape else dtype)
 
     call.__name__ = name
     return call
