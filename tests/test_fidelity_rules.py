@@ -2140,3 +2140,25 @@ def test_a_reader_of_an_unrolled_reduction_shares_its_store_as_inductors_memory_
     c = _compared(fn, (8, 8, 6, 2), (8, 8, 6, 2))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if view in ("same", "fewer_loops") else 2)
+
+
+@pytest.mark.parametrize("matmuls", [4, 80])
+def test_reorder_for_locality_a_gradient_only_returned_moves_to_the_end_of_the_graph(matmuls):
+    """A bias gradient (a sum over the rows, only returned, last) beside a residual add that
+    reads the same gradient and feeds a chain of matmuls: Inductor's post-grad
+    `reorder_for_locality` moves the sum to just before the output, after the chain. Past 64
+    nodes (the chain of 80) it is too far from the add to fuse (are_long_distant_nodes); after
+    4 matmuls they share the gradient's load in one kernel."""
+    def fn(g, w):
+        bias_grad = g.sum(0)
+        a = g + 1.0
+        for _ in range(matmuls):
+            a = a @ w
+        return a, bias_grad  # returned last: nothing moves in front of it afterwards
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(32, 32), torch.randn(32, 32) / 8],
+                          matmul_templates=False, computed_once=False, extern_in_triton=False)
+    _same_as_inductor(c)
+    group = next(g.nodes for g in c.ours.groups if "sum_1" in g.nodes)
+    assert ("add" in group) == (matmuls == 4), _kernels(c)

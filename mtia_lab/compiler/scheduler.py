@@ -20,6 +20,8 @@ import contextlib
 import gc
 import heapq
 
+import torch
+
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
@@ -200,7 +202,7 @@ def _realized_order(ir: GraphIR) -> None:
     users = ir.node_users()
     order = 0
     inlined: dict[str, str] = {}  # node -> its one user
-    for node in ir.nodes:
+    for node in _locality_order(ir):
         node.order = order
         if (node.kind is Kind.POINTWISE and not node.scatter
                 and not node.large_body and not node.stored
@@ -212,6 +214,27 @@ def _realized_order(ir: GraphIR) -> None:
     for node in reversed(ir.nodes):  # a user before the values inlined into it
         if node.name in inlined:
             node.order = ir.by_name[inlined[node.name]].order
+
+
+def _locality_order(ir: GraphIR) -> list:
+    """The nodes in the order Inductor's scheduler numbers them: its post-grad pass
+    `reorder_for_locality` (fx_passes/post_grad.py, on for an inference graph, as a train
+    step compiled whole is) walks the graph backwards and moves each op whose users are all
+    after it to just before the first of them. A gradient only returned (a bias's or a
+    LayerNorm weight's sum) moves to the end, before the output, far from the add that reads
+    its input: the long-distance check then keeps them apart."""
+    if getattr(ir, "gm", None) is None:
+        return list(ir.nodes)
+    from torch._inductor.fx_passes.post_grad import reorder_for_locality
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(ir.gm.graph, {}))  # graph_copy leaves the output out
+    reorder_for_locality(graph)
+    pos = {n.name: i for i, n in enumerate(graph.nodes)}
+    keyed, last = [], -1
+    for i, node in enumerate(ir.nodes):
+        last = pos.get(recompute.origin(node.name), last)
+        keyed.append((last, i, node))
+    return [node for _, _, node in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 @contextlib.contextmanager
