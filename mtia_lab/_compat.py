@@ -374,12 +374,14 @@ def symbolic_size_at(value, values: dict) -> int:
     return int(value.node.expr.xreplace(values))
 
 
-def aot_autograd_backend(fw_compiler, bw_compiler, decompositions):
-    """A Dynamo backend that lowers to aten with AOTAutograd (forward and backward graphs)."""
+def aot_autograd_backend(fw_compiler, bw_compiler, inference_compiler, decompositions):
+    """A Dynamo backend that lowers to aten with AOTAutograd (forward and backward graphs, or
+    one inference graph when no gradient is needed)."""
     from torch._dynamo.backends.common import aot_autograd
 
     return aot_autograd(
-        fw_compiler=fw_compiler, bw_compiler=bw_compiler, decompositions=decompositions
+        fw_compiler=fw_compiler, bw_compiler=bw_compiler,
+        inference_compiler=inference_compiler, decompositions=decompositions
     )
 
 

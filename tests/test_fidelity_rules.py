@@ -2162,3 +2162,101 @@ def test_a_cat_recomputed_for_one_reader_is_asked_about_as_its_original():
     clone = dataclasses.replace(cat, name=f"{cat.name}@mul", writes=(f"{cat.writes[0]}@mul",))
     assert lowering.pointwise_cat(clone, ir) == lowering.pointwise_cat(cat, ir)
     assert lowering.nontrivial_loads([clone], ir) == lowering.nontrivial_loads([cat], ir) > 0
+
+
+@pytest.mark.parametrize("matmuls", [4, 80])
+def test_reorder_for_locality_a_gradient_only_returned_moves_to_the_end_of_the_graph(matmuls):
+    """A bias gradient (a sum over the rows, only returned, last) beside a residual add that
+    reads the same gradient and feeds a chain of matmuls: Inductor's post-grad
+    `reorder_for_locality` moves the sum to just before the output, after the chain. Past 64
+    nodes (the chain of 80) it is too far from the add to fuse (are_long_distant_nodes); after
+    4 matmuls they share the gradient's load in one kernel."""
+    def fn(g, w):
+        bias_grad = g.sum(0)
+        a = g + 1.0
+        for _ in range(matmuls):
+            a = a @ w
+        return a, bias_grad  # returned last: nothing moves in front of it afterwards
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(32, 32), torch.randn(32, 32) / 8],
+                          matmul_templates=False, computed_once=False, extern_in_triton=False)
+    _same_as_inductor(c)
+    group = next(g.nodes for g in c.ours.groups if "sum_1" in g.nodes)
+    assert ("add" in group) == (matmuls == 4), _kernels(c)
+
+
+@pytest.mark.parametrize("outputs, apart", [(2, True), (1, False)])
+def test_reorder_for_locality_a_multi_output_extern_counts_its_multioutput_nodes(outputs, apart):
+    """Two readers of x (`x * 2`, the first of a chain of 22 convolution backwards, and
+    `x * 3`, returned, last): Inductor's convolution backward is a FallbackKernel and one
+    MultiOutput node per output read (`FallbackKernel.generate_output`), so with the weight's
+    gradient read too the chain is 66 scheduler nodes and the two readers are too far apart
+    to fuse (are_long_distant_nodes); with the input's gradient only, 44, and they share x's
+    load in one kernel. Counted one node per call, both would fuse."""
+    conv_backward = torch.ops.aten.convolution_backward.default
+    mask = [True, outputs == 2, False]
+
+    def fn(x, g, w):
+        h, weight_grads = x * 2, []
+        for _ in range(22):
+            h, weight_grad, _ = conv_backward(g, h, w, None, [1, 1], [1, 1], [1, 1], False,
+                                              [0, 0], 1, mask)
+            weight_grads.append(weight_grad)
+        return (h, *(weight_grads if outputs == 2 else ()), x * 3)
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(1, 1, 8, 8), torch.randn(1, 1, 8, 8),
+                               torch.randn(1, 1, 3, 3) / 4],
+                          matmul_templates=False, computed_once=False, extern_in_triton=False)
+    _same_as_inductor(c)
+    group = next(g.nodes for g in c.ours.groups if "mul" in g.nodes)
+    assert ("mul_1" not in group) == apart, _kernels(c)
+
+
+def test_reorder_for_locality_a_layout_copy_stays_before_the_extern_it_is_made_for():
+    """A sum only returned, right before a convolution backward in graph order, which reads
+    a transposed view (its layout fixed, not the contiguous order the call asks for: a
+    layout copy of its own): Inductor's `reorder_for_locality` moves the sum to the graph's
+    end; the copy, made as Inductor lowers the convolution backward, stays just before it,
+    not with the node it followed in our list."""
+    def fn(x, g, w):
+        total = g.sum()
+        grad_input, grad_weight, _ = torch.ops.aten.convolution_backward.default(
+            g, x.transpose(-1, -2), w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+            [True, True, False])
+        return total, grad_input, grad_weight
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(2, 4, 8, 8), torch.randn(2, 8, 8, 8),
+                               torch.randn(8, 4, 3, 3) / 8],
+                          matmul_templates=False, computed_once=False, extern_in_triton=False)
+    _same_as_inductor(c)
+    nodes = c.ours.ir.by_name
+    copy = nodes["layout_copy_input_convolution_backward"]
+    assert copy.order < nodes["convolution_backward"].order < nodes["sum_1"].order, \
+        (copy.order, nodes["convolution_backward"].order, nodes["sum_1"].order)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_reorder_for_locality_runs_only_on_an_inference_graph(training):
+    """Inductor's post-grad `reorder_for_locality` runs only with is_inference: for a graph
+    that needs no gradient, not for the forward (or backward) of a training compile. Our
+    AOTAutograd compilers mark a training compile's graphs (gm.meta[TRAINING]): there the sum
+    only returned keeps its place in graph order, before the matmul; in an inference graph
+    it moves to the end, after it."""
+    from mtia_lab.compiler.ir import TRAINING
+
+    def fn(g, w):
+        bias_grad = g.sum(0)
+        return (g + 1.0) @ w, bias_grad  # returned last: moved to just before the output
+
+    torch._dynamo.reset()
+    start = len(COMPILED)
+    w = torch.randn(8, 8, device="mtia_sim").requires_grad_(training)
+    torch.compile(fn, backend="mtia_lab")(torch.randn(8, 8, device="mtia_sim"), w)
+    graph = COMPILED[start]
+    assert bool(graph.gm.meta.get(TRAINING)) is training
+    nodes = graph.plan.ir.by_name
+    assert (nodes["sum_1"].order < nodes["mm"].order) is training, \
+        (nodes["sum_1"].order, nodes["mm"].order)

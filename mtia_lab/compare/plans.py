@@ -35,7 +35,7 @@ from .._compat import size_hint
 from ..backend.runtime.device_state import RUNTIME
 from ..compiler import config, plans_for
 from ..compiler.aot import COMPILED, CompiledGraph
-from ..compiler.ir import FusedSchedulerNode, Kind
+from ..compiler.ir import TRAINING, FusedSchedulerNode, Kind
 from ..compiler.lowering import pointwise_cat
 from ..compiler.pricing import kernel_cost
 from ..compiler.rules import DEPARTURES, NOT_MODELLED
@@ -166,6 +166,8 @@ def device_plan(gm: torch.fx.GraphModule, inductor_config: dict | None = None) -
     """Inductor's real plan (mtia_lab.inductor.inductor_plan) for our aten graph on mtia_sim,
     under the Inductor config values of our guardrails (and `inductor_config`, if given)."""
     settings = as_inductor_config(config.snapshot())
+    if gm.meta.get(TRAINING):  # Inductor compiles our graph as an inference graph: as it
+        settings["reorder_for_locality"] = False  # would the user's training graph, no reorder
     settings.update(inductor_config or {})
     graph = _device_graph(gm)
     plans: list[FusionPlan] = []

@@ -23,7 +23,7 @@ from ..records.keep import keep_ops
 from ..records.plan import FusionPlan
 from .codegen import Program, generate
 from .factories import host_devices, host_factories
-from .ir import build_ir
+from .ir import TRAINING, build_ir
 from .runner import Runner
 from .scheduler import schedule
 
@@ -63,9 +63,13 @@ _counter = [0]
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forward",
-                  sources: list[str] | None = None):
+                  sources: list[str] | None = None, training: bool = False):
     """fw/bw compiler for AOTAutograd: schedule the graph, generate its code, run it.
-    `sources`: where Dynamo's inputs came from, to name the graph's inputs as the user does."""
+    `sources`: where Dynamo's inputs came from, to name the graph's inputs as the user does.
+    `training`: a forward or backward graph of a training compile (gm.meta[TRAINING]), which
+    Inductor compiles with is_inference=False (no post-grad reorder_for_locality)."""
+    if training:
+        gm.meta[TRAINING] = True
     if sources is not None:
         gm.meta[INPUT_NAMES] = input_names(gm, sources)
     _counter[0] += 1
@@ -80,16 +84,19 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, phase: str = "forwar
 
 
 def _compilers(sources: list[str]):
-    """AOTAutograd's forward and backward compilers for one Dynamo graph: both know where its
-    inputs came from (the backward is compiled later, at the first `.backward()`)."""
+    """AOTAutograd's forward, backward and inference compilers for one Dynamo graph: all know
+    where its inputs came from (the backward is compiled later, at the first `.backward()`)."""
 
     def forward(gm, example_inputs):
-        return compile_graph(gm, example_inputs, "forward", sources)
+        return compile_graph(gm, example_inputs, "forward", sources, training=True)
 
     def backward(gm, example_inputs):
-        return compile_graph(gm, example_inputs, "backward", sources)
+        return compile_graph(gm, example_inputs, "backward", sources, training=True)
 
-    return forward, backward
+    def inference(gm, example_inputs):  # no gradient needed: Inductor's inference_compiler
+        return compile_graph(gm, example_inputs, "forward", sources)
+
+    return forward, backward, inference
 
 
 _DECOMPOSITIONS: dict | None = None

@@ -361,6 +361,11 @@ def _fx_args(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
+# gm.meta key: set by our AOTAutograd compilers on a graph of a training compile (its forward
+# or backward), which Inductor compiles with is_inference=False: no reorder_for_locality.
+TRAINING = "mtia_lab_training"
+
+
 def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
     """One pass over the graph in order: buffers for inputs, nodes for ops, bases for views.
 

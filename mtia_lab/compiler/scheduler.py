@@ -20,10 +20,12 @@ import contextlib
 import gc
 import heapq
 
+import torch
+
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
-from .ir import SCANS, SORTS, FusedSchedulerNode, GraphIR, Kind, node_kind
+from .ir import SCANS, SORTS, TRAINING, FusedSchedulerNode, GraphIR, Kind, node_kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
 MAX_ROUNDS = 10
@@ -196,22 +198,61 @@ def _realized_order(ir: GraphIR) -> None:
     the long-distance check and the proximity of score_fusion): a pointwise op with one user,
     inlined while lowering, is no scheduler node of its own: it takes the number of the node
     it is inlined into (a value inlined into the last op of a graph is as far from the first
-    as that op is)."""
+    as that op is). An extern of several outputs is as many nodes more: Inductor's
+    FallbackKernel and a MultiOutput per output read (`FallbackKernel.generate_output`)."""
     users = ir.node_users()
     order = 0
     inlined: dict[str, str] = {}  # node -> its one user
-    for node in ir.nodes:
+    for node in _locality_order(ir):
         node.order = order
         if (node.kind is Kind.POINTWISE and not node.scatter
                 and not node.large_body and not node.stored
                 and len(users.get(node.name, ())) == 1
                 and not any(ir.buffers[b].is_output for b in node.writes)):
             inlined[node.name] = next(iter(users[node.name]))
+        elif node.kind is Kind.EXTERN and len(node.fx_nodes) > 1:
+            # a FallbackKernel of several outputs (a convolution backward): the call, then
+            # one MultiOutput node per output the graph reads (its getitems)
+            order += len(node.fx_nodes)
         else:
             order += 1
     for node in reversed(ir.nodes):  # a user before the values inlined into it
         if node.name in inlined:
             node.order = ir.by_name[inlined[node.name]].order
+
+
+def _locality_order(ir: GraphIR) -> list:
+    """The nodes in the order Inductor's scheduler numbers them: its post-grad pass
+    `reorder_for_locality` (fx_passes/post_grad.py, on for an inference graph, as a train
+    step compiled whole is) walks the graph backwards and moves each op whose users are all
+    after it to just before the first of them. A gradient only returned (a bias's or a
+    LayerNorm weight's sum) moves to the end, before the output, far from the add that reads
+    its input: the long-distance check then keeps them apart."""
+    if getattr(ir, "gm", None) is None or ir.gm.meta.get(TRAINING):
+        return list(ir.nodes)  # a training compile's graph: is_inference=False, no reorder
+    from torch._inductor.fx_passes.post_grad import reorder_for_locality
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(ir.gm.graph, {}))  # graph_copy leaves the output out
+    reorder_for_locality(graph)
+    pos = {n.name: i for i, n in enumerate(graph.nodes)}
+    at = [pos.get(recompute.origin(node.name)) for node in ir.nodes]
+    # A node of ours the FX graph lacks -- a layout copy, made as Inductor lowers the
+    # extern that reads it (layout.py) -- goes where the node it sits beside does: the
+    # extern it is placed before, or else the producer it is placed after.
+    following, after = None, [None] * len(at)
+    for i in reversed(range(len(at))):
+        after[i] = following
+        if at[i] is not None:
+            following = (at[i], ir.nodes[i].name)
+    keyed, last = [], -1
+    for i, node in enumerate(ir.nodes):
+        if at[i] is not None:
+            last = at[i]
+        elif after[i] is not None and node.layout_of and after[i][1] == node.layout_of[0]:
+            keyed.append((after[i][0], i, node))
+            continue
+        keyed.append((last, i, node))
+    return [node for _, _, node in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 @contextlib.contextmanager
