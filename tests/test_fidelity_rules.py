@@ -2214,3 +2214,19 @@ def test_remove_noop_ops_a_cat_onto_an_empty_cache_of_a_dense_piece_copies_nothi
     _same_as_inductor(c)
     assert len(c.ours.groups) == (2 if piece == "dense" else 3)
 
+
+@pytest.mark.parametrize("rows", [64, 256])
+def test_peak_memory_weighs_the_reusable_buffers_in_elements(rows):
+    """A bias added to two activated projections, siblings sharing only the bias (256 bytes):
+    fusing them keeps both projections alive, which Inductor weighs by their reuse keys'
+    sizes -- in elements (`buffer_reuse_key`), against 32 x the bytes fusion saves
+    (`can_fusion_increase_peak_memory`). 64 x 64 elements are under 32 x 256: one kernel;
+    256 x 64 are over: two."""
+    def fn(x, w1, w2, b):
+        return (x @ w1).relu() + b, (x @ w2).relu() + b
+
+    with config.patch(matmul_templates=False):
+        c = _compared(fn, (rows, 16), (16, 64), (16, 64), (64,))
+    _same_as_inductor(c)
+    pointwise = [g for g in c.ours.groups if g.kind == "pointwise"]
+    assert len(pointwise) == (1 if rows == 64 else 2)
