@@ -2260,3 +2260,92 @@ def test_reorder_for_locality_runs_only_on_an_inference_graph(training):
     nodes = graph.plan.ir.by_name
     assert (nodes["sum_1"].order < nodes["mm"].order) is training, \
         (nodes["sum_1"].order, nodes["mm"].order)
+
+
+@pytest.mark.parametrize("returned", [False, True])
+def test_dead_node_elimination_a_loss_read_only_for_its_shape_is_not_launched(returned):
+    """A training step that returns only the gradient computes its loss for nothing:
+    autograd seeds the backward with `full_like(loss, 1)`, which Inductor decomposes into a
+    `full` of the loss's shape, and its dead-code elimination drops the loss (the gather of
+    the log-probabilities at the labels, the masked mean). The log-softmax, read then by
+    the backward alone, is inlined into its kernel. Returned, the loss is computed and the
+    log-softmax stored for both readers."""
+    c = _cross_entropy_step(6, returned)
+    _same_as_inductor(c)
+    ours = {n for g in c.ours.groups for n in g.nodes}
+    assert ("gather" in ours) is returned
+
+
+@pytest.mark.parametrize("labels", [5, 6])
+def test_large_body_an_unrolled_count_of_bool_labels_converts_each_term(labels):
+    """The gradient's weight per label, `where(labels != -100, 1 / count, 0)`, counts the
+    labels kept by an unrolled sum of bools: Inductor sums bools as int64 (lowering.py
+    `sum_`: each term converted, `to_dtype`), so over 6 labels the weight's body is 31
+    operations, over realize_opcount_threshold, and broadcast over the classes it is stored
+    (`expand`'s mark_reuse: has_large_inner_fn) by the kernel of its count. Over 5 labels
+    it is 27: computed in each reader."""
+    c = _cross_entropy_step(labels, False)
+    _same_as_inductor(c)
+    ir = c.ours.ir
+    weight = next(n.writes[0] for n in ir.nodes if n.target == "aten.where.self" and
+                  ir.buffers[n.writes[0]].shape == (labels, 1) and
+                  ir.buffers[n.writes[0]].dtype == torch.float32)
+    assert any(weight in g.outputs for g in c.ours.groups) is (labels == 6)
+
+
+def _cross_entropy_step(labels: int, returned: bool):
+    def fn(x, w, target):
+        def loss(weight):
+            return F.cross_entropy(x @ weight, target, ignore_index=-100)
+
+        grad, value = torch.func.grad_and_value(loss)(w)
+        return (grad, value) if returned else grad
+
+    torch.manual_seed(0)
+    x, w = torch.randn(labels, 8, device="mtia_sim"), torch.randn(8, 5, device="mtia_sim")
+    target = torch.tensor([0, 4, -100, 2, 1, 3][:labels]).to("mtia_sim")
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (c,) = compare(fn, x, w, target)
+    return c.check()
+
+
+@pytest.mark.parametrize("piece", ["dense", "sliced"])
+def test_remove_noop_ops_a_cat_onto_an_empty_cache_of_a_dense_piece_copies_nothing(piece):
+    """A DynamicCache's first keys, `cat([torch.tensor([]), k])`, where k is a transposed
+    projection: Inductor's cat decomposition drops the empty piece and returns `k.clone()`,
+    which keeps k's strides (dense, preserve_format) -- `remove_noop_ops` replaces it by k,
+    and the matmul reading the keys reads the projection's output: no launch for the cat
+    (nor for the empty tensor). A slice of k with gaps is cloned into a contiguous buffer:
+    a copy in a launch of its own."""
+    def fn(x, w, q):
+        k = (x @ w).t()
+        if piece == "sliced":
+            k = k[1:]
+        k = torch.cat([torch.tensor([], device=x.device), k], 0)
+        return q @ k
+
+    torch.manual_seed(0)
+    args = [torch.randn(24, 16, device="mtia_sim"), torch.randn(16, 16, device="mtia_sim"),
+            torch.randn(5, 16 if piece == "dense" else 15, device="mtia_sim")]
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (c,) = compare(fn, *args)
+    c.check()
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if piece == "dense" else 3)
+
+
+@pytest.mark.parametrize("rows", [64, 256])
+def test_peak_memory_weighs_the_reusable_buffers_in_elements(rows):
+    """A bias added to two activated projections, siblings sharing only the bias (256 bytes):
+    fusing them keeps both projections alive, which Inductor weighs by their reuse keys'
+    sizes -- in elements (`buffer_reuse_key`), against 32 x the bytes fusion saves
+    (`can_fusion_increase_peak_memory`). 64 x 64 elements are under 32 x 256: one kernel;
+    256 x 64 are over: two."""
+    def fn(x, w1, w2, b):
+        return (x @ w1).relu() + b, (x @ w2).relu() + b
+
+    with config.patch(matmul_templates=False):
+        c = _compared(fn, (rows, 16), (16, 64), (16, 64), (64,))
+    _same_as_inductor(c)
+    pointwise = [g for g in c.ours.groups if g.kind == "pointwise"]
+    assert len(pointwise) == (1 if rows == 64 else 2)

@@ -382,8 +382,11 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
         buffers[name] = Buffer(name, _nbytes(val, size), shape, val.dtype, producer)
         base_of[name] = name
 
+    dead = dead_nodes(gm)
     for fx_node in gm.graph.nodes:
         val = fx_node.meta.get("val")
+        if fx_node.name in dead:
+            continue  # not computed (Inductor's dead-code elimination)
         if fx_node.op == "placeholder":
             if isinstance(val, torch.Tensor):
                 add_buffer(fx_node.name, val, None)
@@ -419,7 +422,8 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             continue
         if kind is Kind.VIEW:
             if args:
-                base_of[fx_node.name] = base_of[args[0].name]
+                source = noop_source(fx_node) if _noop_copy(fx_node) else args[0]
+                base_of[fx_node.name] = base_of[source.name]
                 views.append(fx_node.name)
             continue
         outs = _tensors(val)
@@ -491,6 +495,59 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
     return GraphIR(gm, nodes, buffers, users, base_of, inputs, views)
 
 
+DEAD = "mtia_lab_dead"  # FX meta: a node `dead_nodes` found no live reader for
+
+
+def dead_nodes(gm: torch.fx.GraphModule) -> set[str]:
+    """Inductor's dead-code elimination (the FX graph's `eliminate_dead_code` in its passes,
+    `Scheduler.dead_node_elimination`): an op whose value no live op reads and no output
+    returns is not computed, unless it has side effects. A like-factory reads nothing:
+    Inductor decomposes `full_like(x, v)` into `full` of x's shape (decomposition.py), so a
+    value read only for its shape is dead -- a training step's loss, computed only for
+    `full_like(loss, 1)`, the gradient's seed, when the step returns the gradients alone.
+    Its producers then have a reader fewer (the log-softmax, read by the loss's gather and
+    by its backward, is inlined into the backward). Kept: a random op (it advances the
+    generator), and a value a like-factory reads through symbolic sizes (our kernel takes
+    the factory's metadata from it: codegen's stand-in needs static sizes). Each node's
+    `meta[DEAD]` says so (`live_users`)."""
+    dead: set[str] = set()
+    for fx_node in reversed(gm.graph.nodes):
+        fx_node.meta[DEAD] = False
+        if fx_node.op != "call_function" or fx_node.is_impure() or \
+                torch.Tag.nondeterministic_seeded in getattr(fx_node.target, "tags", ()):
+            continue
+        if all(u.name in dead or _op_name(u) in LIKE_FACTORIES and u.args and
+               u.args[0] is fx_node and fx_node not in _fx_args_after_first(u) and
+               _static_meta(fx_node) or _dropped_by_cat(u, fx_node)
+               for u in fx_node.users):
+            dead.add(fx_node.name)
+            fx_node.meta[DEAD] = True
+    return dead
+
+
+def _dropped_by_cat(user: torch.fx.Node, piece: torch.fx.Node) -> bool:
+    """Is `piece` only an empty piece of the cat `user`, which Inductor's decomposition drops
+    (`cat_skipped`)? The empty KV cache `torch.tensor([])` is then read by nothing."""
+    return user.target is aten.cat.default and piece.name in cat_skipped(user) and \
+        piece not in _fx_args_after_first(user)
+
+
+def _fx_args_after_first(fx_node: torch.fx.Node) -> list:
+    return [a for a in (*fx_node.args[1:], *fx_node.kwargs.values())
+            if isinstance(a, torch.fx.Node)]
+
+
+def live_users(fx_node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The FX users of a node that are computed (`dead_nodes`: not dead)."""
+    return [u for u in fx_node.users if not u.meta.get(DEAD)]
+
+
+def _static_meta(fx_node: torch.fx.Node) -> bool:
+    val = fx_node.meta.get("val")
+    return isinstance(val, torch.Tensor) and all(
+        isinstance(d, int) for d in (*val.shape, *val.stride()))
+
+
 def _mark_conv_inputs(gm: torch.fx.GraphModule, nodes: list[SchedulerNode],
                       buffers: dict[str, Buffer], base_of: dict[str, str]) -> None:
     """Inductor lays a 4-d convolution's input out channels-last (its layout optimization):
@@ -551,8 +608,8 @@ def fixed_by_a_user(fx_node: torch.fx.Node) -> bool:
     several users, one of which needs a fixed layout (a convolution backward, a matmul)? A
     convolution's operand in another order is then copied (`require_channels_last` on a
     FixedLayout: `copy_input`), however its producer loops."""
-    return len(set(fx_node.users)) > 1 and any(u.target in NEED_FIXED_LAYOUT
-                                               for u in fx_node.users)
+    users = live_users(fx_node)
+    return len(set(users)) > 1 and any(u.target in NEED_FIXED_LAYOUT for u in users)
 
 
 def _layouts_differ(shape: tuple[int, ...]) -> bool:
@@ -588,9 +645,11 @@ def cat_skipped(fx_node: torch.fx.Node) -> set[str]:
 
 def cat_kept(fx_node: torch.fx.Node) -> list[torch.fx.Node]:
     """The pieces Inductor's cat joins: all but the skipped ones (or the first, if all are).
-    One piece left: the lowering returns `clone(piece)`, plain pointwise code, no cat."""
+    One piece left: the decomposition returns `clone(piece)`, plain pointwise code, no cat
+    (and no copy at all when the clone keeps the piece's strides: `_noop_copy`)."""
     pieces = _cat_args(fx_node)
-    return [p for p in pieces if not _empty_1d(p)] or pieces[:1]
+    dim = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim", 0)
+    return [p for p in pieces if not _empty_1d(p) and not _empty_along(p, dim)] or pieces[:1]
 
 
 def _cat_args(fx_node: torch.fx.Node) -> list[torch.fx.Node]:
@@ -605,10 +664,35 @@ def _empty_1d(piece: torch.fx.Node) -> bool:
         isinstance(val.shape[0], int) and val.shape[0] == 0
 
 
+def _empty_along(piece: torch.fx.Node, dim) -> bool:
+    """Empty along the cat's dim: Inductor's `cat` decomposition drops it too."""
+    val = piece.meta.get("val")
+    return isinstance(val, torch.Tensor) and isinstance(dim, int) and \
+        -val.dim() <= dim < val.dim() and isinstance(val.shape[dim], int) and \
+        val.shape[dim] == 0
+
+
+def noop_source(fx_node: torch.fx.Node) -> torch.fx.Node | None:
+    """The value a copy that copies nothing (`_noop_copy`) stands for: a clone's input, the
+    one piece a cat keeps."""
+    if fx_node.target is aten.cat.default:
+        return cat_kept(fx_node)[0]
+    return fx_node.args[0]
+
+
 def _noop_copy(fx_node: torch.fx.Node) -> bool:
     """A clone whose result has its input's sizes, strides and dtype is no copy at all:
     Inductor's post-grad pass `remove_noop_ops` replaces it by its input (unless it is a
-    graph output, which must not alias an input)."""
+    graph output, which must not alias an input). So is a cat of one piece and empty ones
+    (a DynamicCache's first keys after its empty `torch.tensor([])`): Inductor's `cat`
+    decomposition (decomposition.py) drops the empty pieces and returns `piece.clone()`, a
+    clone that keeps the strides of a dense piece (preserve_format) -- a permuted view of
+    the key projection's output too -- and `remove_noop_ops` replaces it by the piece:
+    nothing is copied, its readers read the piece where it is. (A piece that is not dense,
+    a slice, is cloned into a contiguous buffer: a copy, `clone(piece)` lowered as pointwise
+    code, `lowering.pointwise_cat`.)"""
+    if fx_node.target is aten.cat.default:
+        return _noop_cat(fx_node)
     if fx_node.target not in (aten.clone.default, aten.alias.default) or not fx_node.args:
         return False
     src, out = fx_node.args[0], fx_node.meta.get("val")
@@ -619,6 +703,19 @@ def _noop_copy(fx_node: torch.fx.Node) -> bool:
         return False
     return (val.shape == out.shape and val.dtype == out.dtype
             and (out.numel() <= 1 or val.stride() == out.stride()))
+
+
+def _noop_cat(fx_node: torch.fx.Node) -> bool:
+    kept, out = cat_kept(fx_node), fx_node.meta.get("val")
+    if len(kept) != 1 or len(_cat_args(fx_node)) < 2 or not isinstance(out, torch.Tensor):
+        return False
+    val = kept[0].meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.dtype != out.dtype or val.shape != out.shape:
+        return False
+    if any(user.op == "output" for user in fx_node.users):
+        return False
+    return all(isinstance(d, int) for d in (*val.shape, *val.stride())) and \
+        torch._prims_common.is_non_overlapping_and_dense_or_false(val)
 
 
 POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "avg_pool3d"}
@@ -802,8 +899,8 @@ def outer_product(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
             bias.dtype in (torch.bfloat16, torch.float16):
         return False
     return size(mat1.shape[-1]) == 1 and size(mat1.shape[0]) != 1 and \
-        size(mat2.shape[1]) != 1 and bool(fx_node.users) and \
-        all(is_pointwise_use(u) for u in fx_node.users)
+        size(mat2.shape[1]) != 1 and bool(live_users(fx_node)) and \
+        all(is_pointwise_use(u) for u in live_users(fx_node))
 
 
 def is_pointwise_use(node: torch.fx.Node) -> bool:
@@ -813,7 +910,7 @@ def is_pointwise_use(node: torch.fx.Node) -> bool:
     if node.op != "call_function":
         return False
     if node.target is operator.getitem or classify(node.target) is Kind.VIEW:
-        return all(is_pointwise_use(u) for u in node.users)
+        return all(is_pointwise_use(u) for u in live_users(node))
     return torch.Tag.pointwise in getattr(node.target, "tags", ())  # an OpOverload's tags
 
 
@@ -832,7 +929,7 @@ def _scatter_upon_const_tensor(fx_node: torch.fx.Node, size: Size) -> bool:
         return False
     fill, dim, index = fx_node.args[0], fx_node.args[1], fx_node.args[2]
     if not isinstance(fill, torch.fx.Node) or _op_name(fill) not in CONST_FILLS or \
-            len(fill.users) != 1 or not isinstance(index, torch.fx.Node):
+            len(live_users(fill)) != 1 or not isinstance(index, torch.fx.Node):
         return False
     out, selector = fx_node.meta.get("val"), index.meta.get("val")
     if not isinstance(out, torch.Tensor) or not isinstance(selector, torch.Tensor) or \

@@ -44,6 +44,7 @@ from .ir import (
     _access,
     conv_operands,
     fixed_by_a_user,
+    live_users,
     outer_product,
 )
 
@@ -105,7 +106,7 @@ def _concat_channels_last(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
         if piece.target in _CONVOLUTIONS:
             return True
         if any(u.target in _CONVOLUTIONS and u.args and u.args[0] is piece
-               and order[u] < order[cat] for u in piece.users):
+               and order[u] < order[cat] for u in live_users(piece)):
             return True
     return False
 
@@ -188,7 +189,7 @@ def _reaches_convolution(node: torch.fx.Node, seen: dict) -> bool:
     packet = getattr(node.target, "overloadpacket", None)
     found = node.target in _DISLIKE_PADDING or (
         packet is not None and packet.__name__ not in _LIKE_PADDING
-        and any(_reaches_convolution(u, seen) for u in node.users))
+        and any(_reaches_convolution(u, seen) for u in live_users(node)))
     seen[node] = found
     return found
 

@@ -24,6 +24,7 @@ from .ir import (
     SchedulerNode,
     cat_kept,
     is_pointwise_use,
+    live_users,
     node_kind,
 )
 
@@ -85,9 +86,10 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
     other views of that value there are."""
     fx_cat = ir.fx_original(cat.name)
     for piece in _cat_pieces(cat, ir):
-        if len(piece.users) <= 1:
+        users = live_users(piece)
+        if len(users) <= 1:
             continue
-        if any(is_pointwise_use(u) for u in piece.users if u is not fx_cat):
+        if any(is_pointwise_use(u) for u in users if u is not fx_cat):
             return True
         buf = ir.buffers.get(ir.base_of.get(piece.name, ""))
         producer = ir.by_name.get(buf.producer) if buf is not None and buf.producer else None

@@ -39,6 +39,7 @@ from .ir import (
     Kind,
     SchedulerNode,
     classify,
+    live_users,
     node_kind,
     on_host,
     outer_product,
@@ -174,7 +175,7 @@ def hinted_for_reader(fx_node: torch.fx.Node) -> bool:
     one place (`nontrivial_read_count > 1`), there and then: the readers lowered before that
     op load it too (a biased convolution's output -- the call's result plus the bias --
     read by the next convolution and by a residual add: the add loads one value, not two)."""
-    users = set(fx_node.users)
+    users = set(live_users(fx_node))
     return len(users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor) and any(
         getattr(u.target, "overloadpacket", None) in NEEDS_REALIZED_INPUTS for u in users)
 
@@ -205,11 +206,12 @@ def fx_reused(fx_node: torch.fx.Node) -> bool:
     node itself, or of a view of it (a view's mark_reuse reaches the value's storage)? A
     value read only through a split (whose result is a list, not a tensor) and its pieces
     is never marked reused, however many pieces are read."""
-    if len(fx_node.users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
+    users = live_users(fx_node)
+    if len(users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
         return True
-    if any(u.target in READ_TWICE_BY_DECOMPOSITION for u in fx_node.users):
+    if any(u.target in READ_TWICE_BY_DECOMPOSITION for u in users):
         return True
-    return _repeated(fx_node) or any(_fx_view(u) and fx_reused(u) for u in fx_node.users)
+    return _repeated(fx_node) or any(_fx_view(u) and fx_reused(u) for u in users)
 
 
 def _repeated(fx_node: torch.fx.Node) -> bool:
@@ -218,7 +220,7 @@ def _repeated(fx_node: torch.fx.Node) -> bool:
     a body over realize_opcount_threshold or loading more than realize_reads_threshold
     values is stored (`should_realize_on_reuse`): DINOv3's rotary angles. A repeat that only
     broadcasts size-1 dims is an expand (`clone(expand(x))`), no reuse."""
-    for user in fx_node.users:
+    for user in live_users(fx_node):
         if _fx_view(user) and _repeated(user):
             return True
         if user.target is not torch.ops.aten.repeat.default:
@@ -244,7 +246,7 @@ def broadcast(fx_node: torch.fx.Node) -> bool:
     val = fx_node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         return False
-    for user in fx_node.users:
+    for user in live_users(fx_node):
         out = user.meta.get("val")
         larger = isinstance(out, torch.Tensor) and out.numel() > val.numel()
         if user.target is torch.ops.aten.expand.default:
@@ -371,8 +373,27 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
                                _along_rows(keys, varies, fx_node, out_shape)) | {value}
         keys |= {(value, i) for i in range(extra)}
         keys |= {(value, "to_dtype", i, j) for i in range(node.rnumel)
-                 for j in range(_any_term_casts(fx_node))}
+                 for j in range(_any_term_casts(fx_node) + _sum_term_casts(fx_node))}
     return frozenset(keys), value
+
+
+def _sum_term_casts(fx_node: torch.fx.Node) -> int:
+    """Conversions of each term of an unrolled sum or product (lowering.py `sum_`, `prod`:
+    the terms of a bool or integer input are summed as int64, those of any input in the
+    `dtype` asked for; `_make_reduction_inner` converts the input, `to_dtype`, unless it is
+    of that dtype already). Counting the labels a cross-entropy does not ignore (`ne(labels,
+    -100).sum()`) over 6 labels is 6 loads, 6 compares, 6 conversions and 5 adds."""
+    packet = getattr(fx_node.target, "overloadpacket", None)
+    if packet not in (torch.ops.aten.sum, torch.ops.aten.prod) or not fx_node.args or \
+            not isinstance(fx_node.args[0], torch.fx.Node):
+        return 0
+    src = fx_node.args[0].meta.get("val")
+    if not isinstance(src, torch.Tensor):
+        return 0
+    dtype = fx_node.kwargs.get("dtype")
+    if dtype is None and not (src.dtype.is_floating_point or src.dtype.is_complex):
+        dtype = torch.int64
+    return int(dtype is not None and dtype != src.dtype)
 
 
 def _any_term_casts(fx_node: torch.fx.Node) -> int:
@@ -572,7 +593,8 @@ def _unfused_addmm(producer: torch.fx.Node | None) -> bool:
     bias = producer.args[0].meta.get("val")
     if not isinstance(bias, torch.Tensor) or bias.dtype in (torch.bfloat16, torch.float16):
         return False
-    return bool(producer.users) and all(is_pointwise_use(u) for u in producer.users)
+    users = live_users(producer)
+    return bool(users) and all(is_pointwise_use(u) for u in users)
 
 
 def _given(bounds) -> int:

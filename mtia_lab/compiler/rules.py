@@ -517,18 +517,22 @@ def max_fusion_size(p: Pair) -> Verdict | None:
 
 def peak_memory(p: Pair) -> Verdict | None:
     """Inductor's can_fusion_increase_peak_memory: buffers of one size and dtype that each
-    side reads as their last user could be reused if the two ran apart; refuse when that
-    memory exceeds 32x the traffic fusion saves."""
+    side reads as their only user (a graph output has the output as a user too) could be
+    reused if the two ran apart; refuse when that memory exceeds 32x the traffic fusion
+    saves. Inductor sums the buffers' sizes as their reuse keys have them
+    (`buffer_reuse_key`: the storage size, in elements) and compares them with
+    score_fusion_memory, in bytes: a float32 buffer weighs a quarter of its bytes."""
     ir = p.ir
 
     def last_reads(g: FusedSchedulerNode) -> set:
-        return {(ir.buffers[b].dtype, ir.buffers[b].nbytes) for b in g.reads
-                if len(ir.users.get(b, ())) == 1 and ir.buffers[b].producer is not None}
+        return {(ir.buffers[b].dtype, math.prod(ir.buffers[b].shape)) for b in g.reads
+                if len(ir.users.get(b, ())) == 1 and not ir.buffers[b].is_output
+                and ir.buffers[b].producer is not None}
 
-    overhead = sum(nbytes for _, nbytes in last_reads(p.a) & last_reads(p.b))
+    overhead = sum(numel for _, numel in last_reads(p.a) & last_reads(p.b))
     if overhead > 32 * p.score:
         return Verdict(False, "peak_memory", f"fusion will increase peak memory: {overhead:,} "
-                       f"bytes could be reused > 32 x {p.score:,} bytes saved")
+                       f"elements could be reused > 32 x {p.score:,} bytes saved")
     return None
 
 
