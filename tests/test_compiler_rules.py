@@ -252,13 +252,13 @@ def test_long_distance_siblings_stay_apart():
 
 def test_peak_memory_check_refuses_before_the_threshold():
     def two_heads(x, w1, w2, b):
-        return (x @ w1).relu() + b, (x @ w2).relu() + b  # b: 4 bytes shared, 4 KiB reusable
+        return (x @ w1).relu() + b, (x @ w2).relu() + b  # b: 4 bytes shared, 1,024 reusable
 
     with config.patch(matmul_templates=False):
         plan = plan_of(two_heads, torch.randn(16, 8), torch.randn(8, 64), torch.randn(8, 64),
                        torch.randn(1))
     refused = [d for d in plan.refusals() if d.rule == "peak_memory"]
-    assert refused and "4,096 bytes could be reused > 32 x 4 bytes" in refused[0].reason
+    assert refused and "1,024 elements could be reused > 32 x 4 bytes" in refused[0].reason
 
 
 def test_small_reductions_are_unrolled_into_pointwise_code():

@@ -2162,3 +2162,37 @@ def test_a_cat_recomputed_for_one_reader_is_asked_about_as_its_original():
     clone = dataclasses.replace(cat, name=f"{cat.name}@mul", writes=(f"{cat.writes[0]}@mul",))
     assert lowering.pointwise_cat(clone, ir) == lowering.pointwise_cat(cat, ir)
     assert lowering.nontrivial_loads([clone], ir) == lowering.nontrivial_loads([cat], ir) > 0
+
+
+@pytest.mark.parametrize("second", ["zeros_like", "neg"])
+def test_a_like_factory_is_no_reader_of_the_value_it_takes_the_shape_of(second):
+    """v, the sum of 5 inputs, is masked by where(m, second(v), v) and broadcast into a
+    larger product. Inductor decomposes zeros_like(v) into full(v.shape, 0) before lowering,
+    so v has one user, is not marked reused and stays inlined in the product's kernel: one
+    kernel. Read by neg too, v has two users loading 5 values (> realize_reads_threshold):
+    stored by its own kernel of 8 elements, which the 128-element product cannot join."""
+    def fn(a, b, c, d, e, m, big):
+        v = a + b + c + d + e
+        other = torch.zeros_like(v) if second == "zeros_like" else v.neg()
+        return torch.where(m > 0, other, v)[:, None] * big
+
+    c = _recomputing(fn, *[(8,)] * 6, (8, 16))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if second == "zeros_like" else 2)
+
+
+@pytest.mark.parametrize("shared", [(1,), (16, 1)])
+def test_peak_memory_weighs_reusable_buffers_in_elements_against_bytes_saved(shared):
+    """Two heads each add two matmul outputs (16 x 64: 1,024 elements, 4,096 bytes, read
+    once) and scale by a shared b. Inductor's can_fusion_increase_peak_memory sums the
+    reusable buffers' buffer_reuse_key sizes, in elements, against 32 x the bytes both read:
+    b of 1 element (4 bytes: 1,024 > 128) keeps the heads apart, b of 16 (64 bytes: 1,024
+    <= 2,048) lets them fuse, though 4,096 bytes would exceed it."""
+    def fn(x, w1, w2, w3, w4, b):
+        return (x @ w1 + x @ w2) * b, (x @ w3 + x @ w4) * b
+
+    c = _recomputing(fn, (16, 8), (8, 64), (8, 64), (8, 64), (8, 64), shared)
+    _same_as_inductor(c)
+    heads = [g for g in c.ours.groups if "mul" in g.nodes or "mul_1" in g.nodes]
+    assert len(heads) == (2 if shared == (1,) else 1)
+    assert any(d.rule == "peak_memory" for d in c.ours.decisions) is (shared == (1,))

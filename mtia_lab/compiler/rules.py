@@ -518,17 +518,21 @@ def max_fusion_size(p: Pair) -> Verdict | None:
 def peak_memory(p: Pair) -> Verdict | None:
     """Inductor's can_fusion_increase_peak_memory: buffers of one size and dtype that each
     side reads as their last user could be reused if the two ran apart; refuse when that
-    memory exceeds 32x the traffic fusion saves."""
+    memory exceeds 32x the traffic fusion saves. The memory is counted as Inductor's
+    buffer_reuse_key gives it, the storage size in elements (`get_allocation_storage_size`),
+    against the saving in bytes (score_fusion_memory): two f32 buffers of 640 elements
+    reusable weigh 640, not 2,560, against 32 x 64 bytes shared."""
     ir = p.ir
 
     def last_reads(g: FusedSchedulerNode) -> set:
         return {(ir.buffers[b].dtype, ir.buffers[b].nbytes) for b in g.reads
                 if len(ir.users.get(b, ())) == 1 and ir.buffers[b].producer is not None}
 
-    overhead = sum(nbytes for _, nbytes in last_reads(p.a) & last_reads(p.b))
+    overhead = sum(nbytes // dtype.itemsize
+                   for dtype, nbytes in last_reads(p.a) & last_reads(p.b))
     if overhead > 32 * p.score:
         return Verdict(False, "peak_memory", f"fusion will increase peak memory: {overhead:,} "
-                       f"bytes could be reused > 32 x {p.score:,} bytes saved")
+                       f"elements could be reused > 32 x {p.score:,} bytes saved")
     return None
 
 
