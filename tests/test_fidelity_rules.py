@@ -2349,3 +2349,20 @@ def test_peak_memory_weighs_the_reusable_buffers_in_elements(rows):
     _same_as_inductor(c)
     pointwise = [g for g in c.ours.groups if g.kind == "pointwise"]
     assert len(pointwise) == (1 if rows == 64 else 2)
+
+
+@pytest.mark.parametrize("second", ["zeros_like", "neg"])
+def test_a_like_factory_is_no_reader_of_the_value_it_takes_the_shape_of(second):
+    """v, the sum of 5 inputs, is masked by where(m, second(v), v) and broadcast into a
+    larger product. Inductor decomposes zeros_like(v) into full(v.shape, 0) before lowering,
+    so v has one user, is not marked reused and stays inlined in the product's kernel: one
+    kernel. Read by neg too, v has two users loading 5 values (> realize_reads_threshold):
+    stored by its own kernel of 8 elements, which the 128-element product cannot join."""
+    def fn(a, b, c, d, e, m, big):
+        v = a + b + c + d + e
+        other = torch.zeros_like(v) if second == "zeros_like" else v.neg()
+        return torch.where(m > 0, other, v)[:, None] * big
+
+    c = _recomputing(fn, *[(8,)] * 6, (8, 16))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (1 if second == "zeros_like" else 2)

@@ -32,12 +32,14 @@ import torch
 from .._compat import size_hint
 from .ir import (
     INDEXED,
+    LIKE_FACTORIES,
     LOWERED_NORMS,
     SCATTER,
     SHAPE_ONLY,
     GraphIR,
     Kind,
     SchedulerNode,
+    _op_name,
     classify,
     live_users,
     node_kind,
@@ -175,7 +177,7 @@ def hinted_for_reader(fx_node: torch.fx.Node) -> bool:
     one place (`nontrivial_read_count > 1`), there and then: the readers lowered before that
     op load it too (a biased convolution's output -- the call's result plus the bias --
     read by the next convolution and by a residual add: the add loads one value, not two)."""
-    users = set(live_users(fx_node))
+    users = set(data_users(fx_node))
     return len(users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor) and any(
         getattr(u.target, "overloadpacket", None) in NEEDS_REALIZED_INPUTS for u in users)
 
@@ -201,12 +203,21 @@ READ_TWICE_BY_DECOMPOSITION = (torch.ops.aten.elu.default, torch.ops.aten.leaky_
                                torch.ops.aten.gelu.default)
 
 
+def data_users(fx_node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The FX users that read the value, not only its sizes: Inductor decomposes
+    `full_like(x, v)` (and zeros_like, ones_like, rand_like: decomposition.py `full_like`)
+    into `full(x.shape, v)` before lowering, so in the graph `run_node` lowers x has no such
+    user, and `mark_reuse(len(n.users))` does not count it. Dead users (`ir.dead_nodes`) are
+    no readers either."""
+    return [u for u in live_users(fx_node) if _op_name(u) not in LIKE_FACTORIES]
+
+
 def fx_reused(fx_node: torch.fx.Node) -> bool:
     """Does Inductor's `run_node` call mark_reuse on this value: more than one FX user of the
     node itself, or of a view of it (a view's mark_reuse reaches the value's storage)? A
     value read only through a split (whose result is a list, not a tensor) and its pieces
     is never marked reused, however many pieces are read."""
-    users = live_users(fx_node)
+    users = data_users(fx_node)
     if len(users) > 1 and isinstance(fx_node.meta.get("val"), torch.Tensor):
         return True
     if any(u.target in READ_TWICE_BY_DECOMPOSITION for u in users):
