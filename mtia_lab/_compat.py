@@ -565,6 +565,20 @@ def keep_device_tensors_out_of_fake_constants() -> None:
     FakeTensorMode.may_turn_const = may_turn_const
 
 
+def non_overlapping_and_dense(t: torch.Tensor) -> bool:
+    """Do the tensor's strides cover its storage once, without holes (any order of dims)?
+    False where symbolic sizes leave it undecided."""
+    return torch._prims_common.is_non_overlapping_and_dense_or_false(t)
+
+
+def reorder_for_locality(graph: torch.fx.Graph) -> None:
+    """Inductor's post-grad pass that moves each op to just before its first user
+    (`torch._inductor.fx_passes.post_grad.reorder_for_locality`), run on `graph` in place."""
+    from torch._inductor.fx_passes.post_grad import reorder_for_locality as reorder
+
+    reorder(graph)
+
+
 def run_fake_fallbacks_on_host() -> None:
     """An op with no meta kernel (geqrf, histogram, histogramdd) is traced by running it for
     real on zeros of its inputs' device (fake_tensor.run_fallback_kernel) under `no_dispatch()`,

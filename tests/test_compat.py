@@ -251,6 +251,10 @@ CORE: dict[str, Pin] = {
                             "torch.utils._foreach_utils._foreach_supported_types"),
     "keep_device_tensors_out_of_fake_constants": P(
         "torch._subclasses.fake_tensor.FakeTensorMode.may_turn_const"),
+    "non_overlapping_and_dense": P("torch._prims_common.is_non_overlapping_and_dense_or_false",
+                                   check=lambda fn: fn(torch.empty(2, 3).t()) and
+                                   not fn(torch.empty(2, 4)[:, ::2])),
+    "reorder_for_locality": P("torch._inductor.fx_passes.post_grad.reorder_for_locality"),
     "run_fake_fallbacks_on_host": P("torch._subclasses.fake_tensor.run_fallback_kernel",
                                     "torch._subclasses.fake_tensor.FakeTensor.fake_device"),
     "generate_storage_methods": P(

@@ -31,9 +31,13 @@ KNOWN = {"*": {
     "sparse.sampled_addmm": "a sparse CSR result: mtia_sim stores dense and COO tensors only",
     "sparse.mm.reduce": "a sparse CSR result: mtia_sim stores dense and COO tensors only",
     "to_sparse": "a sparse COO fake tensor on the device: Dynamo cannot make one",
-}, "inductor": {
-    "as_strided.partial_views": "Inductor's as_strided of an input that is a view reaches "
-                                "past the device copy's storage (setStorage out of bounds)",
+}}
+# Ops left out for one backend, with why: their result depends on what ran before them in the
+# process, so no mark can say whether they pass.
+SKIPPED = {"inductor": {
+    "as_strided.partial_views": "Inductor's as_strided of an input that is a view of a larger "
+                                "storage reached past the device copy's storage (setStorage out "
+                                "of bounds) after other tests, not alone: not understood yet",
 }}
 EVERY_RUN = sorted({*NATIVE, *FALLBACK, *LIBDEVICE_OPS, "logsumexp"} - set(KNOWN["*"]))
 
@@ -114,6 +118,8 @@ def _params(names=None, slow=False):
             marks = [pytest.mark.slow] if slow else []
             if _name(op) in known:
                 marks.append(pytest.mark.xfail(strict=True, reason=known[_name(op)]))
+            if _name(op) in SKIPPED.get(backend, {}):
+                marks.append(pytest.mark.skip(reason=SKIPPED[backend][_name(op)]))
             params.append(pytest.param(backend, op, id=f"{backend}-{_name(op)}", marks=marks))
     return params
 

@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .._compat import OpOverload, op_schema, size_hint, symbolic_size_at
+from .._compat import (
+    OpOverload,
+    non_overlapping_and_dense,
+    op_schema,
+    size_hint,
+    symbolic_size_at,
+)
 from ..source import node_source
 from . import loops
 from .plan_detail import plan_detail
@@ -715,7 +721,7 @@ def _noop_cat(fx_node: torch.fx.Node) -> bool:
     if any(user.op == "output" for user in fx_node.users):
         return False
     return all(isinstance(d, int) for d in (*val.shape, *val.stride())) and \
-        torch._prims_common.is_non_overlapping_and_dense_or_false(val)
+        non_overlapping_and_dense(val)
 
 
 POOLS = {"max_pool2d_with_indices", "avg_pool2d", "max_pool3d_with_indices", "avg_pool3d"}

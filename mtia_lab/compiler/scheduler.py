@@ -22,6 +22,7 @@ import heapq
 
 import torch
 
+from .. import _compat
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
 from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
@@ -230,10 +231,9 @@ def _locality_order(ir: GraphIR) -> list:
     its input: the long-distance check then keeps them apart."""
     if getattr(ir, "gm", None) is None or ir.gm.meta.get(TRAINING):
         return list(ir.nodes)  # a training compile's graph: is_inference=False, no reorder
-    from torch._inductor.fx_passes.post_grad import reorder_for_locality
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(ir.gm.graph, {}))  # graph_copy leaves the output out
-    reorder_for_locality(graph)
+    _compat.reorder_for_locality(graph)
     pos = {n.name: i for i, n in enumerate(graph.nodes)}
     at = [pos.get(recompute.origin(node.name)) for node in ir.nodes]
     # A node of ours the FX graph lacks -- a layout copy, made as Inductor lowers the

@@ -78,14 +78,16 @@ class Recorder:
 
 
 def _recorded(name: str):
-    method = getattr(GridBuilder, name)
+    """The builder's method `name`, recorded. Looked up at each call, not once here: a method
+    patched after this module is imported (inductor/_compat.py's bfloat16 rounding) must
+    record what a replay computes."""
 
-    @functools.wraps(method)
+    @functools.wraps(getattr(GridBuilder, name))
     def call(self, *args, **kwargs):
         recorder = self.recorder
         recorder.depth += 1
         try:
-            result = method(self, *args, **kwargs)
+            result = getattr(GridBuilder, name)(self, *args, **kwargs)
         finally:
             recorder.depth -= 1
         if recorder.depth == 0:  # nested calls (get_bf16 -> create_fp_trunc) replay inside
