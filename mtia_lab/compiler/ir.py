@@ -210,7 +210,7 @@ class GraphIR:
     def fx_original(self, name: str) -> torch.fx.Node | None:
         """The FX node a scheduler node computes. A value recomputed for one reader is a
         clone named "value@reader" (recompute.py) that computes its original's op."""
-        return self.fx_node(name.split("@", 1)[0])
+        return self.fx_node(origin(name))
 
     def nbytes(self, buffers) -> int:
         return sum(self.buffers[b].nbytes for b in buffers)
@@ -365,6 +365,14 @@ def _fx_args(node: torch.fx.Node) -> list[torch.fx.Node]:
     found: list[torch.fx.Node] = []
     torch.fx.map_arg((node.args, node.kwargs), lambda a: found.append(a))
     return found
+
+
+SEP = "@"  # a clone of value `v` recomputed for reader `r` is named "v@r" (recompute.py)
+
+
+def origin(name: str) -> str:
+    """The node a clone was copied from (a node's own name otherwise)."""
+    return name.split(SEP, 1)[0]
 
 
 # gm.meta key: set by our AOTAutograd compilers on a graph of a training compile (its forward

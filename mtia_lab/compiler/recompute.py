@@ -26,9 +26,16 @@ import math
 from dataclasses import replace
 
 from . import loops, lowering, opcount
-from .ir import POOLS, SHAPE_ONLY, GraphIR, Kind, SchedulerNode, node_kind
-
-SEP = "@"  # a clone of value `v` for reader `r` is named "v@r"
+from .ir import (  # SEP, origin: the names of clones, kept with the IR they name
+    POOLS,
+    SEP,
+    SHAPE_ONLY,
+    GraphIR,
+    Kind,
+    SchedulerNode,
+    node_kind,
+    origin,
+)
 
 
 def candidates(ir: GraphIR) -> list[str]:
@@ -99,11 +106,6 @@ def _pool(node: SchedulerNode) -> bool:
 def _inlinable(node: SchedulerNode, ir: GraphIR) -> bool:
     """Pointwise code to Inductor's lowering: anything but a cat lowered as a ConcatKernel."""
     return node.target != "aten.cat.default" or lowering.pointwise_cat(node, ir)
-
-
-def origin(name: str) -> str:
-    """The node a clone was copied from (a node's own name otherwise)."""
-    return name.split(SEP, 1)[0]
 
 
 def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:

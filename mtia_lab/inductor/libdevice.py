@@ -17,6 +17,7 @@ Must be imported with TRITON_INTERPRET=1 set (its @triton.jit functions are inte
 
 from __future__ import annotations
 
+import functools
 import types
 
 import numpy as np
@@ -84,6 +85,7 @@ _FROM_TORCH = {
 }
 
 
+@functools.cache  # one function per name, not one per call of the kernel
 def _torch_elementwise(name: str):
     """An interpreted libdevice function computed by PyTorch's CPU kernel on the operands'
     NumPy data (broadcast as Triton broadcasts them). Program by program it runs at once;
