@@ -295,6 +295,33 @@ def test_a_copy_of_an_attention_inductor_rewrote_is_found_through_the_patterns_s
     assert not c.differences, str(c)
 
 
+def test_the_softmax_of_a_second_attention_inductor_rewrote_is_found_by_its_own_ops():
+    """Two of LXMERT's attentions, the first under a mask: Inductor rewrites both as SDPA's
+    math, whose softmax remembers no node of ours. Its last `div` reads our second bmm
+    through the re-made softmax, as our `div` that scales the scores does; it must not be
+    taken for that `div` (it was: every softmax op of the second attention then went to
+    the launch of the op after it, two differences no rule explains)."""
+    from transformers import LxmertConfig
+    from transformers.models.lxmert.modeling_lxmert import LxmertAttention
+
+    torch.manual_seed(0)
+    cfg = LxmertConfig(hidden_size=32, num_attention_heads=4)
+    first, second = (LxmertAttention(cfg).eval().requires_grad_(False).to("mtia_sim")
+                     for _ in range(2))
+
+    def fn(x, y, mask):
+        return second(first(x, x, mask)[0], y)[0]
+
+    mask = torch.zeros(2, 1, 1, 8)
+    mask[1, ..., 6:] = -1e4
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in
+                             (torch.randn(2, 8, 32), torch.randn(2, 6, 32), mask)))
+    c.check()
+    assert not c.unexplained, str(c)
+    assert c.identical == c.inductor_kernels - 1, str(c)  # the row check SDPA adds: ours
+
+
 @pytest.mark.parametrize("dims", [(2, 2), (1, 2)])
 def test_reduction_loop_order_two_reductions_over_other_dims_share_no_loop(dims):
     """Two scans of one [2, 8, 8] input are both 16 rows of 8: along the same dim they read it

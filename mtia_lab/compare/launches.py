@@ -336,9 +336,18 @@ def _input_roots(node: torch.fx.Node, mine: set[str],
         r = roots(arg, mine)
         if r:
             found |= r
-        elif _is_view(arg) or not arg.meta.get("from_node"):
+        elif _is_view(arg) or (not arg.meta.get("from_node") and _rescales(arg)):
             stack.extend(arg.all_input_nodes)
     return frozenset(found)
+
+
+def _rescales(node: torch.fx.Node) -> bool:
+    """A node a pattern made that only rescales one value (SDPA's `mul` of q or k by the
+    scale): looking through it still finds the value it stands for. Not a reduction nor an
+    op of two values: looking through the softmax SDPA's math re-made, its last `div` reads
+    our bmm, as our `div` that scaled the scores does, and took that `div`'s place (LXMERT:
+    every softmax op after it was then paired, in order, with the next attention's)."""
+    return len(node.all_input_nodes) == 1 and classify(node.target) is not Kind.REDUCTION
 
 
 def _viewed_op(names: set[str], gm: torch.fx.GraphModule) -> set[str]:
