@@ -3,12 +3,15 @@ the device carries: model code that makes a tensor without a device (`torch.aran
 `torch.tensor(...)`) gets it computed by a C++ kernel on the host and copied over
 (`buf3.copy_(arg1_1, False)`), and both are launches the comparison must hold."""
 
+import dataclasses
+
 import torch
 from fidelity_heldout13 import heldout13_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare import compare
 from mtia_lab.compare.launches import wrapper_launches
+from mtia_lab.compare.plans import compare_plans
 from mtia_lab.compiler import config
 from mtia_lab.records.plan import DEVICE_COPY_LAUNCH
 
@@ -169,3 +172,26 @@ def test_a_copy_of_a_convolution_backwards_operand_is_part_of_it():
               and "convolution_backward" in launch.name]
     assert copies and all(launch.part_of == ("convolution_backward",) for launch in copies), \
         c.placed.launches
+
+
+def test_a_value_inductor_recomputes_is_our_departure_only_while_computed_once_is_on():
+    """exp(x), read by two sums: Inductor computes it in each sum's kernel, ours once. While
+    computed_once is on that is our departure; in a plan made with it off, recompute.py
+    claims to recompute such a value as Inductor does, so a plan that still stores it is not
+    explained by computed_once (it was: the departures-off figures counted such launches as
+    a departure that stays on)."""
+    def fn(x):
+        y = x.exp()
+        return y.sum(0), y.sum(1)
+
+    (c,) = compare(fn, torch.randn(8, 16, device="mtia_sim"))
+    assert c.differences and all(d.rules == ("computed_once",) and d.explained
+                                 for d in c.differences), str(c)
+    stored_once = dataclasses.replace(c.ours, settings={**c.ours.settings,
+                                                        "computed_once": False})
+    off = compare_plans(stored_once, c.inductor)
+    assert off.differences and all(d.rules == ("stored_by_us_only",) and not d.explained
+                                   and not d.not_modelled for d in off.differences), str(off)
+    with config.patch(computed_once=False):
+        (recomputed,) = compare(fn, torch.randn(8, 16, device="mtia_sim"))
+    assert not recomputed.differences, str(recomputed)  # recompute.py does recompute it

@@ -16,7 +16,9 @@ A difference is *explained* when each of those rules is a departure we make on p
 (rules.DEPARTURES, shown as "(ours)"); *not modelled* when each is a part of Inductor the
 scheduler leaves out on purpose and names (rules.NOT_MODELLED: a peeled convolution bias's
 launch); otherwise it is shown as unexplained: a place where our scheduler claims to follow
-Inductor and does not.
+Inductor and does not. A departure explains only while it is on: with computed_once off, a
+value Inductor recomputes in each reader and ours stores once is `stored_by_us_only`, not
+computed_once (our recompute rule missed it).
 
 Inductor runs under the values of our guardrails that it has too (records/guardrails.py:
 `as_inductor_config`). The scheduling-time benchmark's helper (`common_graph`) is in
@@ -287,6 +289,7 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
     homes = _homes(ours)
     recomputed, merged = placed.recomputed, _merged(ours, theirs, placed)
     rewritten = _rewritten(ours, theirs, placed)
+    once = _stored_once_rule(ours)  # computed_once, or stored_by_us_only with it off
     out = []
     for launch in placed.launches:
         group = launch_group(launch, ours, placed)
@@ -304,7 +307,7 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
         inlined = [h for h in holders if _inlined_into_readers(ours, placed, h, wanted)
                    or set(h.nodes) & wanted <= recomputed]
         if inlined and len(holders) - len(inlined) == 1:  # the rest is one kernel of ours
-            rules.append("computed_once")
+            rules.append(once)
             reasons.append("Inductor computes " + ", ".join(
                 n for h in inlined for n in h.nodes if n in wanted) + " inside the loop of "
                 "each reader (never stored); we compute a value with several readers once, "
@@ -333,12 +336,12 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                                "stores with their index computed inline); ours is one kernel")
                 continue
             if extra and extra <= recomputed and extra <= set(launch.part_of):
-                rules.append("computed_once")
+                rules.append(once)
                 reasons.append(f"Inductor computes {', '.join(sorted(extra))} in this launch "
                                "too (inlined into each reader); we compute it once, here")
                 continue
             if extra and _stored_nowhere(ours, placed, extra):
-                rules.append("computed_once")
+                rules.append(once)
                 reasons.append(f"Inductor stores {', '.join(sorted(extra))} nowhere (each "
                                "reader computes it); we compute it once, in this kernel")
                 continue
@@ -351,7 +354,7 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                     " + ".join(sorted(m)) for m in rewritten if m & set(holder.nodes))
                     + " into one op (a post-grad pattern) before scheduling")
             elif d is not None and _shares_only_recomputed(ours, placed, d):
-                rules.append("computed_once")
+                rules.append(once)
                 reasons.append(f"{d} -- the only data they share is a value Inductor stores "
                                "nowhere (each reader computes it from its inputs); we store "
                                "it once, and its readers share it")
@@ -363,10 +366,11 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
             rules.append("recomputed_in_each_reader")
             reasons.append(f"we recompute {', '.join(sorted(stored))} in each reader "
                            "(computed_once=False); Inductor stores it")
-        if wanted & recomputed:
-            rules.append("computed_once")
-            reasons.append(f"Inductor computes {', '.join(sorted(wanted & recomputed))} in more "
-                           "than one kernel (inlined into each)")
+        again = wanted & recomputed - set(ours.recomputed)  # ours recomputes the others too
+        if again:
+            rules.append(once)
+            reasons.append(f"Inductor computes {', '.join(sorted(again))} in more than one "
+                           "kernel (inlined into each)")
         out.append(Difference(group, tuple(h.nodes for h in shown),
                               tuple(dict.fromkeys(rules)), tuple(dict.fromkeys(reasons)),
                               launch.index, launch.name))
@@ -390,6 +394,15 @@ def _scatter_halves(ours: FusionPlan, placed: Attribution, launch: Launch, wante
                 scatters & wanted & set(other.part_of):
             return True
     return False
+
+
+
+def _stored_once_rule(ours: FusionPlan) -> str:
+    """The rule for a value Inductor computes in each reader and ours stores once: our
+    departure computed_once while it is on; with it off (`computed_once=False`, recompute.py
+    gives each reader its own copy of such a value), ours should have recomputed it too, and
+    did not: `stored_by_us_only`, which no rule explains (our realize rule, not a departure)."""
+    return "computed_once" if ours.settings.get("computed_once", True) else "stored_by_us_only"
 
 
 def wanted_recomputed_by_us_only(ours: FusionPlan, placed: Attribution, holders,
