@@ -2393,3 +2393,34 @@ def test_a_like_factory_is_no_reader_of_the_value_it_takes_the_shape_of(second):
     c = _recomputing(fn, *[(8,)] * 6, (8, 16))
     _same_as_inductor(c)
     assert len(c.ours.groups) == (1 if second == "zeros_like" else 2)
+
+
+@pytest.mark.parametrize("case", ["copy_of_transposed", "scaled_copy", "two_reshapes",
+                                  "product_in_memory_order"])
+def test_a_copy_read_by_a_matmul_through_a_reshape_is_stored_as_the_reshape(case):
+    """A linear's bias gradient: a value read by a matmul and by a sum over its rows, through
+    a reshape to [B*T, C]. `run_node` hints the reshape for the matmul; the hint stores only
+    code loading from more than one place, so the copy of a transposed gradient (one load)
+    is stored by `require_stride_order` as the reshape itself, with its two loops, and the
+    reorder round puts them in the sum's order: Inductor writes the copy and sums it in one
+    kernel. A product of two values is stored by the hint with its own three loops (B, T, C),
+    which nothing reorders onto the sum's two: apart."""
+    B, T, C = 2, 8, 32
+
+    def fn(g, a, w):
+        if case == "product_in_memory_order":
+            x = (g.transpose(1, 2) * a).reshape(B * T, C)  # loads two values
+        elif case == "scaled_copy":
+            x = (g.transpose(1, 2).contiguous() * 2).view(B * T, C)
+        elif case == "two_reshapes":
+            x = g.transpose(1, 2).contiguous().view(B, T, 4, 8).view(B * T, C)
+        else:
+            x = g.transpose(1, 2).contiguous().view(B * T, C)
+        return x @ w, x.sum(0)
+
+    c = _compared_and_run(fn, [torch.randn(B, C, T), torch.randn(B, T, C), torch.randn(C, 8)],
+                          matmul_templates=False, computed_once=False,
+                          extern_in_triton=False)
+    _same_as_inductor(c)
+    together = any("sum_1" in g.nodes and len(g.nodes) > 1 for g in c.ours.groups)
+    assert together == (case != "product_in_memory_order"), _kernels(c)

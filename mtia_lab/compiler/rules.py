@@ -48,6 +48,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+
 from .._compat import size_hint
 from . import config, layout, loops, lowering, opcount, recompute, tiling
 from .ir import FusedSchedulerNode, GraphIR, Kind, on_host
@@ -618,7 +620,7 @@ def _reorder_pairs_loops(p: Pair, red: FusedSchedulerNode) -> bool:
         if node.kind is not Kind.REDUCTION or not node.rorder:
             continue
         red_dims = sorted(d for d in node.rorder[0] if d != 1)
-        shapes = [p.ir.buffers[buf].shape for buf in pw.writes & set(node.reads)]
+        shapes = [_realized_shape(pw, buf, p.ir) for buf in pw.writes & set(node.reads)]
         shapes += [p.ir.buffers[m.writes[0]].shape for buf in pw.reads & set(node.reads)
                    for m in pw.nodes if buf in m.reads and m.writes and
                    m.numel == _elements(p.ir.buffers[buf].shape)]
@@ -851,6 +853,42 @@ def _rows_merged(pw: FusedSchedulerNode, red: FusedSchedulerNode, ir: GraphIR) -
             if math.prod(dims) != node.rnumel:
                 return True
     return False
+
+
+# Externs whose input `GraphLowering.run_node` gives a fixed layout (`need_fixed_layout`,
+# with layout optimization on: a convolution's input is not among them)
+FIXED_LAYOUT_READERS = frozenset({"mm", "_int_mm", "convolution_backward"})
+RESHAPES = frozenset({"view", "reshape", "_unsafe_view"})
+
+
+def _realized_shape(pw: FusedSchedulerNode, buf: str, ir: GraphIR) -> tuple:
+    """The shape of the loops `buf` is stored with. Its own, except for a value read only
+    through a reshape that several ops read, one a matmul (`run_node`'s `need_fixed_layout`):
+    the reshape's `realize_hint` stores only code loading from more than one place
+    (`nontrivial_read_count > 1`), and a copy loading one value (the contiguous copy of a
+    permuted gradient) is left unstored; `require_stride_order` then copies the reshape
+    itself, with the reshape's loops ([B*T, C], not [B, T, C]), which the reorder round can
+    reorder onto a sum over the B*T rows (a linear's bias gradient)."""
+    shape = ir.buffers[buf].shape
+    writer = next((m for m in pw.nodes if buf in m.writes), None)
+    fx = ir.fx_node(writer.name) if writer is not None else None
+    reshape = None
+    while fx is not None and len(users := opcount.data_users(fx)) == 1 and \
+            _aten_name(users[0]) in RESHAPES:  # a chain of reshapes: the last one's readers
+        reshape = fx = users[0]
+    if reshape is None or not isinstance(reshape.meta.get("val"), torch.Tensor):
+        return shape
+    readers = opcount.data_users(reshape)
+    loads = {b for b in pw.reads if _elements(ir.buffers[b].shape) > 1}
+    if len(readers) > 1 and any(_aten_name(r) in FIXED_LAYOUT_READERS for r in readers) \
+            and len(loads) <= 1:
+        return tuple(size_hint(d) for d in reshape.meta["val"].shape)
+    return shape
+
+
+def _aten_name(fx_node: torch.fx.Node) -> str:
+    packet = getattr(fx_node.target, "overloadpacket", None)
+    return getattr(packet, "__name__", "") if packet is not None else ""
 
 
 def reduction_loop_order(p: Pair) -> Verdict:
