@@ -1815,6 +1815,27 @@ def test_tiling_prevents_reduction_fusion_a_transposed_copy_stays_out_of_the_nor
         is transposed
 
 
+def test_tiling_prevents_reduction_fusion_an_inlined_embedding_reads_its_table_through_the_index():
+    """AIMv2's patch embeddings: a convolution's output read transposed (B, C, HW -> B, HW, C),
+    RMS-normalized, plus the position embeddings, normalized again. The embedding is inlined
+    into the add while lowering: Inductor's kernel loads the table at `weight[ids[t], c]`, an
+    index that steps along the positions only through the indices' values (stride 0 to
+    `stride_hints`), not the embedding's output (0, 32, 1), which would make Triton tile the
+    add 64x16 and keep it out of both norms. One kernel, as Inductor's."""
+    def fn(x, table, w):
+        def rms(h):
+            return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+        pos = F.embedding(torch.arange(16, device=x.device)[None], table)
+        h = rms(x.transpose(1, 2)) + pos
+        return rms(h), h
+
+    c = _compared(fn, (2, 32, 16), (16, 32), (32,))
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == 1, _kernels(c)
+    assert not any(d.rule == "tiling_prevents_reduction_fusion" for d in c.ours.decisions)
+
+
 @pytest.mark.parametrize("convolved_first", [False, True])
 def test_extern_in_triton_off_a_concat_of_channels_last_skip_features_is_not_copied(
         convolved_first):

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import math
 
+import torch
+
+from .._compat import size_hint
 from .ir import FusedSchedulerNode, GraphIR, Kind, node_kind
 
 Tiling = tuple[int, ...]
@@ -82,8 +85,13 @@ def pointwise_tiling(group: FusedSchedulerNode, ir: GraphIR) -> Tiling:
                and n.loops]
     seen: set[str] = set()
     candidates: list[tuple[Tiling, int]] = []
+    inside = {n.name: n for n in group.nodes}
     for node in members:
+        accesses = []
         for buf, signatures in node.loops.items():
+            gathered = _gathered_loads(buf, signatures, inside, ir)
+            accesses += gathered if gathered is not None else [(buf, signatures)]
+        for buf, signatures in accesses:
             if buf in seen:
                 continue
             for dims in signatures:
@@ -100,6 +108,48 @@ def pointwise_tiling(group: FusedSchedulerNode, ir: GraphIR) -> Tiling:
         if all(_compatible(tiling, _sizes(n)) for n in members):
             return tiling
     return (numel,)
+
+
+def _gathered_loads(buf: str, signatures: set, inside: dict, ir: GraphIR) -> list | None:
+    """The loads Inductor's kernel makes where a member reads an embedding computed in the
+    same kernel and inlined there while lowering (one reader, not stored): `weight[idx[i],
+    c]`, the table through an indirect index (its loops along the looked-up positions step
+    through the index's value, stride 0 to `stride_hints`; along the embedding dim, the
+    table's own stride) and the indices at the positions (their own strides; 0 along the
+    embedding dim) -- not the embedding's output, which is never stored. None when `buf` is
+    no such embedding."""
+    producer = ir.buffers[buf].producer if buf in ir.buffers else None
+    node = inside.get(producer)
+    if node is None or node.op != "embedding" or node.stored or len(ir.users.get(buf, ())) != 1:
+        return None
+    fx = ir.fx_original(node.name)
+    args = list(fx.args[:2]) if fx is not None else []
+    if len(args) != 2 or not all(isinstance(a, torch.fx.Node) for a in args):
+        return None
+    out, indices = fx.meta.get("val"), args[1].meta.get("val")
+    if not isinstance(out, torch.Tensor) or not isinstance(indices, torch.Tensor) or \
+            not out.is_contiguous() or out.dim() != indices.dim() + 1:
+        return None
+    weight = args[0].meta.get("val")
+    along = size_hint(weight.stride(-1)) if isinstance(weight, torch.Tensor) else 1
+    by_stride = {size_hint(out.stride(k)): k for k in range(out.dim())
+                 if size_hint(out.shape[k]) > 1}
+    table, looked_up = set(), set()
+    for dims in signatures:
+        if dims is None:
+            return None
+        dims_table, dims_index = [], []
+        for n, s in dims:
+            k = by_stride.get(s) if s else None
+            if s and k is None:
+                return None
+            last = k == out.dim() - 1
+            dims_table.append((n, along if last else 0))
+            dims_index.append((n, size_hint(indices.stride(k)) if k is not None and not last
+                               and size_hint(indices.shape[k]) > 1 else 0))
+        table.add(tuple(dims_table))
+        looked_up.add(tuple(dims_index))
+    return [(args[0].name, table), (args[1].name, looked_up)]
 
 
 def _sizes(node) -> list[int]:
