@@ -2445,3 +2445,48 @@ def test_a_copy_read_by_a_matmul_through_a_reshape_is_stored_as_the_reshape(case
     _same_as_inductor(c)
     together = any("sum_1" in g.nodes and len(g.nodes) > 1 for g in c.ours.groups)
     assert together == (case != "product_in_memory_order"), _kernels(c)
+
+
+@pytest.mark.parametrize("gathered", [False, True])
+def test_large_body_an_unrolled_all_over_a_gathered_padding_mask_loads_the_length_once(gathered):
+    """LASR's fully masked rows: `all(~mask, dim=2)` (logical_not of an unrolled `any` over 7
+    terms, the reduced dim dropped) of a mask `(q >= 0) & pad[b, kv]` whose padding is
+    `arange < lengths[:, None]`, gathered. Each term loads the length at the batch index
+    only: Inductor's CSE loads it once, the `any` (about 90 operations, one load) is not
+    realized for its reads, and the negation, broadcast over the channels it masks
+    (`expand`'s mark_reuse) with the whole body inlined, is stored with it. A mask loaded at
+    every position is 7 loads: the `any` is stored, its negation computed in the reader."""
+    def fn(x, lengths, m):
+        pad = torch.arange(7, device=x.device) < lengths[:, None]
+        b = torch.arange(2, device=x.device)[:, None, None, None]
+        kv = torch.arange(7, device=x.device)[None, None, None, :]
+        q = torch.arange(7, device=x.device)[None, None, :, None]
+        mask = (q >= 0) & (pad[b, kv] if gathered else m > 0)
+        return x.masked_fill(torch.all(~mask, dim=2), 0.0)
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(2, 32, 7), torch.tensor([7, 4]),
+                               torch.randn(2, 1, 7, 7)], computed_once=False)
+    _same_as_inductor(c)
+    stored = next(g.nodes for g in c.ours.groups if "any_1" in g.nodes)
+    assert ("logical_not_1" in stored) is gathered, _kernels(c)
+
+
+@pytest.mark.parametrize("pieces", [3, 4])
+def test_large_body_a_pointwise_cat_of_four_embeddings_is_stored(pieces):
+    """Bark's fine acoustics: the codebooks' embeddings concatenated and summed. Inductor
+    lowers the cat as pointwise code (its reader is a reduction, every piece computed):
+    6n - 1 operations for n pieces (the index, the bounds, a ge and an lt per piece, an
+    and_ for each middle one, a masked load each, n - 1 wheres) and 2 loads per embedding.
+    Three pieces (23) are inlined into the sum; four (31) pass realize_opcount_threshold
+    and the cat is stored (has_exceeded_max_reads), summed in another kernel."""
+    def fn(codes, table, pos):
+        embs = [F.embedding(codes[..., i], table[i]).unsqueeze(-1) for i in range(pieces)]
+        return torch.cat(embs, -1)[..., :-1].sum(-1) + pos
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randint(0, 16, (2, 8, pieces)), torch.randn(pieces, 16, 8),
+                               torch.randn(8, 8)], computed_once=False)
+    _same_as_inductor(c)
+    assert len(c.ours.groups) == (2 if pieces == 4 else 1), _kernels(c)
+

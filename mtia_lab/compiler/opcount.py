@@ -52,7 +52,15 @@ REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CP
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
 REALIZE_READS_ON_REUSE = 4  # realize_reads_threshold: a reused value loading more is stored
 REALIZE_ACC_READS = 8  # realize_acc_reads_threshold: a body loading more values is stored
-CAT_OPS_PER_PIECE = 5  # index_expr, bound, compare, masked load, where (pointwise_cat)
+# pointwise_cat's loop body for n pieces: the index along the cat's dim, the n+1 bounds (a
+# constant 0 and each piece's end, shared by the next piece as its start), per piece a ge and
+# an lt of the index, a masked load, an and_ of the two for each piece between the first and
+# the last, and the n-1 wheres picking one: 6n - 1 operations (4 embeddings: 23, their loads
+# 8 more, over realize_opcount_threshold)
+def cat_ops(pieces: int) -> int:
+    return 6 * pieces - 1
+
+
 FACTORIES = {
     "full": lambda args: args[1], "scalar_tensor": lambda args: args[0],
     "zeros": lambda args: 0, "ones": lambda args: 1, "full_like": lambda args: args[1],
@@ -296,12 +304,17 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     out = fx_node.meta.get("val")
     out_shape = tuple(size_hint(d) for d in out.shape) if isinstance(out, torch.Tensor) \
         else None
+    if node.unrolled:  # its body runs over its input's dims: the terms' index and the rows'
+        out_shape = _reduced_input_shape(fx_node) or out_shape
     op = node.op
     if op in FACTORIES:  # a constant fill: one operation, shared by every equal fill
         fill = ("const", FACTORIES[op](fx_node.args), _out_dtype(fx_node))
         return frozenset({fill}), fill
     if op == "arange":  # an iota (over its own index: two aranges are two iotas)
-        return _arange_body(node.name, fx_node)
+        keys, value = _arange_body(node.name, fx_node)
+        if out_shape is not None and len(out_shape) == 1 and out_shape[0] > 1:
+            varies.update({k: frozenset({0}) for k in keys if k[0] != "const"})
+        return keys, value
     # a cat's, a gather's or a reduction's dim is no constant of the body
     scalars = not node.indexed and node.kind is not Kind.REDUCTION and op != "cat"
     keys: set = set()
@@ -310,6 +323,7 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     promoted = _promoted_dtype(op, fx_node)
     const_dtype = promoted or _out_dtype(fx_node)  # 1 and 1.0 are two constants to the CSE
     pieces = _cat_piece_views(fx_node, ir) if op == "cat" else {}
+    gathered = _gathered_dims(fx_node, out_shape) if op == "index" else None
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
             buf = ir.base_of.get(arg.name)
@@ -322,20 +336,26 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
                 body = bodies[producer]
                 if op == "slice_scatter" and arg is fx_node.args[1]:
                     body = _placed_back(body, scatter_placement(fx_node))
-                at = _inlined_at(arg, fx.get(producer), out_shape,
-                                 (dims or {}).get(producer, {}), view, piece is None)
+                if gathered is not None and arg is fx_node.args[0] and view is None:
+                    at = _gathered_at(arg, fx.get(producer), (dims or {}).get(producer, {}),
+                                      gathered)
+                else:
+                    at = _inlined_at(arg, fx.get(producer), out_shape,
+                                     (dims or {}).get(producer, {}), view, piece is None)
                 for k in body:
-                    moved, along = at(k)
+                    moved, along = _apart(at(k), varies)
                     keys.add(moved)
                     if along is not None:
                         varies[moved] = along
                 operands[len(args)] = arg
-                args.append(at(top[producer])[0])
+                args.append(_apart(at(top[producer]), varies)[0])
             elif buf in ir.buffers:
                 key = ("load", buf, frozenset(_own_hows(node, buf, arg)))
                 key = key if piece is None else (*key, piece)
                 keys.add(key)
-                if piece is None and out_shape is not None:
+                if gathered is not None and arg is fx_node.args[0]:
+                    varies[key] = _through(gathered, _varies(arg, tuple(arg.meta["val"].shape)))
+                elif piece is None and out_shape is not None:
                     varies[key] = _varies(arg, out_shape)
                 key = _peeled_bias(fx.get(producer or ""), key, keys, ir, interned)
                 operands[len(args)] = arg
@@ -361,6 +381,8 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
              for a in args]
     if None not in along and op not in GATHERS and op != "cat" and not node.unrolled:
         varies[value] = frozenset().union(*along)
+    elif gathered is not None and None not in gathered.values():
+        varies[value] = frozenset().union(*gathered.values())  # x[i0, i1] moves where they do
     if op == "cat" and len(set(args)) == 1:
         return frozenset(keys), value  # cat([x, x]): Inductor reads x at two offsets, no ops
     if op in GATHERS:  # its input's body computed at the index it loads: no op of its own
@@ -372,16 +394,17 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
         keys |= {(value, i) for i in range(ops)}
     if op == "constant_pad_nd":  # `value` is the masked load; its mask is computed
         keys |= _pad_mask(value, fx_node)
-    if op == "cat":  # per piece: bounds, a compare, a masked load (0 elsewhere), a where
+    if op == "cat":  # bounds, compares, masked loads, wheres (`cat_ops`), the first bound 0
         keys |= {("const", 0, const_dtype)}
-        keys |= {(value, i) for i in range(CAT_OPS_PER_PIECE * len(args) - 1)}
+        keys |= {(value, i) for i in range(cat_ops(len(args)) - 2)}
     if node.unrolled:  # the terms' loads, then a combine per term after the first
         arg = _arg_reduction(op, fx_node)
         extra = (node.rnumel - 1) * _combine_ops(arg, fx_node) - 1  # `value` is the last
         if arg:
             extra += 1  # the index of the first term, a constant 0
-        keys = _unrolled_terms(keys - {value}, node.rnumel,
-                               _along_rows(keys, varies, fx_node, out_shape)) | {value}
+        shared = _along_rows(keys, varies, fx_node, out_shape)
+        keys = _unrolled_terms(keys - {value}, node.rnumel, shared) | {value}
+        _as_output_dims(varies, shared, fx_node)
         keys |= {(value, i) for i in range(extra)}
         keys |= {(value, "to_dtype", i, j) for i in range(node.rnumel)
                  for j in range(_any_term_casts(fx_node) + _sum_term_casts(fx_node))}
@@ -630,19 +653,57 @@ def _combine_ops(arg: bool, fx_node: torch.fx.Node) -> int:
     return 8 + (6 if floating else 0)
 
 
-def _along_rows(keys, varies: dict, fx_node: torch.fx.Node, out_shape) -> set:
-    """The keys of an unrolled reduction's body that do not move along the reduced dims (a
-    row's max and sum, read by each term of a gather of the row's softmax): the same load
-    at every term, shared by Inductor's CSE. Known for a reduction that keeps its dims
-    (its input and output dims line up, and the keys' dims are the input's)."""
+def _reduced_input_shape(fx_node: torch.fx.Node) -> tuple[int, ...] | None:
+    src = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    return tuple(size_hint(d) for d in src.shape) if isinstance(src, torch.Tensor) else None
+
+
+def _reduced_dims(fx_node: torch.fx.Node) -> set[int]:
+    """The input dims a reduction over `dim` (one dim, as any.dim and max.dim take it, or a
+    list) folds; empty when unknown or over every dim."""
     src = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
         fx_node.args[0], torch.fx.Node) else None
     dims = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim")
-    if out_shape is None or not isinstance(src, torch.Tensor) or src.dim() != len(out_shape) \
-            or src.dim() == 0 or not isinstance(dims, (list, tuple)) or not dims:
+    if isinstance(dims, int) and not isinstance(dims, bool):
+        dims = [dims]
+    if not isinstance(src, torch.Tensor) or src.dim() == 0 or \
+            not isinstance(dims, (list, tuple)) or not dims:
         return set()  # (a 0-dim input "reduced" over dim 0 has no rows)
-    reduced = {int(d) % src.dim() for d in dims}
+    return {int(d) % src.dim() for d in dims}
+
+
+def _along_rows(keys, varies: dict, fx_node: torch.fx.Node, loop_shape) -> set:
+    """The keys of an unrolled reduction's body that do not move along the reduced dims (a
+    row's max and sum, read by each term of a gather of the row's softmax; a padding
+    mask's length of the row, loaded at the batch index by each term of an `any` over the
+    positions): the same load at every term, shared by Inductor's CSE. The keys' dims are
+    the input's (`loop_shape`: the body runs over the input's dims), whether the reduction
+    keeps its dims or drops them."""
+    src = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    reduced = _reduced_dims(fx_node)
+    if loop_shape is None or not isinstance(src, torch.Tensor) or \
+            src.dim() != len(loop_shape) or not reduced:
+        return set()
     return {k for k in keys if varies.get(k) is not None and not varies[k] & reduced}
+
+
+def _as_output_dims(varies: dict, shared: set, fx_node: torch.fx.Node) -> None:
+    """The dims of the keys shared by every term, renumbered as the reduction's output's (a
+    reduction that drops its dims shifts the dims after them down); a reader inlining the
+    body places them by the output's dims. Other keys' dims are forgotten."""
+    src, out = _reduced_input_shape(fx_node), fx_node.meta.get("val")
+    reduced = _reduced_dims(fx_node)
+    kept = isinstance(out, torch.Tensor) and src is not None and out.dim() == len(src)
+    renumber = {d: d if kept else d - sum(1 for r in reduced if r < d)
+                for d in range(len(src or ()))}
+    for key in list(varies):
+        along = varies[key]
+        if key not in shared or along is None:
+            del varies[key]
+        else:
+            varies[key] = frozenset(renumber[d] for d in along)
 
 
 def _unrolled_terms(keys: set, terms: int, shared: set = frozenset()) -> set:
@@ -695,6 +756,60 @@ def _varies(arg: torch.fx.Node, out_shape: tuple[int, ...]) -> frozenset | None:
     return frozenset(lead + j for j, (n, st) in enumerate(zip(val.shape, val.stride(),
                                                               strict=True))
                      if size_hint(n) > 1 and size_hint(st) != 0)
+
+
+def _apart(placed: tuple, varies: dict) -> tuple:
+    """(key, dims) of a producer's key inlined at a read whose dims are known: another key
+    when the body holds it already along other dims (`x[:, None] > x[None, :]` of an iota:
+    the iota at the row and the iota at the column are two expressions to Inductor's CSE,
+    not one)."""
+    key, along = placed
+    if along is not None and varies.get(key, along) != along:
+        return _at(key, ("dims", along)), along
+    return key, along
+
+
+def _gathered_dims(fx_node: torch.fx.Node, out_shape) -> dict | None:
+    """{source dim: the output dims its index tensor moves along} of `x[i0, i1, ...]`
+    (aten.index.Tensor) indexing every dim of x: the output is the index tensors broadcast
+    together, and x is loaded at (i0, i1, ...) there -- a value of x's body that moves along
+    x's dim d moves where i_d does, not where x's dim d would broadcast to (a padding mask
+    `mask[batch, kv]` gathered into (batch, 1, 1, kv) moves along the batch at the output's
+    first dim). None for other indexings."""
+    src = fx_node.args[0].meta.get("val") if isinstance(fx_node.args[0], torch.fx.Node) else None
+    indices = fx_node.args[1] if len(fx_node.args) > 1 else None
+    if out_shape is None or not isinstance(src, torch.Tensor) or \
+            not isinstance(indices, (list, tuple)) or len(indices) != src.dim() or \
+            not all(isinstance(i, torch.fx.Node) for i in indices):
+        return None
+    return {d: _varies(i, out_shape) for d, i in enumerate(indices)}
+
+
+def _through(gathered: dict, along) -> frozenset | None:
+    """The output dims a gather's source value, moving along its source dims `along`,
+    moves along (`_gathered_dims`); None when not known."""
+    if along is None:
+        return None
+    out = [gathered.get(d) for d in along]
+    return None if any(o is None for o in out) else frozenset().union(*out)
+
+
+def _gathered_at(arg: torch.fx.Node, producer: torch.fx.Node | None, varies: dict,
+                 gathered: dict):
+    """_inlined_at for the source of a gather (`_gathered_dims`): the producer's body
+    computed at the gathered index, its keys those of the body (no view moves them), their
+    dims the output dims the index tensors of the source dims they move along move along."""
+    val = arg.meta.get("val")
+    whole = producer.meta.get("val") if producer is not None else None
+    mapping = _dim_map(val, whole, 0) if isinstance(val, torch.Tensor) and \
+        isinstance(whole, torch.Tensor) else None
+
+    def at(key):
+        along = varies.get(key)
+        if mapping is None or along is None or any(i not in mapping for i in along):
+            return key, None
+        return key, _through(gathered, {j for i in along for j, _ in mapping[i][0]})
+    return at
 
 
 def _dim_map(view: torch.Tensor, whole: torch.Tensor, lead: int) -> dict | None:
