@@ -2,7 +2,8 @@
 written blind (its list committed before any comparison, by someone who tuned nothing) and
 measured once before it was tuned on: held-out-5 .. held-out-8 and held-out-11 .. held-out-13,
 all tuned on since, held-out-14, measured blind and after a round that did not look at it,
-tuned on in the round after (floor 0.94), and held-out-15, measured blind once (no floor yet)
+tuned on in the round after (floor 0.95), and held-out-15, measured blind and after a round
+that did not look at it (floor 0.91)
 (held-out-9 and held-out-10 are in test_scheduler_fidelity.py with the suites' history).
 The checks are the same (fidelity_checks.py), in a file of their own so that the test
 runner's two workers share the suites. As there, the two newest suites (held-out-14 and
@@ -47,10 +48,13 @@ SUITES = {"heldout5": heldout5_graphs, "heldout6": heldout6_graphs,
 # 763/809 after the round that did not look at it, then tuned on: 782/809 (97%) on 0a3c8b9.
 # Held-out-14, measured blind at 727/781 (93%) on 1df4d87, no graph misaligned, 739/781
 # (95%; 94.6% unrounded) on 0a3c8b9, after the round that did not look at it (not tuned on).
-# Held-out-15, measured blind at 881/954 (92%) on e2e3d40, no graph misaligned: no floor yet.
+# Held-out-14, tuned on from e2e3d40: 749/781 (96%) on b594c81. Held-out-15, measured blind at
+# 881/954 (92%) on e2e3d40, no graph misaligned, 878/954 (92%) on b594c81 after the round that
+# did not look at it (its m2m_100 training step 137 -> 134; not tuned on).
 # A regression guard, not the goal (95% on graphs not tuned on).
 FLOORS = {"heldout5": 0.90, "heldout6": 0.95, "heldout7": 0.95, "heldout8": 0.94,
-          "heldout11": 0.94, "heldout12": 0.92, "heldout13": 0.96, "heldout14": 0.94}
+          "heldout11": 0.94, "heldout12": 0.92, "heldout13": 0.96, "heldout14": 0.95,
+          "heldout15": 0.91}
 
 
 # Compared with Inductor in every run: the newest blind suites. The others, tuned on for
