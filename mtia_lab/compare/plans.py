@@ -396,7 +396,6 @@ def _scatter_halves(ours: FusionPlan, placed: Attribution, launch: Launch, wante
     return False
 
 
-
 def _stored_once_rule(ours: FusionPlan) -> str:
     """The rule for a value Inductor computes in each reader and ours stores once: our
     departure computed_once while it is on; with it off (`computed_once=False`, recompute.py

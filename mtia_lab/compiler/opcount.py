@@ -176,6 +176,10 @@ NEEDS_REALIZED_INPUTS = frozenset(getattr(torch.ops.aten, name) for name in (
     "convolution_backward", "max_pool2d_with_indices", "max_pool3d_with_indices",
     "max_pool2d_with_indices_backward", "mm", "upsample_nearest2d", "_upsample_nearest_exact2d",
     "_int_mm"))
+# Of those, the externs whose input `run_node` also gives a fixed layout (`need_fixed_layout`,
+# with layout optimization on: a convolution's input is not among them): a view of a value
+# its hint left unstored is copied as the view (rules._realized_shape)
+FIXED_LAYOUT_READERS = frozenset({"mm", "_int_mm", "convolution_backward"})
 
 
 def hinted_for_reader(fx_node: torch.fx.Node) -> bool:

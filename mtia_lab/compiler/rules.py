@@ -52,7 +52,7 @@ import torch
 
 from .._compat import size_hint
 from . import config, layout, loops, lowering, opcount, recompute, tiling
-from .ir import FusedSchedulerNode, GraphIR, Kind, on_host
+from .ir import FusedSchedulerNode, GraphIR, Kind, _op_name, on_host
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
 DEPARTURES = {
@@ -855,9 +855,6 @@ def _rows_merged(pw: FusedSchedulerNode, red: FusedSchedulerNode, ir: GraphIR) -
     return False
 
 
-# Externs whose input `GraphLowering.run_node` gives a fixed layout (`need_fixed_layout`,
-# with layout optimization on: a convolution's input is not among them)
-FIXED_LAYOUT_READERS = frozenset({"mm", "_int_mm", "convolution_backward"})
 RESHAPES = frozenset({"view", "reshape", "_unsafe_view"})
 
 
@@ -874,21 +871,16 @@ def _realized_shape(pw: FusedSchedulerNode, buf: str, ir: GraphIR) -> tuple:
     fx = ir.fx_node(writer.name) if writer is not None else None
     reshape = None
     while fx is not None and len(users := opcount.data_users(fx)) == 1 and \
-            _aten_name(users[0]) in RESHAPES:  # a chain of reshapes: the last one's readers
+            _op_name(users[0]) in RESHAPES:  # a chain of reshapes: the last one's readers
         reshape = fx = users[0]
     if reshape is None or not isinstance(reshape.meta.get("val"), torch.Tensor):
         return shape
     readers = opcount.data_users(reshape)
     loads = {b for b in pw.reads if _elements(ir.buffers[b].shape) > 1}
-    if len(readers) > 1 and any(_aten_name(r) in FIXED_LAYOUT_READERS for r in readers) \
+    if len(readers) > 1 and any(_op_name(r) in opcount.FIXED_LAYOUT_READERS for r in readers) \
             and len(loads) <= 1:
         return tuple(size_hint(d) for d in reshape.meta["val"].shape)
     return shape
-
-
-def _aten_name(fx_node: torch.fx.Node) -> str:
-    packet = getattr(fx_node.target, "overloadpacket", None)
-    return getattr(packet, "__name__", "") if packet is not None else ""
 
 
 def reduction_loop_order(p: Pair) -> Verdict:
