@@ -4,13 +4,14 @@ the device carries: model code that makes a tensor without a device (`torch.aran
 (`buf3.copy_(arg1_1, False)`), and both are launches the comparison must hold."""
 
 import dataclasses
+import types
 
 import torch
 from fidelity_heldout13 import heldout13_graphs
 
 import mtia_lab  # noqa: F401
 from mtia_lab.compare import compare
-from mtia_lab.compare.launches import wrapper_launches
+from mtia_lab.compare.launches import roots, wrapper_launches
 from mtia_lab.compare.plans import compare_plans
 from mtia_lab.compiler import config
 from mtia_lab.records.plan import DEVICE_COPY_LAUNCH
@@ -195,3 +196,28 @@ def test_a_value_inductor_recomputes_is_our_departure_only_while_computed_once_i
     with config.patch(computed_once=False):
         (recomputed,) = compare(fn, torch.randn(8, 16, device="mtia_sim"))
     assert not recomputed.differences, str(recomputed)  # recompute.py does recompute it
+
+
+def test_a_post_grad_node_is_ours_by_its_sources_not_by_a_name_a_retrace_reused():
+    """A training step's post-grad graph is a retrace with names of its own: M2M-100's
+    `clone_10` there is the copy Inductor made of our view_38 (an addmm's operand), and our
+    clone_10 (a gradient, read by two mms and a bias sum) is its `clone_22`. The node is ours
+    through the sources it remembers; its own name counts only for a node that remembers
+    none (a pattern's), else our bias sum looked fused with a copy 64 launches away."""
+    fx = torch.fx.Graph()
+    made_from_view = fx.call_function(torch.ops.aten.clone.default, (fx.placeholder("x"),))
+    made_from_view.name = "clone_10"
+    made_from_ours = fx.call_function(torch.ops.aten.clone.default, (made_from_view,))
+    made_from_ours.name = "clone_22"
+    unremembered = fx.call_function(torch.ops.aten.mul.Tensor, (made_from_ours, 2))
+    unremembered.name = "mul_3"
+
+    def source(name):
+        return types.SimpleNamespace(name=name, from_node=[])
+
+    made_from_view.meta["from_node"] = [source("view_38")]
+    made_from_ours.meta["from_node"] = [source("clone_10")]
+    ours = {"clone_10", "mul_3", "sum_12"}
+    assert roots(made_from_view, ours) == set()
+    assert roots(made_from_ours, ours) == {"clone_10"}
+    assert roots(unremembered, ours) == {"mul_3"}

@@ -154,9 +154,10 @@ def roots(node: torch.fx.Node, ours: set[str]) -> set[str]:
 
     sources = node.meta.get("from_node") or []
     # A node a pattern made remembers no source: its name is ours only as it is, not through
-    # an overload alias ("clone_default_1" of SDPA's math is not our "clone_1").
-    walk(sources, _ours(node.name, ours) if sources else
-         (node.name if node.name in ours else None))
+    # an overload alias ("clone_default_1" of SDPA's math is not our "clone_1"). A node that
+    # remembers its sources is ours through them alone: a retrace (a training step's) names
+    # its nodes afresh, so its "clone_10" may be a copy of our view_38, not our clone_10.
+    walk(sources, None if sources else (node.name if node.name in ours else None))
     return found
 
 
