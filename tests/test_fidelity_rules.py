@@ -2490,3 +2490,35 @@ def test_large_body_a_pointwise_cat_of_four_embeddings_is_stored(pieces):
     _same_as_inductor(c)
     assert len(c.ours.groups) == (2 if pieces == 4 else 1), _kernels(c)
 
+
+
+@pytest.mark.parametrize("angles", ["computed", "given"])
+def test_large_body_each_piece_of_a_pointwise_cat_loads_at_its_own_offset(angles):
+    """An interleaved rotary (Youtu's, DeepSeek's): cat([a*cos - b*sin, b*cos + a*sin]) of
+    q's even and odd halves. Inductor's pointwise cat computes each piece in a masked block
+    at the cat's index minus the piece's start, so the second piece loads q, cos and sin
+    again at other positions; only what does not vary along the cat's dim (the positions
+    the angles are computed from) is shared. Angles computed in the graph: 31 operations,
+    over realize_opcount_threshold (30): the rotary is stored, and the cat with q's other
+    half (a ConcatKernel for the bmm) copies that half in a launch of its own. Given cos
+    and sin: 25 operations, inlined into the cat that the bmm reads."""
+    def fn(x, w, pos, inv, k):
+        if angles == "computed":
+            freqs = pos[..., None].float() * inv
+            cos, sin = freqs.cos()[:, None], freqs.sin()[:, None]
+        else:
+            cos, sin = pos[:, None], inv[:, None]
+        q = (x @ w).view(2, 8, 4, 16).transpose(1, 2)
+        q_pass, q_rot = q.split([8, 8], -1)
+        a, b = q_rot[..., 0::2], q_rot[..., 1::2]
+        rotated = torch.cat([a * cos - b * sin, b * cos + a * sin], -1)
+        return torch.cat([q_pass, rotated], -1) @ k
+
+    torch.manual_seed(0)
+    pos, inv = ((torch.arange(8).repeat(2, 1), torch.rand(4)) if angles == "computed" else
+                (torch.randn(2, 8, 4), torch.randn(2, 8, 4)))
+    c = _compared_and_run(fn, [torch.randn(2, 8, 32), torch.randn(32, 64), pos, inv,
+                               torch.randn(2, 4, 16, 8)], computed_once=False)
+    _same_as_inductor(c)
+    rotated = next(g.nodes for g in c.ours.groups if "cat" in g.nodes)
+    assert ("cat_1" in rotated) is (angles == "given"), _kernels(c)

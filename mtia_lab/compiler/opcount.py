@@ -327,6 +327,7 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
     promoted = _promoted_dtype(op, fx_node)
     const_dtype = promoted or _out_dtype(fx_node)  # 1 and 1.0 are two constants to the CSE
     pieces = _cat_piece_views(fx_node, ir) if op == "cat" else {}
+    in_piece = _cat_piece_numbers(fx_node) if op == "cat" and node.indexed else {}
     gathered = _gathered_dims(fx_node, out_shape) if op == "index" else None
     for arg in _flat_args(fx_node):
         if isinstance(arg, torch.fx.Node):
@@ -346,6 +347,8 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
                 else:
                     at = _inlined_at(arg, fx.get(producer), out_shape,
                                      (dims or {}).get(producer, {}), view, piece is None)
+                if piece is None and arg.name in in_piece:
+                    at = _in_cat_piece(at, in_piece[arg.name])
                 for k in body:
                     moved, along = _apart(at(k), varies)
                     keys.add(moved)
@@ -617,6 +620,36 @@ def _cat_piece_views(fx_node: torch.fx.Node, ir: GraphIR) -> dict[str, tuple]:
     for view in views.values():
         bases.setdefault(view[0], set()).add(view)
     return {name: ("piece", view) for name, view in views.items() if len(bases[view[0]]) > 1}
+
+
+def _cat_piece_numbers(fx_node: torch.fx.Node) -> dict[str, tuple[int, int]]:
+    """{piece: (the cat's dim, its number)} for the pieces of a cat with two pieces or more
+    that are not one value repeated (`cat([x, x])` reads x at two offsets, no ops)."""
+    args = [a for a in _flat_args(fx_node) if isinstance(a, torch.fx.Node)]
+    out = fx_node.meta.get("val")
+    if len({a.name for a in args}) < 2 or not isinstance(out, torch.Tensor):
+        return {}
+    dim = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("dim", 0)
+    dim = dim % out.dim() if out.dim() else 0
+    return {a.name: (dim, i) for i, a in enumerate(args)}
+
+
+def _in_cat_piece(at, placement: tuple[int, int]):
+    """A piece's inlined body as Inductor's pointwise cat computes it: in a masked block of
+    its own, loading at the cat's index minus the piece's start (`pointwise_cat`). A key that
+    varies along the cat's dim is another expression in each piece (a's `x[i]`, b's
+    `x[i - 4]`: a rotary's two halves load q twice, and its cos and sin twice); one that
+    does not (the position a rotary's angle is computed from) is shared by the pieces."""
+    dim, number = placement
+
+    def moved(key):
+        inner, along = at(key)
+        if along is not None and dim not in along:
+            return inner, along
+        if isinstance(inner, tuple) and inner and inner[0] == "const":
+            return inner, along
+        return _at(inner, ("cat piece", dim, number)), along
+    return moved
 
 
 def _unfused_addmm(producer: torch.fx.Node | None) -> bool:
