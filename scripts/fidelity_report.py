@@ -21,17 +21,19 @@ among them, written blind as the tenth was), the HELD-OUT-12 suite
 blind as the eleventh was), the HELD-OUT-13 suite (tests/fidelity_heldout13.py: fifteen
 more families, two training steps among them, written blind as the twelfth was), the
 HELD-OUT-14 suite (tests/fidelity_heldout14.py: fifteen more families, two training steps
-among them, written blind as the thirteenth was) and the HELD-OUT-15 suite
+among them, written blind as the thirteenth was), the HELD-OUT-15 suite
 (tests/fidelity_heldout15.py: fifteen more families, two training steps among them, written
-blind as the fourteenth was), each graph audited launch by launch against
+blind as the fourteenth was) and the HELD-OUT-16 suite (tests/fidelity_heldout16.py: fifteen
+more families, two training steps among them, written blind as the fifteenth was), each graph
+audited launch by launch against
 Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
 SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8,
-heldout9, heldout10, heldout11, heldout12, heldout13, heldout14, heldout15 (default: all
-sixteen, one after the other).
+heldout9, heldout10, heldout11, heldout12, heldout13, heldout14, heldout15, heldout16
+(default: all seventeen, one after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -59,6 +61,7 @@ from fidelity_heldout12 import heldout12_graphs  # noqa: E402
 from fidelity_heldout13 import heldout13_graphs  # noqa: E402
 from fidelity_heldout14 import heldout14_graphs  # noqa: E402
 from fidelity_heldout15 import heldout15_graphs  # noqa: E402
+from fidelity_heldout16 import heldout16_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -81,6 +84,7 @@ SUITES = {
     "heldout13": ("HELD-OUT-13", heldout13_graphs),
     "heldout14": ("HELD-OUT-14", heldout14_graphs),
     "heldout15": ("HELD-OUT-15", heldout15_graphs),
+    "heldout16": ("HELD-OUT-16", heldout16_graphs),
 }
 
 def main(argv: list[str] | None = None) -> None:
