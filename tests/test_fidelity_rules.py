@@ -1932,6 +1932,25 @@ def test_the_copies_of_a_concat_kernels_pieces_packed_in_one_launch_are_our_conc
     assert [d.rules for d in c.differences] == [("concat_kernel",)], str(c)
 
 
+def test_a_piece_copy_of_a_concat_kernel_launched_alone_is_our_concat_kernel():
+    """ZAYA's cat of two projections, one also read through a view by a pointwise op: a
+    ConcatKernel to Inductor (`has_multi_consumers`), each matmul's output copied into its
+    slice, here in launches of their own (no foreach packs them). Our cat kernel copies both
+    (concat_kernel, ours): the copy launch that holds nothing of ours is that departure, not
+    a launch no rule explains."""
+    def fn(x, w1, w2):
+        a, b = x @ w1, x @ w2
+        both = torch.cat([a, b], -1)
+        return both.transpose(1, 2).sigmoid(), a.view(2, 8, 4, 8).transpose(1, 2) * 2
+
+    torch.manual_seed(0)
+    c = _compared_and_run(fn, [torch.randn(2, 8, 32), torch.randn(32, 32), torch.randn(32, 16)],
+                          matmul_templates=False, computed_once=False, extern_in_triton=False)
+    alone = [d for d in c.differences if not d.inductor]
+    assert not c.placed.combos and alone, str(c)
+    assert all(d.rules == ("concat_kernel",) for d in alone), str(c)
+
+
 def test_a_piece_given_whole_to_a_concat_kernel_writes_its_slice_in_a_kernel_of_its_own():
     """The parallel scan of Mamba's PyTorch path: a step's value (one reader, the cat) is
     joined with a reshape of the previous one, which another step reads too, so Inductor

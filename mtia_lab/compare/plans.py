@@ -458,18 +458,19 @@ def _stored_nowhere(ours: FusionPlan, placed: Attribution, names: set[str]) -> b
 
 
 def _copies_a_piece(ours: FusionPlan, launch: Launch, placed: Attribution) -> bool:
-    """Is `launch` a group, holding none of our nodes, of a combo (foreach) kernel copying
-    the pieces of a cat (the cat on one of its groups)? Inductor's ConcatKernel copies each
-    piece that cannot be realized into its slice in a copy of its own
-    (`ConcatKernel.realize_into`), and packs the copies in one ForeachKernelSchedulerNode;
-    our cat kernel copies every piece (the concat_kernel departure), so one group holds the
-    cat and the others nothing."""
+    """Is `launch`, holding none of our nodes, a copy of a piece of a cat: a group of a combo
+    (foreach) kernel copying the pieces (the cat on one of its groups), or a launch of its
+    own computing part of the cat only? Inductor's ConcatKernel copies each piece that
+    cannot be realized into its slice in a copy of its own (`ConcatKernel.realize_into`),
+    and packs the copies in one ForeachKernelSchedulerNode where it can; our cat kernel
+    copies every piece (the concat_kernel departure), so one launch holds the cat and the
+    others nothing (ZAYA's cat of two projections, also read through views: two copies)."""
     gm = getattr(ours.ir, "gm", None)
     combo = next((c for c in placed.combos if launch.index in c), None)
-    if gm is None or combo is None:
+    if gm is None or (combo is None and launch.nodes):
         return False
     fx = {n.name: n for n in gm.graph.nodes}
-    packed = [m for m in placed.launches if m.index in combo]  # the cat is on one of them
+    packed = [m for m in placed.launches if m.index in combo] if combo is not None else [launch]
     return any(n in fx and fx[n].target is torch.ops.aten.cat.default
                and n in ours.ir.by_name and not pointwise_cat(ours.ir.by_name[n], ours.ir)
                for m in packed for n in (*m.nodes, *m.part_of))
@@ -497,6 +498,9 @@ def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False,
     if pattern:
         reason += (": it computes only nodes a pattern of Inductor's made (none from ours), "
                    "as SDPA's math adds `_safe_softmax`'s row check to a softmax it rewrote")
+    elif piece_copy:
+        reason += (": it copies a piece of a cat Inductor makes a ConcatKernel of, into its "
+                   "slice; our cat kernel copies every piece")
     return Difference((), holders, (rule,), (reason,), launch.index, launch.name)
 
 
