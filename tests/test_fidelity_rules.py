@@ -940,8 +940,8 @@ def test_a_layout_copy_of_a_weight_computes_none_of_the_recomputed_input_chain()
 def test_the_launch_adding_a_peeled_bias_is_labelled_by_what_it_is(switch):
     """A biased convolution whose output no kernel reads (the graph's output): Inductor adds
     the bias it peeled off the call in a launch of its own. With extern_in_triton on, our
-    departure explains it; with it off, nothing of ours reproduces it, and the difference
-    names the rule we do not model (conv_bias_in_triton), not the departure that is off."""
+    departure explains it; with it off, the add is a node of ours (layout.peeled_biases),
+    alone in its kernel as in Inductor's launch."""
     def fn(x, w, b):
         return F.conv2d(x, w, b, padding=1)
 
@@ -953,10 +953,43 @@ def test_the_launch_adding_a_peeled_bias_is_labelled_by_what_it_is(switch):
     parts = [d for d in c.differences if not d.inductor]  # launches computing part of one
     if switch:  # the bias's add, and the layout copies of the operands if Inductor made some
         assert parts and all(d.rules == ("extern_in_triton",) and d.explained for d in parts)
-    else:  # the copies are ours too: only the add is left
-        (launch,) = parts
-        assert launch.rules == ("conv_bias_in_triton",) and launch.not_modelled, str(c)
-        assert not launch.explained and "NOT MODELLED: conv_bias_in_triton" in str(launch)
+    else:  # the copies and the add are ours too
+        assert not parts, str(c)
+        assert ("bias_add_convolution",) in _kernels(c)
+        _same_as_inductor(c)
+    assert not c.unexplained, str(c)
+
+
+@pytest.mark.parametrize("reader", ["relu", "conv", "relu_and_output"])
+def test_conv_bias_in_triton_the_add_is_a_node_where_inductor_stores_it(reader):
+    """Off the CPU Inductor runs a convolution without its bias and returns the add of the
+    bias as pointwise code (kernel/conv.py `convolution`). A ReLU reading it inlines it: no
+    buffer, no node of ours (the ReLU's kernel adds it). A convolution reading it realizes
+    it (`realize_input`): the add is a launch of its own, and so is our node
+    `bias_add_convolution`. Returned by the graph and read by a ReLU too, it is stored and
+    the ReLU's kernel computes both. Our code still gives eager's values."""
+    from mtia_lab.compare.fidelity import fidelity_rows
+
+    def fn(x, w, b, w2):
+        h = F.conv1d(x, w, b, padding=1)
+        if reader == "relu":
+            return h.relu()
+        if reader == "conv":
+            return F.conv1d(h, w2)
+        return h, h.relu()
+
+    def make():
+        torch.manual_seed(0)
+        return (torch.randn(2, 4, 8), torch.randn(4, 4, 3), torch.randn(4), torch.randn(4, 4, 1))
+
+    (row,) = fidelity_rows({"peeled": (fn, make)})
+    c = row.inductor_like.check()
+    assert not row.against_eager, row.against_eager
+    kernels = _kernels(c)
+    stored = reader != "relu"
+    assert any("bias_add_convolution" in k for k in kernels) is stored, kernels
+    assert (("bias_add_convolution",) in kernels) is (reader == "conv"), kernels
+    _same_as_inductor(c)
     assert not c.unexplained, str(c)
 
 

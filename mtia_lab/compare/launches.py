@@ -215,7 +215,8 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
         if not found:
             unrooted.setdefault(_source(node), []).append(node.name)
     _match_by_inputs(ir, gm, post, unrooted, mine)
-    left = [n for n in ir.nodes if not post[n.name] and not n.layout_of]
+    left = [n for n in ir.nodes if not post[n.name] and not n.layout_of
+            and not n.bias_of]
     sources = list(unrooted)
     matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
                                       autojunk=False)
@@ -247,7 +248,7 @@ def _pair_by_operands(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
     for op in dict.fromkeys(target[name] for name in by_order):
         names = [name for name in by_order if target[name] == op and len(post[name]) == 1]
         unpaired = [n.name for n in ir.nodes if n.target == op and not post[n.name]
-                    and not n.layout_of]
+                    and not n.layout_of and not n.bias_of]
         made = [post[name][0] for name in names] + [
             m for m in spare if m in by_name and str(by_name[m].target) == op]
         operands = {m: _operand_owners(by_name[m], owner) for m in made if m in by_name}
@@ -298,7 +299,8 @@ def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
                                    if ir.buffers[b].producer is not None) for n in ir.nodes}
     wanted: dict[tuple[str, frozenset], list[str]] = {}
     for n in ir.nodes:
-        if not post[n.name] and producers[n.name] and not n.layout_of:
+        if not post[n.name] and producers[n.name] and not n.layout_of and \
+                not n.bias_of:
             wanted.setdefault((n.target, producers[n.name]), []).append(n.name)
     matched: dict[str, str] = {}  # post-grad node matched here -> our node
     grew = True
@@ -504,6 +506,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
     _place_layout_copies(ir, theirs, post, (origins, values), home, how)
+    _place_peeled_biases(ir, theirs, post, (origins, values), home, how)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -612,6 +615,26 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict,
                   + [k for k in found if (conv, k) not in used] + found)
         home[node.name], how[node.name] = ranked[0], "layout copy"
         used.add((conv, ranked[0]))
+
+
+def _place_peeled_biases(ir, theirs: FusionPlan, post: dict,
+                         records: tuple[list[set[str]], list[set[str]]],
+                         home: dict[str, int], how: dict[str, str]) -> None:
+    """Step 0 for the add of a bias Inductor peeled off a convolution (compiler/layout.py
+    `peeled_biases`: no node of the graph, no post-grad node): the first Triton launch after
+    the convolution's extern call that writes the convolution's value (Inductor's buffer of
+    the add has the convolution as its origin node), else the first that computes it."""
+    launches, (origins, values) = theirs.groups, records
+    for node in ir.nodes:
+        if not node.bias_of or node.bias_of[0] not in home:
+            continue
+        conv = node.bias_of[0]
+        conv_post, extern = set(post[conv]), home[conv]
+        later = [k for k in range(extern + 1, len(launches)) if launches[k].kind != "extern"]
+        found = [k for k in later if conv_post & values[k]] + \
+            [k for k in later if conv_post & origins[k]]
+        if found:
+            home[node.name], how[node.name] = found[0], "bias add"
 
 
 def _their_input(gm: torch.fx.GraphModule, their_gm, conv: str, arg: str,

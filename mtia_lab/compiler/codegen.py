@@ -103,13 +103,39 @@ class _SubgraphBuilder:
             {"memory_format": torch.channels_last if channels_last
              else torch.contiguous_format})
 
-    def graph_layout(self, fx_name: str) -> None:
+    def call_without_bias(self, fx_name: str, buffer: str) -> None:
+        """A convolution's call without its bias, into `buffer`: Inductor adds the bias it
+        peeled off in Triton (layout.py `peeled_biases`)."""
+        node = self.fx[fx_name]
+        args = [None if i == 2 else torch.fx.map_arg(a, self.value)
+                for i, a in enumerate(node.args)]
+        self.env[buffer] = self.graph.call_function(node.target, tuple(args),
+                                                    dict(node.kwargs))
+        self.env[buffer].meta = dict(node.meta)
+
+    def bias_add(self, fx_name: str, buffer: str) -> None:
+        """The convolution's value: its call's output (`buffer`) plus the bias viewed per
+        channel."""
+        node = self.fx[fx_name]
+        if buffer not in self.env:
+            self.inputs.append(buffer)
+            self.env[buffer] = self.graph.placeholder(buffer)
+            self.env[buffer].meta = dict(node.meta)
+        val = node.meta["val"]
+        bias = self.graph.call_function(
+            torch.ops.aten.view.default,
+            (self.value(node.args[2]), [-1] + [1] * (val.dim() - 2)))
+        self.env[fx_name] = self.graph.call_function(
+            torch.ops.aten.add.Tensor, (self.env[buffer], bias))
+
+    def graph_layout(self, fx_name: str, buffer: str | None = None) -> None:
         """The device's convolution writes its output in the graph's layout, whatever its
         operands' (as Inductor's wrapper asserts); the host's would follow the inputs."""
         val = self.fx[fx_name].meta.get("val")
+        buffer = buffer or fx_name
         if isinstance(val, torch.Tensor) and val.is_contiguous():
-            self.env[fx_name] = self.graph.call_function(
-                torch.ops.aten.clone.default, (self.env[fx_name],),
+            self.env[buffer] = self.graph.call_function(
+                torch.ops.aten.clone.default, (self.env[buffer],),
                 {"memory_format": torch.contiguous_format})
 
     def copy_member(self, fx_name: str) -> None:
@@ -183,11 +209,19 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
         if copy.layout_of and copy.layout_of[0] in group.nodes:
             builder.bind(copy.layout_of[1], copy.name)
             bound.add(copy.layout_of[0])
+    calls = {n.bias_of[0]: n.bias_of[1] for n in ir.nodes if n.bias_of}
     for node_name in group.nodes:
         node = ir.by_name[node_name]
         if node.layout_of:
             builder.layout_copy(node.name, node.layout_of[1], node.channels_last)
+        if node.bias_of:
+            builder.bias_add(*node.bias_of)
         for fx_name in node.fx_nodes:
+            if fx_name in calls:  # the bias is added by its own node
+                builder.call_without_bias(fx_name, calls[fx_name])
+                if fx_name in bound:
+                    builder.graph_layout(fx_name, calls[fx_name])
+                continue
             builder.copy_member(fx_name)
             if fx_name in bound:
                 builder.graph_layout(fx_name)

@@ -17,8 +17,11 @@ By default (`extern_in_triton=True`, a departure of ours) our extern kernel is t
 and no copy is planned. With the departure off, `split(ir)` gives each such operand a node of
 its own, `layout_copy_<role>_<conv>` (an `aten.clone` into that order), that the
 convolution reads instead: the plan, its costs (the copy's bytes) and its views name it.
-A bias Inductor peels off the call (`add` after it) is not modelled: it joins the kernels of
-the convolution's readers, which our plan runs as the extern's readers anyway.
+A bias Inductor peels off the call (`add` after it) is inlined into the kernels of the
+convolution's readers (opcount counts its loads there), unless something needs it stored: the
+graph returns it, or an extern reads it. Then it is a buffer of Inductor's, and with the
+departure off a node of ours, `bias_add_<conv>` (`peeled_biases`), that reads the call's
+output (`<conv>_call`) and writes the convolution's buffer: it fuses as any pointwise node.
 
 A matmul's operand is copied too (`copy_input`, from `ExternKernel.realize_input`) when it is
 a view that no longer exists once Inductor fixed the layout of the buffer it views, padded
@@ -35,7 +38,7 @@ from dataclasses import replace
 import torch
 
 from .._compat import size_hint
-from . import lowering
+from . import loops, lowering
 from .ir import (
     Buffer,
     GraphIR,
@@ -336,10 +339,123 @@ def _ordered(val: torch.Tensor, order: tuple[int, ...]) -> bool:
 
 def split(ir: GraphIR, found: list[tuple[str, str, str]] | None = None) -> GraphIR:
     """A copy of `ir` with a layout copy node before each convolution operand of `copies`
-    (all of them by default); the convolution reads the copy. `ir` is left unchanged."""
+    (all of them by default), the convolution reading the copy, and the add of each bias
+    Inductor peels off a convolution and stores (`peeled_biases`) a node of its own after
+    it. `ir` is left unchanged."""
     found = copies(ir) if found is None else found
-    if not found:
+    return _peel_biases(_copy_operands(ir, found) if found else ir, found)
+
+
+BIAS_PREFIX = "bias_add_"
+
+
+def bias_name(conv: str) -> str:
+    return f"{BIAS_PREFIX}{conv}"
+
+
+def call_buffer(conv: str) -> str:
+    """The buffer a convolution's call writes, its bias not added yet."""
+    return f"{conv}_call"
+
+
+def peeled_biases(ir: GraphIR, found: list[tuple[str, str, str]]) -> list[str]:
+    """The biased convolutions whose bias add Inductor stores in a buffer of its own: off the
+    CPU its convolution lowering (kernel/conv.py `convolution`) runs the extern call without
+    the bias and returns `add(call, bias.view(C, 1, ...))`, pointwise code each Triton reader
+    inlines, stored (realized) only where something needs a buffer: the graph returns it
+    (or a view of it), or an op that is no Triton code of Inductor's reads it, directly or
+    through views (an extern's lowering `realize_input`s it: a convolution, a matmul, a
+    fallback such as an ATen LayerNorm). Its readers' kernels compute it otherwise (opcount
+    `_peeled_bias`). Where a layout copy of ours reads the convolution's output, that copy
+    stands for the stored add already (`_bias_stored_early`)."""
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    copied = {ir.base_of.get(arg) for _, _, arg in found}
+    out = []
+    for node in ir.nodes:
+        conv = fx.get(node.name)
+        if conv is None or conv.target is not torch.ops.aten.convolution.default or \
+                node.kind is not Kind.EXTERN or len(conv.args) < 3 or \
+                not isinstance(conv.args[2], torch.fx.Node) or node.name in copied:
+            continue
+        val = conv.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.dim() < 3 or size_hint(val.shape[1]) == 0:
+            continue
+        if ir.buffers[node.name].is_output or _read_by_extern(conv, ir):
+            out.append(node.name)
+    return out
+
+
+def _read_by_extern(fx_node: torch.fx.Node, ir: GraphIR) -> bool:
+    """Is the value read by an extern, template or fallback of ours (no Triton code of
+    Inductor's), directly or through views?"""
+    for user in live_users(fx_node):
+        node = ir.by_name.get(user.name)
+        if node is not None:
+            if node.kind in (Kind.EXTERN, Kind.TEMPLATE):
+                return True
+        elif user.name in ir.base_of and _read_by_extern(user, ir):
+            return True  # a view of it
+    return False
+
+
+def _peel_biases(ir: GraphIR, found: list[tuple[str, str, str]]) -> GraphIR:
+    """`ir` with a node `bias_add_<conv>` after each convolution of `peeled_biases`: the
+    convolution writes `<conv>_call`, the add reads it and the bias and writes the
+    convolution's buffer, which its readers read as before."""
+    peeled = peeled_biases(ir, found)
+    if not peeled:
         return ir
+    fx = {n.name: n for n in ir.gm.graph.nodes}
+    nodes = {n.name: replace(n, access=dict(n.access)) for n in ir.nodes}
+    buffers = dict(ir.buffers)
+    users = {b: list(u) for b, u in ir.users.items()}
+    after: dict[str, SchedulerNode] = {}
+    for conv_name in peeled:
+        conv, out = nodes[conv_name], ir.buffers[conv_name]
+        call = call_buffer(conv_name)
+        bias = ir.base_of[fx[conv_name].args[2].name]
+        buffers[call] = replace(out, name=call, producer=conv_name, is_output=False)
+        buffers[conv_name] = replace(out, producer=bias_name(conv_name))
+        conv.writes = tuple(call if b == conv_name else b for b in conv.writes)
+        val = fx[conv_name].meta["val"]
+        numel = _numel(val)
+        per_channel = [0] * val.dim()  # the bias viewed (C, 1, ...), broadcast over the rest
+        per_channel[1] = 1
+        spread = torch.empty_strided([size_hint(d) for d in val.shape], per_channel,
+                                     device="meta", dtype=val.dtype)
+        add = SchedulerNode(
+            name=bias_name(conv_name), index=-1, kind=Kind.POINTWISE, target="aten.add.Tensor",
+            reads=(call, bias), writes=(conv_name,), numel=numel, vector_flops=float(numel),
+            low_precision=conv.low_precision, loads=2, channels_last=conv.channels_last,
+            access={call: {"full"}, bias: {_access(spread, ir.buffers[bias])}},
+            bias_of=(conv_name, call), loops=_add_loops(val, call, conv_name),
+            source=(f"bias Inductor peeled off {conv_name} (kernel/conv.py)",) + conv.source)
+        users[call] = [add.name]
+        users[bias] = list(users.get(bias, [])) + [add.name]
+        users[bias] = [u for u in users[bias] if u != conv_name]
+        conv.reads = tuple(b for b in conv.reads if b != bias)
+        conv.access = {b: how for b, how in conv.access.items() if b != bias}
+        after[conv_name] = add
+    ordered: list[SchedulerNode] = []
+    for original in ir.nodes:
+        ordered.append(nodes[original.name])
+        if original.name in after:
+            ordered.append(after[original.name])
+    for i, node in enumerate(ordered):
+        node.index = i
+    return GraphIR(ir.gm, ordered, buffers, users, ir.base_of, ir.inputs, ir.views,
+                   home=dict(ir.home))
+
+
+def _add_loops(val: torch.Tensor, call: str, out: str) -> dict:
+    """The loop signatures of the bias add (ir._loop_signatures): it reads the call's output
+    whole and writes the convolution's buffer, both in the output's layout."""
+    found, write = loops.signatures(val, [(call, val)], size_hint)
+    found.setdefault(out, set()).add(write)
+    return found
+
+
+def _copy_operands(ir: GraphIR, found: list[tuple[str, str, str]]) -> GraphIR:
     channels_last = layout_optimization(ir.gm)
     fx = {n.name: n for n in ir.gm.graph.nodes}
     nodes = {n.name: replace(n, access=dict(n.access)) for n in ir.nodes}

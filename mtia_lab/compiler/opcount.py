@@ -107,8 +107,10 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
             if fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE:
                 loaded.add(node.name)  # should_realize_on_reuse: stored, its readers load it
             continue
-        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
-            realized.add(node.name)  # a layout copy: copy_input freezes its layout
+        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of or \
+                node.bias_of:
+            realized.add(node.name)  # a layout copy: copy_input freezes its layout; a
+            # convolution's bias add exists only where Inductor stores it (layout.py)
             loaded.add(node.name)
             if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):
                 loaded |= {ir.buffers[b].producer for b in node.reads}

@@ -92,10 +92,12 @@ NOT_MODELLED = {
                         "(split_reduction; our kernel is its second stage), the first "
                         "stage's launch is not",
     "conv_bias_in_triton": "Inductor peels a convolution's bias off the extern call (off the "
-                           "CPU) and adds it in Triton, inlined into the readers' kernels; "
-                           "we keep it in the call (its loads are counted, opcount.py), so "
-                           "an add that no reader takes (an output, an extern's input) is "
-                           "a launch of Inductor's we do not have",
+                           "CPU) and adds it in Triton, inlined into the readers' kernels "
+                           "(its loads are counted, opcount.py), or stored where the graph "
+                           "returns it or an extern reads it: with extern_in_triton=False "
+                           "that add is a node of ours (layout.peeled_biases); an add "
+                           "stored for another reason (a ConcatKernel's input, a layout "
+                           "copy standing for it) is not modelled",
     "extern_operand_copy": "Inductor copies an operand of a matmul it cannot read in place "
                            "(ExternKernel.require_stride_order) in a launch of its own; "
                            "a convolution's operand copies are modelled (layout.py), and "

@@ -186,8 +186,9 @@ class Runner:
             values = {symbol: size for (_, symbol), size in zip(self._symbols, sizes, strict=True)}
             ir = build_ir(self.gm, sizes_at(values))
             plan = self.program.plan
-            if plan.layout_copies:  # Inductor's layout copies of convolution operands
-                ir = layout.split(ir)
+            if plan.layout_copies or any(  # Inductor's layout copies of convolution
+                    n.startswith(layout.BIAS_PREFIX) for g in plan.groups for n in g.nodes):
+                ir = layout.split(ir)  # operands, the bias adds it peeled off them
             if plan.recomputed:  # each reader's kernel computes them again (recompute.py)
                 ir = recompute.split(ir, plan.recomputed)
             costs = self._costs[sizes] = [
