@@ -14,12 +14,10 @@ node in each kernel that holds one of its clones, and prices each clone: the rec
 is counted (its operations in each kernel, its inputs read by each).
 
 Stored, not recomputed: a value an extern or a template reads (Inductor realizes an
-extern's inputs: `ExternKernel.realize_input`), a cat lowered as a ConcatKernel and the
-pieces it is given whole (a piece that is a view of a value is copied by a Pointwise that
-inlines the value: `ConcatKernel.realize_into`), a pool, a node writing several buffers, a
-value a scatter reads, the shift of a scaled softmax (Inductor's joint-graph pattern
-rewrites it first), and a random draw (our kernels call the ATen op, which would draw other
-values in each kernel).
+extern's inputs: `ExternKernel.realize_input`), a cat lowered as a ConcatKernel and its
+pieces, a pool, a node writing several buffers, a value a scatter reads, the shift of a
+scaled softmax (Inductor's joint-graph pattern rewrites it first), and a random draw (our
+kernels call the ATen op, which would draw other values in each kernel).
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ from .ir import (  # SEP, origin: the names of clones, kept with the IR they nam
     GraphIR,
     Kind,
     SchedulerNode,
-    cat_kept,
     node_kind,
     origin,
 )
@@ -69,8 +66,7 @@ def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool
     readers = [ir.by_name[u] for u in ir.users.get(buf, ())]
     return len(readers) >= fewest_readers and all(
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
-        and not r.layout_of and (_inlinable(r, ir) or _copied_through_view(r, buf, ir))
-        and r.access.get(buf) != {SHAPE_ONLY}
+        and not r.layout_of and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY}
         for r in readers)
 
 
@@ -110,15 +106,6 @@ def _pool(node: SchedulerNode) -> bool:
 def _inlinable(node: SchedulerNode, ir: GraphIR) -> bool:
     """Pointwise code to Inductor's lowering: anything but a cat lowered as a ConcatKernel."""
     return node.target != "aten.cat.default" or lowering.pointwise_cat(node, ir)
-
-
-def _copied_through_view(cat: SchedulerNode, buf: str, ir: GraphIR) -> bool:
-    """A ConcatKernel whose pieces of `buf` are all views of it (a slice, a permute, a
-    reshape), never the value itself: `ConcatKernel.realize_into` realizes a piece that is a
-    StorageBox, but copies a view into its slice with a Pointwise of the view's loader,
-    which inlines the unrealized value -- the cat recomputes it, as any pointwise reader."""
-    pieces = [p for p in cat_kept(ir.fx_original(cat.name)) if ir.base_of.get(p.name) == buf]
-    return bool(pieces) and all(p.name != buf for p in pieces)
 
 
 def split(ir: GraphIR, names: list[str] | set[str]) -> GraphIR:
