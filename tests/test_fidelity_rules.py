@@ -2574,3 +2574,35 @@ def test_large_body_each_piece_of_a_pointwise_cat_loads_at_its_own_offset(angles
     _same_as_inductor(c)
     rotated = next(g.nodes for g in c.ours.groups if "cat" in g.nodes)
     assert ("cat_1" in rotated) is (angles == "given"), _kernels(c)
+
+
+@pytest.mark.parametrize("read_elsewhere", [False, True])
+def test_recombined_reduction_a_cat_of_a_normalized_qs_pieces_is_pointwise_code(
+        read_elsewhere):
+    """q/k RMSNorm, then RoPE on the first half of each row, then the cat of the rotated
+    half with the other half (Laguna's, Sapiens2's attention). Each piece reads the norm's
+    mean, and the cat's reader is a matmul: Inductor's cat lowering would make a
+    ConcatKernel, a pointwise cat recomputing a reduction per element -- but the pieces
+    only recombine the normalized rows (`_cat_inputs_recombine_reduction`: a reduction every
+    piece reads, over as many elements as the cat, its readers all inside the pieces), and
+    it is left out: the cat is pointwise code, the normalization computed in it, one
+    epilogue of the reduction's kernel. Read elsewhere too (the variance returned), the
+    mean fails that test and the cat is a ConcatKernel (Inductor's kernel of the pieces
+    stores two slices)."""
+    def fn(x, w, cos, sin, m):
+        var = x.pow(2).mean(-1, keepdim=True)
+        h = w * (x * torch.rsqrt(var + 1e-6))
+        rot, keep = h[..., :8], h[..., 8:]
+        q = torch.cat([rot * cos + sin, keep], -1)
+        return (q @ m,) + ((var * 2,) if read_elsewhere else ())
+
+    from mtia_lab.compiler import lowering
+
+    c = _recomputing(fn, (16, 16), (16,), (16, 8), (16, 8), (16, 16))
+    ir = c.ours.ir
+    cat = next(n for n in ir.nodes if n.target == "aten.cat.default")
+    assert lowering.pointwise_cat(cat, ir) is not read_elsewhere
+    reduction = next(g.nodes for g in c.ours.groups if "mean" in g.nodes)
+    assert ("cat" in reduction) is not read_elsewhere, _kernels(c)
+    if not read_elsewhere:
+        _same_as_inductor(c)

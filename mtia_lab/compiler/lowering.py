@@ -11,6 +11,7 @@ code. These predicates read the graph (GraphIR) and the kernels so far; the rule
 from __future__ import annotations
 
 import math
+import weakref
 
 import torch
 import torch.fx
@@ -26,6 +27,7 @@ from .ir import (
     is_pointwise_use,
     live_users,
     node_kind,
+    origin,
 )
 
 
@@ -58,7 +60,8 @@ def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
     realized, each producer writing its slice. Pointwise when there are at most 8 pieces,
     none also read by another pointwise op, and either the cat's readers are all pointwise
     and a piece is computed (not a stored buffer), or every piece needs a copy anyway and
-    none is, or reads, a reduction (a pointwise cat would recompute it per element)."""
+    none is, or reads, a reduction (a pointwise cat would recompute it per element) -- but
+    the one reduction whose rows the pieces only recombine (`recombined_reduction`)."""
     if not cat.indexed:
         return True  # one piece left (ir.cat_kept): Inductor lowers `clone(piece)`
     pieces = [b for b in cat.reads if cat.access.get(b) != {SHAPE_ONLY}]  # ir.cat_skipped
@@ -74,8 +77,69 @@ def pointwise_cat(cat: SchedulerNode, ir: GraphIR) -> bool:
         and all(ir.by_name[u].kind is Kind.POINTWISE for u in readers)
     if any(lowered) and pointwise_uses:
         return True
+    recombined = recombined_reduction(cat, producers, ir)
     return all(lowered) and not any(
-        p is not None and reads_reduction(ir.by_name[p], ir) for p in producers)
+        p is not None and reads_reduction(ir.by_name[p], ir, recombined) for p in producers)
+
+
+def recombined_reduction(cat: SchedulerNode, producers: list, ir: GraphIR) -> str | None:
+    """Inductor's `_cat_inputs_recombine_reduction` (qknorm -> RoPE -> cat): a reduction
+    every piece's code loads, over as many elements as the cat has, whose readers all feed
+    the pieces -- the pieces only recombine its normalized rows, and a pointwise cat
+    computes nothing twice: `can_fuse_reduction` leaves it out. The pieces' code is walked
+    as Inductor's `get_read_names` sees it: up to the values its lowering stores (a
+    normalized q realized for its many loads is a load, no reduction read). None when
+    there is none."""
+    if len(producers) < 2 or any(p is None for p in producers):
+        return None
+    stored = _stored_values(ir)
+    walks = [_pointwise_walk(ir.by_name[p], ir, stored) for p in producers]
+    common = set.intersection(*(reductions for reductions, _ in walks))
+    if not common:
+        return None
+    cone = {origin(n) for _, seen in walks for n in seen}  # FX nodes: a clone is its own
+    users = ir.node_users()
+    for node in ir.nodes:
+        if node.name in common and node.numel * node.rnumel == cat.numel and \
+                all(origin(u) in cone for u in users.get(node.name, ())):
+            return node.name
+    return None
+
+
+_STORED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _stored_values(ir: GraphIR) -> set[str]:
+    """The pointwise values Inductor's lowering stores (opcount.realize_decisions), by name;
+    in an IR of clones (recompute.split), those the scheduler marked `stored`."""
+    if ir.home:
+        return {n.name for n in ir.nodes if n.stored}
+    if ir.gm not in _STORED:
+        from .opcount import realize_decisions  # opcount imports this module
+        _STORED[ir.gm] = realize_decisions(ir)[2]
+    return _STORED[ir.gm]
+
+
+def _pointwise_walk(node: SchedulerNode, ir: GraphIR, stored: set[str]) -> tuple[set, set]:
+    """({reductions `node`'s code loads through pointwise code not stored}, {the nodes
+    walked}). `node` itself is walked even if stored (the piece the cat is given)."""
+    stack, seen, found = [node], {node.name}, set()
+    while stack:
+        node = stack.pop()
+        if node_kind(node) is Kind.REDUCTION:
+            found.add(node.name)
+            continue
+        if not lowered_pointwise(node):
+            continue
+        for b in node.reads:
+            name = ir.buffers[b].producer
+            if name is None or name in seen:
+                continue
+            seen.add(name)
+            producer = ir.by_name[name]
+            if node_kind(producer) is Kind.REDUCTION or name not in stored:
+                stack.append(producer)
+    return found, seen
 
 
 def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
@@ -183,14 +247,14 @@ def lowered_pointwise(node: SchedulerNode) -> bool:
     return node_kind(node) is Kind.POINTWISE and not node.scatter
 
 
-def reads_reduction(node: SchedulerNode, ir: GraphIR) -> bool:
+def reads_reduction(node: SchedulerNode, ir: GraphIR, exclude: str | None = None) -> bool:
     """A reduction, or pointwise code that reads one through other pointwise code
-    (Inductor's can_fuse_reduction)."""
+    (Inductor's can_fuse_reduction), other than `exclude`."""
     stack, seen = [node], {node.name}  # a walk, each node once: shared producers (a
     # diamond of pointwise code) would otherwise be visited once per path
     while stack:
         node = stack.pop()
-        if node_kind(node) is Kind.REDUCTION:
+        if node_kind(node) is Kind.REDUCTION and node.name != exclude:
             return True
         if not lowered_pointwise(node):
             continue
