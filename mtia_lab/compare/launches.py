@@ -214,7 +214,7 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
         if not found:
             unrooted.setdefault(_source(node), []).append(node.name)
     _match_by_inputs(ir, gm, post, unrooted, mine)
-    left = [n for n in ir.nodes if not post[n.name] and not n.layout_of]
+    left = [n for n in ir.nodes if not post[n.name] and not n.layout_of and not n.scatter_copy]
     sources = list(unrooted)
     matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
                                       autojunk=False)
@@ -246,7 +246,7 @@ def _pair_by_operands(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
     for op in dict.fromkeys(target[name] for name in by_order):
         names = [name for name in by_order if target[name] == op and len(post[name]) == 1]
         unpaired = [n.name for n in ir.nodes if n.target == op and not post[n.name]
-                    and not n.layout_of]
+                    and not n.layout_of and not n.scatter_copy]
         made = [post[name][0] for name in names] + [
             m for m in spare if m in by_name and str(by_name[m].target) == op]
         operands = {m: _operand_owners(by_name[m], owner) for m in made if m in by_name}
@@ -297,7 +297,7 @@ def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
                                    if ir.buffers[b].producer is not None) for n in ir.nodes}
     wanted: dict[tuple[str, frozenset], list[str]] = {}
     for n in ir.nodes:
-        if not post[n.name] and producers[n.name] and not n.layout_of:
+        if not post[n.name] and producers[n.name] and not n.layout_of and not n.scatter_copy:
             wanted.setdefault((n.target, producers[n.name]), []).append(n.name)
     matched: dict[str, str] = {}  # post-grad node matched here -> our node
     grew = True
@@ -418,16 +418,22 @@ def _filled_for_fallback(g, theirs: FusionPlan, written: set[str], by_name: dict
     for a `scatter_reduce` it does not lower: `aten.scatter_reduce_` on the buffer), when this
     Triton launch only fills that buffer beforehand (the `full` it starts from): the buffer's
     value and origins are the scatter's (index and source included, computed elsewhere), but
-    this launch reads nothing and computes the fill alone. None otherwise."""
-    if g.kind == "extern" or g.inputs or len(written) != 1:
+    this launch reads nothing and computes the fill alone. Likewise the copy of a scatter's
+    input that a later Triton launch's indexed stores mutate (Inductor's lowering of the
+    scatter: `clone(x)`, then an `ir.Scatter`, `MutationLayoutSHOULDREMOVE`): it computes
+    the input alone, the stores compute the index and the values. None otherwise."""
+    if g.kind == "extern" or len(written) != 1:
         return None
     node = by_name.get(next(iter(written)))
     if node is None or not str(node.target).startswith(FALLBACK_SCATTERS) or not node.args or \
             not isinstance(node.args[0], torch.fx.Node):
         return None
     later = [h for h in theirs.groups if h.index > g.index and h.kind == "extern"
-             and set(g.outputs) & set(h.inputs)]
-    return node.args[0].name if later else None
+             and set(g.outputs) & set(h.inputs)] if not g.inputs else []
+    mutations = getattr(theirs.ir, "mutations", {})
+    stores = [h for h in theirs.groups if h.index > g.index and h.kind != "extern"
+              and any(set(mutations.get(b, ())) & set(g.outputs) for b in h.outputs)]
+    return node.args[0].name if later or stores else None
 
 
 def _ancestors(by_name: dict, name: str) -> set[str]:
@@ -503,6 +509,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
     _place_layout_copies(ir, theirs, post, (origins, values), home, how)
+    _place_scatter_copies(ir, theirs, post, origins, home, how)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -611,6 +618,30 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict,
                   + [k for k in found if (conv, k) not in used] + found)
         home[node.name], how[node.name] = ranked[0], "layout copy"
         used.add((conv, ranked[0]))
+
+
+def _place_scatter_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[str]],
+                          home: dict[str, int], how: dict[str, str]) -> None:
+    """Step 0 for a scatter's copy of its input (compiler/scatter.py: no node of the graph):
+    the launch that writes the scatter's buffer, where step 2 placed the scatter (Inductor's
+    Pointwise copy of `self`, whose buffer's origin is the scatter); the scatter itself, its
+    indexed stores, then goes to the first later launch that mutates that buffer
+    (`MutationLayoutSHOULDREMOVE`: Inductor's records name the buffer it mutates) and has the
+    scatter among its origins."""
+    launches = theirs.groups
+    mutations = getattr(theirs.ir, "mutations", {})
+    for node in ir.nodes:
+        if not node.scatter_copy or node.scatter_copy[0] not in home:
+            continue
+        scatter = node.scatter_copy[0]
+        first = home[scatter]
+        written = set(launches[first].outputs)
+        stores = [k for k in range(first + 1, len(launches))
+                  if set(post[scatter]) & origins[k]
+                  and any(set(mutations.get(b, ())) & written for b in launches[k].outputs)]
+        home[node.name], how[node.name] = first, "scatter copy"
+        if stores:
+            home[scatter], how[scatter] = stores[0], "scatter stores"
 
 
 def _their_input(gm: torch.fx.GraphModule, their_gm, conv: str, arg: str,

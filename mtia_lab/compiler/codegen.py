@@ -183,10 +183,14 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
         if copy.layout_of and copy.layout_of[0] in group.nodes:
             builder.bind(copy.layout_of[1], copy.name)
             bound.add(copy.layout_of[0])
+        if copy.scatter_copy and copy.scatter_copy[0] in group.nodes:  # scatter.py
+            builder.bind(copy.scatter_copy[1], copy.name)
     for node_name in group.nodes:
         node = ir.by_name[node_name]
         if node.layout_of:
             builder.layout_copy(node.name, node.layout_of[1], node.channels_last)
+        if node.scatter_copy:
+            builder.layout_copy(node.name, node.scatter_copy[1], False)
         for fx_name in node.fx_nodes:
             builder.copy_member(fx_name)
             if fx_name in bound:

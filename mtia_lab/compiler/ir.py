@@ -140,6 +140,9 @@ class SchedulerNode:
     channels_last: bool = False  # writes a convolution's input (laid out channels-last)
     # A layout copy (extern_in_triton=False, layout.py): (the convolution, its FX argument)
     layout_of: tuple[str, str] | None = None
+    # A scatter's copy of its input (scatter_in_one_kernel=False, scatter.py): (the scatter,
+    # its FX argument `self`)
+    scatter_copy: tuple[str, str] | None = None
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     # A reduction whose rows Inductor loops in its input's memory order, not its output's
     # (it reads a permuted view): its output is stored in that order (_rows_permuted)

@@ -107,7 +107,8 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
             if fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE:
                 loaded.add(node.name)  # should_realize_on_reuse: stored, its readers load it
             continue
-        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of:
+        if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of or \
+                node.scatter_copy:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout
             loaded.add(node.name)
             if node_kind(node) in (Kind.EXTERN, Kind.TEMPLATE):

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import torch
 
 from .._compat import size_hint
-from . import config, layout, loops, lowering, opcount, recompute, tiling
+from . import config, layout, loops, lowering, opcount, recompute, scatter, tiling
 from .ir import FusedSchedulerNode, GraphIR, Kind, _op_name, on_host
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -76,7 +76,9 @@ DEPARTURES = {
                      "our own",
     "scatter_in_two_launches": "our scatter is one kernel (a copy of its input, then the "
                                "indexed stores); Inductor launches the copy and the stores "
-                               "as two kernels, the second writing into the first's buffer",
+                               "as two kernels, the second writing into the first's buffer "
+                               "(switch the copy on: config scatter_in_one_kernel=False, "
+                               "scatter.py)",
 }
 # Inductor checks left out on purpose (the plan records this list in its settings).
 NOT_MODELLED = {
@@ -307,11 +309,13 @@ def template_epilogue(p: Pair) -> Verdict | None:
 
 def factory_into_consumer(p: Pair) -> Verdict | None:
     """A factory (full, zeros, iota) reads no memory: its consumer can make the values itself
-    (Inductor never realizes it unless it is an output)."""
+    (Inductor never realizes it unless it is an output). A scatter's copy of it (scatter.py)
+    is realized by the scatter's lowering: a buffer, no factory."""
     if not p.vertical:
         return None
     producer, consumer = p.producer_consumer()
-    if producer.reads or not _pure_pointwise(producer):
+    if producer.reads or not _pure_pointwise(producer) or \
+            any(n.scatter_copy for n in producer.nodes):
         return None
     return Verdict(True, "factory_into_consumer",
                    f"{producer.nodes[0].name} reads nothing: {consumer.kind.value} kernel "
@@ -557,11 +561,18 @@ CHOICES = [no_shared_data, conv_input_layout, max_fusion_size, peak_memory,
 # ---- 4. vertical / horizontal: one loop nest for both ----------------------------------------
 
 def scatter_output(p: Pair) -> Verdict | None:
-    """A scatter stores through an index: its output is whole only after every store."""
-    producer, _ = p.producer_consumer()
+    """A scatter stores through an index: its output is whole only after every store. Its
+    stores into the copy of its input (scatter_in_one_kernel=False, scatter.py) are a StarDep
+    on the copy, which Inductor never fuses with the copy's plain store."""
+    producer, consumer = p.producer_consumer()
     if producer.scatter:
         return Verdict(False, "scatter_output", f"{producer.nodes[-1].name} stores through an "
                        "index: its readers wait for the whole buffer")
+    into = scatter.stores_into_copy(producer.writes, consumer.nodes)
+    if into is not None:
+        return Verdict(False, "scatter_output", f"{into} stores through an index into the "
+                       f"copy of its input {producer.nodes[-1].name} writes (a StarDep: the "
+                       "memory deps do not match)")
     return None
 
 
