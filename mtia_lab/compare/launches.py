@@ -388,6 +388,9 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
     by_name = {n.name: n for n in info.gm.graph.nodes} if info.gm is not None else {}
     out = []
     stored: set[str] = set()  # values the launches so far wrote
+    filled: dict[str, set[str]] = {}  # buffer of a launch that only copies a scatter's
+    # input -> what that launch computes (the input)
+    mutations = getattr(info, "mutations", {})
     for g in theirs.groups:
         written = set(info.values.get(g.index, ()))
         if info.kernel_names.get(g.index) == DEVICE_COPY_LAUNCH:  # it moves a tensor, no more
@@ -396,15 +399,20 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
             continue
         inherited: set[str] = set()
         for buf in g.inputs:  # the buffer's own origins (its launch's, where not recorded)
+            if buf in filled and g.kind != "extern" and \
+                    any(buf in mutations.get(b, ()) for b in g.outputs):
+                inherited |= filled[buf]  # the stores into the copy of the scatter's
+                continue  # input compute the rest of the buffer's origins (index, values)
             if buf in writer and writer[buf] != g.index:
                 inherited |= set(getattr(info, "buffer_origins", {}).get(
                     buf, info.origins.get(writer[buf], ())))
         origins = set(info.origins.get(g.index, ()))
         between = _between(by_name, written, origins, stored) if g.kind != "extern" else set()
-        filled = _filled_for_fallback(g, theirs, written, by_name)
-        if filled is not None:  # it writes the scatter's input only: nothing else is its own
-            origins = _ancestors(by_name, filled) & origins
+        source = _filled_for_fallback(g, theirs, written, by_name)
+        if source is not None:  # it writes the scatter's input only: nothing else is its own
+            origins = _ancestors(by_name, source) & origins
             between = set()
+            filled.update(dict.fromkeys(g.outputs, origins))
         out.append((origins - inherited) | between)
         stored |= written
     return out
@@ -431,8 +439,11 @@ def _filled_for_fallback(g, theirs: FusionPlan, written: set[str], by_name: dict
     later = [h for h in theirs.groups if h.index > g.index and h.kind == "extern"
              and set(g.outputs) & set(h.inputs)] if not g.inputs else []
     mutations = getattr(theirs.ir, "mutations", {})
+    three = str(node.target).startswith("aten.scatter_reduce") and not (
+        node.args[5] if len(node.args) > 5 else node.kwargs.get("include_self", True))
     stores = [h for h in theirs.groups if h.index > g.index and h.kind != "extern"
-              and any(set(mutations.get(b, ())) & set(g.outputs) for b in h.outputs)]
+              and any(set(mutations.get(b, ())) & set(g.outputs) for b in h.outputs)
+              ] if not three else []  # without include_self: a zero-out, then the stores
     return node.args[0].name if later or stores else None
 
 

@@ -565,7 +565,7 @@ def scatter_output(p: Pair) -> Verdict | None:
     stores into the copy of its input (scatter_in_one_kernel=False, scatter.py) are a StarDep
     on the copy, which Inductor never fuses with the copy's plain store."""
     producer, consumer = p.producer_consumer()
-    if producer.scatter:
+    if producer.scatter and _reads_scattered(producer, consumer):
         return Verdict(False, "scatter_output", f"{producer.nodes[-1].name} stores through an "
                        "index: its readers wait for the whole buffer")
     into = scatter.stores_into_copy(producer.writes, consumer.nodes)
@@ -574,6 +574,18 @@ def scatter_output(p: Pair) -> Verdict | None:
                        f"copy of its input {producer.nodes[-1].name} writes (a StarDep: the "
                        "memory deps do not match)")
     return None
+
+
+def _reads_scattered(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """Does the consumer wait for a scatter's stores? For a scatter whose stores are a node
+    of their own (scatter.py), only a reader of its buffer does (the memory deps of the
+    indexed store match no plain read): the other values of the stores' kernel (a check of
+    the index computed there) fuse with their readers. A scatter that is one kernel with
+    the copy of its input (scatter_in_one_kernel): every reader of that kernel."""
+    stores = [n for n in producer.nodes if n.scatter]
+    if not all(scatter.copy_name(n.name) in n.reads for n in stores):
+        return True
+    return bool({b for n in stores for b in n.writes} & consumer.reads)
 
 
 def indexed_read(p: Pair) -> Verdict | None:
