@@ -2606,3 +2606,53 @@ def test_recombined_reduction_a_cat_of_a_normalized_qs_pieces_is_pointwise_code(
     assert ("cat" in reduction) is not read_elsewhere, _kernels(c)
     if not read_elsewhere:
         _same_as_inductor(c)
+
+
+@pytest.mark.parametrize("op", ["index_put", "scatter_add"])
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_scatter_in_one_kernel_off_a_scatters_stores_join_the_kernel_of_its_values(
+        op, epilogue):
+    """Inductor lowers a scatter as two launches: a copy of `self` into the output buffer (a
+    `full` of zeros computed in it) and the indexed stores over the values' positions, a
+    mutation of that buffer (a StarDep: never one kernel with the copy). The stores share
+    the values' loop: where the values are a reduction's epilogue (an embedding's gradient
+    after a norm's backward) they join the reduction's kernel, the index computed inline;
+    where the values are a graph input, the stores are a launch of their own with the
+    index. With scatter_in_one_kernel off our plan makes the same two, and its code still
+    matches eager; with it on, our scatter is one kernel (scatter_in_two_launches)."""
+    def fn(g, x, idx):
+        v = g * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) if epilogue else g
+        keep = (idx >= 0) & (idx < 64)
+        i = torch.where(keep, idx, 0)
+        if op == "index_put":
+            v = v * keep[..., None]
+            return torch.zeros(64, 16, device=g.device).index_put([i], v, accumulate=True)
+        return torch.zeros(64, 16, device=g.device).scatter_add(0, i, v * keep)
+
+    torch.manual_seed(0)
+    values, index = ((2, 8, 16), (2, 8)) if op == "index_put" else ((16, 16), (16, 16))
+    host = [torch.randn(*values), torch.randn(*values), torch.randint(-3, 70, index)]
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False,
+                      scatter_in_one_kernel=False):
+        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
+    torch.testing.assert_close(got.cpu(), fn(*host))
+    c.check()
+    _same_as_inductor(c)
+    scatter = next(n for g in c.ours.groups for n in g.nodes if n.startswith(("index_put",
+                                                                              "scatter_add")))
+    copy = f"scatter_copy_{scatter}"
+    assert c.ours.scatter_copies == (copy,)
+    (copied,) = [g.nodes for g in c.ours.groups if copy in g.nodes]
+    assert scatter not in copied and set(copied) <= {copy, "full"}, _kernels(c)
+    (stores,) = [g.nodes for g in c.ours.groups if scatter in g.nodes]
+    assert ("mean" in stores) is epilogue, _kernels(c)
+    torch._dynamo.reset()
+    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False):
+        (default,) = compare(fn, *(t.to("mtia_sim") for t in host))
+    assert not default.ours.scatter_copies
+    (one,) = [g.nodes for g in default.ours.groups if scatter in g.nodes]
+    assert "full" in one, _kernels(default)
+    assert {r for d in default.differences for r in d.rules} >= {"scatter_in_two_launches"}, \
+        str(default)

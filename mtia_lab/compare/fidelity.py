@@ -96,7 +96,8 @@ def _run_plan(compiled_fn, compiled, plan, fn, make):
 
 
 def _departures_off():
-    return config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False)
+    return config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False,
+                        scatter_in_one_kernel=False)
 
 
 def _device_args(make) -> list:

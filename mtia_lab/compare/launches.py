@@ -216,7 +216,7 @@ def _post_grad_nodes(ir, gm: torch.fx.GraphModule) -> dict[str, list[str]]:
             unrooted.setdefault(_source(node), []).append(node.name)
     _match_by_inputs(ir, gm, post, unrooted, mine)
     left = [n for n in ir.nodes if not post[n.name] and not n.layout_of
-            and not n.bias_of]
+            and not n.bias_of and not n.scatter_copy]
     sources = list(unrooted)
     matcher = difflib.SequenceMatcher(None, [n.target for n in left], [k[1] for k in sources],
                                       autojunk=False)
@@ -248,7 +248,7 @@ def _pair_by_operands(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
     for op in dict.fromkeys(target[name] for name in by_order):
         names = [name for name in by_order if target[name] == op and len(post[name]) == 1]
         unpaired = [n.name for n in ir.nodes if n.target == op and not post[n.name]
-                    and not n.layout_of and not n.bias_of]
+                    and not n.layout_of and not n.bias_of and not n.scatter_copy]
         made = [post[name][0] for name in names] + [
             m for m in spare if m in by_name and str(by_name[m].target) == op]
         operands = {m: _operand_owners(by_name[m], owner) for m in made if m in by_name}
@@ -300,7 +300,7 @@ def _match_by_inputs(ir, gm: torch.fx.GraphModule, post: dict[str, list[str]],
     wanted: dict[tuple[str, frozenset], list[str]] = {}
     for n in ir.nodes:
         if not post[n.name] and producers[n.name] and not n.layout_of and \
-                not n.bias_of:
+                not n.bias_of and not n.scatter_copy:
             wanted.setdefault((n.target, producers[n.name]), []).append(n.name)
     matched: dict[str, str] = {}  # post-grad node matched here -> our node
     grew = True
@@ -391,6 +391,9 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
     by_name = {n.name: n for n in info.gm.graph.nodes} if info.gm is not None else {}
     out = []
     stored: set[str] = set()  # values the launches so far wrote
+    filled: dict[str, set[str]] = {}  # buffer of a launch that only copies a scatter's
+    # input -> what that launch computes (the input)
+    mutations = getattr(info, "mutations", {})
     for g in theirs.groups:
         written = set(info.values.get(g.index, ()))
         if info.kernel_names.get(g.index) == DEVICE_COPY_LAUNCH:  # it moves a tensor, no more
@@ -399,15 +402,20 @@ def _computes(theirs: FusionPlan) -> list[set[str]]:
             continue
         inherited: set[str] = set()
         for buf in g.inputs:  # the buffer's own origins (its launch's, where not recorded)
+            if buf in filled and g.kind != "extern" and \
+                    any(buf in mutations.get(b, ()) for b in g.outputs):
+                inherited |= filled[buf]  # the stores into the copy of the scatter's
+                continue  # input compute the rest of the buffer's origins (index, values)
             if buf in writer and writer[buf] != g.index:
                 inherited |= set(getattr(info, "buffer_origins", {}).get(
                     buf, info.origins.get(writer[buf], ())))
         origins = set(info.origins.get(g.index, ()))
         between = _between(by_name, written, origins, stored) if g.kind != "extern" else set()
-        filled = _filled_for_fallback(g, theirs, written, by_name)
-        if filled is not None:  # it writes the scatter's input only: nothing else is its own
-            origins = _ancestors(by_name, filled) & origins
+        source = _filled_for_fallback(g, theirs, written, by_name)
+        if source is not None:  # it writes the scatter's input only: nothing else is its own
+            origins = _ancestors(by_name, source) & origins
             between = set()
+            filled.update(dict.fromkeys(g.outputs, origins))
         out.append((origins - inherited) | between)
         stored |= written
     return out
@@ -421,16 +429,25 @@ def _filled_for_fallback(g, theirs: FusionPlan, written: set[str], by_name: dict
     for a `scatter_reduce` it does not lower: `aten.scatter_reduce_` on the buffer), when this
     Triton launch only fills that buffer beforehand (the `full` it starts from): the buffer's
     value and origins are the scatter's (index and source included, computed elsewhere), but
-    this launch reads nothing and computes the fill alone. None otherwise."""
-    if g.kind == "extern" or g.inputs or len(written) != 1:
+    this launch reads nothing and computes the fill alone. Likewise the copy of a scatter's
+    input that a later Triton launch's indexed stores mutate (Inductor's lowering of the
+    scatter: `clone(x)`, then an `ir.Scatter`, `MutationLayoutSHOULDREMOVE`): it computes
+    the input alone, the stores compute the index and the values. None otherwise."""
+    if g.kind == "extern" or len(written) != 1:
         return None
     node = by_name.get(next(iter(written)))
     if node is None or not str(node.target).startswith(FALLBACK_SCATTERS) or not node.args or \
             not isinstance(node.args[0], torch.fx.Node):
         return None
     later = [h for h in theirs.groups if h.index > g.index and h.kind == "extern"
-             and set(g.outputs) & set(h.inputs)]
-    return node.args[0].name if later else None
+             and set(g.outputs) & set(h.inputs)] if not g.inputs else []
+    mutations = getattr(theirs.ir, "mutations", {})
+    three = str(node.target).startswith("aten.scatter_reduce") and not (
+        node.args[5] if len(node.args) > 5 else node.kwargs.get("include_self", True))
+    stores = [h for h in theirs.groups if h.index > g.index and h.kind != "extern"
+              and any(set(mutations.get(b, ())) & set(g.outputs) for b in h.outputs)
+              ] if not three else []  # without include_self: a zero-out, then the stores
+    return node.args[0].name if later or stores else None
 
 
 def _ancestors(by_name: dict, name: str) -> set[str]:
@@ -507,6 +524,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
                 recomputed.add(name)
     _place_layout_copies(ir, theirs, post, (origins, values), home, how)
     _place_peeled_biases(ir, theirs, post, (origins, values), home, how)
+    _place_scatter_copies(ir, theirs, post, origins, home, how)
     last_written = {name: max(k for k in range(len(launches)) if set(post[name]) & values[k])
                     for name in mine if any(set(post[name]) & v for v in values)}
     _absorb(ours, mine, home, how, last_written)
@@ -635,6 +653,30 @@ def _place_peeled_biases(ir, theirs: FusionPlan, post: dict,
             [k for k in later if conv_post & origins[k]]
         if found:
             home[node.name], how[node.name] = found[0], "bias add"
+
+
+def _place_scatter_copies(ir, theirs: FusionPlan, post: dict, origins: list[set[str]],
+                          home: dict[str, int], how: dict[str, str]) -> None:
+    """Step 0 for a scatter's copy of its input (compiler/scatter.py: no node of the graph):
+    the launch that writes the scatter's buffer, where step 2 placed the scatter (Inductor's
+    Pointwise copy of `self`, whose buffer's origin is the scatter); the scatter itself, its
+    indexed stores, then goes to the first later launch that mutates that buffer
+    (`MutationLayoutSHOULDREMOVE`: Inductor's records name the buffer it mutates) and has the
+    scatter among its origins."""
+    launches = theirs.groups
+    mutations = getattr(theirs.ir, "mutations", {})
+    for node in ir.nodes:
+        if not node.scatter_copy or node.scatter_copy[0] not in home:
+            continue
+        scatter = node.scatter_copy[0]
+        first = home[scatter]
+        written = set(launches[first].outputs)
+        stores = [k for k in range(first + 1, len(launches))
+                  if set(post[scatter]) & origins[k]
+                  and any(set(mutations.get(b, ())) & written for b in launches[k].outputs)]
+        home[node.name], how[node.name] = first, "scatter copy"
+        if stores:
+            home[scatter], how[scatter] = stores[0], "scatter stores"
 
 
 def _their_input(gm: torch.fx.GraphModule, their_gm, conv: str, arg: str,

@@ -41,6 +41,7 @@ from ..compiler.ir import TRAINING, FusedSchedulerNode, Kind
 from ..compiler.lowering import pointwise_cat
 from ..compiler.pricing import kernel_cost
 from ..compiler.rules import DEPARTURES, NOT_MODELLED
+from ..compiler.scatter import copy_name as scatter_copy_name
 from ..inductor import _compat as inductor_compat
 from ..inductor import inductor_plan
 from ..records.guardrails import as_inductor_config
@@ -385,8 +386,7 @@ def _scatter_halves(ours: FusionPlan, placed: Attribution, launch: Launch, wante
     sequence length minus one)? Our scatter is one kernel (scatter_in_two_launches)."""
     if ours.ir is None:
         return False
-    scatters = {n for n in set(launch.part_of) | wanted
-                if n in ours.ir.by_name and ours.ir.by_name[n].scatter}
+    scatters = {n for n in set(launch.part_of) | wanted if _one_kernel_scatter(ours, n)}
     for other in placed.launches:
         if other is launch or not extra <= set(other.nodes):
             continue
@@ -394,6 +394,14 @@ def _scatter_halves(ours: FusionPlan, placed: Attribution, launch: Launch, wante
                 scatters & wanted & set(other.part_of):
             return True
     return False
+
+
+def _one_kernel_scatter(ours: FusionPlan, name: str) -> bool:
+    """Is `name` a scatter our plan runs as one kernel (scatter_in_two_launches)? Not one
+    whose copy of its input is a node of its own (scatter_in_one_kernel=False, scatter.py)."""
+    node = ours.ir.by_name.get(name)
+    return node is not None and node.scatter and \
+        scatter_copy_name(name) not in ours.ir.by_name
 
 
 def _stored_once_rule(ours: FusionPlan) -> str:
@@ -486,7 +494,7 @@ def _launch_of_its_own(ours: FusionPlan, launch: Launch, pattern: bool = False,
     home = {n: g for g in ours.groups for n in g.nodes}
     holders = tuple({home[n].index: home[n].nodes for n in launch.part_of}.values())
     kinds = {home[n].kind for n in launch.part_of}
-    scatter = ours.ir is not None and any(ours.ir.by_name[n].scatter for n in launch.part_of)
+    scatter = ours.ir is not None and any(_one_kernel_scatter(ours, n) for n in launch.part_of)
     split = ours.ir is not None and any(
         ours.ir.by_name[n].splits > 1 for n in launch.part_of if n in ours.ir.by_name)
     rule = ("post_grad_pattern" if pattern else "concat_kernel" if piece_copy else

@@ -209,6 +209,8 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
         if copy.layout_of and copy.layout_of[0] in group.nodes:
             builder.bind(copy.layout_of[1], copy.name)
             bound.add(copy.layout_of[0])
+        if copy.scatter_copy and copy.scatter_copy[0] in group.nodes:  # scatter.py
+            builder.bind(copy.scatter_copy[1], copy.name)
     calls = {n.bias_of[0]: n.bias_of[1] for n in ir.nodes if n.bias_of}
     for node_name in group.nodes:
         node = ir.by_name[node_name]
@@ -216,6 +218,8 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
             builder.layout_copy(node.name, node.layout_of[1], node.channels_last)
         if node.bias_of:
             builder.bias_add(*node.bias_of)
+        if node.scatter_copy:
+            builder.layout_copy(node.name, node.scatter_copy[1], False)
         for fx_name in node.fx_nodes:
             if fx_name in calls:  # the bias is added by its own node
                 builder.call_without_bias(fx_name, calls[fx_name])

@@ -143,6 +143,9 @@ class SchedulerNode:
     # The add of a bias Inductor peeled off a convolution and stores (extern_in_triton=False,
     # layout.py `peeled_biases`): (the convolution, the buffer its call writes)
     bias_of: tuple[str, str] | None = None
+    # A scatter's copy of its input (scatter_in_one_kernel=False, scatter.py): (the scatter,
+    # its FX argument `self`)
+    scatter_copy: tuple[str, str] | None = None
     rorder: tuple = ()  # a reduction over outer dims: (input shape, reduced dims); see inner
     # A reduction whose rows Inductor loops in its input's memory order, not its output's
     # (it reads a permuted view): its output is stored in that order (_rows_permuted)

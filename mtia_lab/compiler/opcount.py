@@ -108,7 +108,7 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
                 loaded.add(node.name)  # should_realize_on_reuse: stored, its readers load it
             continue
         if node_kind(node) is not Kind.POINTWISE or node.scatter or node.layout_of or \
-                node.bias_of:
+                node.bias_of or node.scatter_copy:
             realized.add(node.name)  # a layout copy: copy_input freezes its layout; a
             # convolution's bias add exists only where Inductor stores it (layout.py)
             loaded.add(node.name)

@@ -66,7 +66,8 @@ def _recomputable(node: SchedulerNode, ir: GraphIR, fewest_readers: int) -> bool
     readers = [ir.by_name[u] for u in ir.users.get(buf, ())]
     return len(readers) >= fewest_readers and all(
         node_kind(r) in (Kind.POINTWISE, Kind.REDUCTION) and not r.scatter
-        and not r.layout_of and _inlinable(r, ir) and r.access.get(buf) != {SHAPE_ONLY}
+        and not r.layout_of and not r.scatter_copy and _inlinable(r, ir)
+        and r.access.get(buf) != {SHAPE_ONLY}
         for r in readers)
 
 

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import torch
 
 from .._compat import size_hint
-from . import config, layout, loops, lowering, opcount, recompute, tiling
+from . import config, layout, loops, lowering, opcount, recompute, scatter, tiling
 from .ir import FusedSchedulerNode, GraphIR, Kind, _op_name, on_host
 
 # Departures from Inductor, on purpose: rule name -> why (shown in records and views).
@@ -76,7 +76,9 @@ DEPARTURES = {
                      "our own",
     "scatter_in_two_launches": "our scatter is one kernel (a copy of its input, then the "
                                "indexed stores); Inductor launches the copy and the stores "
-                               "as two kernels, the second writing into the first's buffer",
+                               "as two kernels, the second writing into the first's buffer "
+                               "(switch the copy on: config scatter_in_one_kernel=False, "
+                               "scatter.py)",
 }
 # Inductor checks left out on purpose (the plan records this list in its settings).
 NOT_MODELLED = {
@@ -309,11 +311,13 @@ def template_epilogue(p: Pair) -> Verdict | None:
 
 def factory_into_consumer(p: Pair) -> Verdict | None:
     """A factory (full, zeros, iota) reads no memory: its consumer can make the values itself
-    (Inductor never realizes it unless it is an output)."""
+    (Inductor never realizes it unless it is an output). A scatter's copy of it (scatter.py)
+    is realized by the scatter's lowering: a buffer, no factory."""
     if not p.vertical:
         return None
     producer, consumer = p.producer_consumer()
-    if producer.reads or not _pure_pointwise(producer):
+    if producer.reads or not _pure_pointwise(producer) or \
+            any(n.scatter_copy for n in producer.nodes):
         return None
     return Verdict(True, "factory_into_consumer",
                    f"{producer.nodes[0].name} reads nothing: {consumer.kind.value} kernel "
@@ -559,12 +563,31 @@ CHOICES = [no_shared_data, conv_input_layout, max_fusion_size, peak_memory,
 # ---- 4. vertical / horizontal: one loop nest for both ----------------------------------------
 
 def scatter_output(p: Pair) -> Verdict | None:
-    """A scatter stores through an index: its output is whole only after every store."""
-    producer, _ = p.producer_consumer()
-    if producer.scatter:
+    """A scatter stores through an index: its output is whole only after every store. Its
+    stores into the copy of its input (scatter_in_one_kernel=False, scatter.py) are a StarDep
+    on the copy, which Inductor never fuses with the copy's plain store."""
+    producer, consumer = p.producer_consumer()
+    if producer.scatter and _reads_scattered(producer, consumer):
         return Verdict(False, "scatter_output", f"{producer.nodes[-1].name} stores through an "
                        "index: its readers wait for the whole buffer")
+    into = scatter.stores_into_copy(producer.writes, consumer.nodes)
+    if into is not None:
+        return Verdict(False, "scatter_output", f"{into} stores through an index into the "
+                       f"copy of its input {producer.nodes[-1].name} writes (a StarDep: the "
+                       "memory deps do not match)")
     return None
+
+
+def _reads_scattered(producer: FusedSchedulerNode, consumer: FusedSchedulerNode) -> bool:
+    """Does the consumer wait for a scatter's stores? For a scatter whose stores are a node
+    of their own (scatter.py), only a reader of its buffer does (the memory deps of the
+    indexed store match no plain read): the other values of the stores' kernel (a check of
+    the index computed there) fuse with their readers. A scatter that is one kernel with
+    the copy of its input (scatter_in_one_kernel): every reader of that kernel."""
+    stores = [n for n in producer.nodes if n.scatter]
+    if not all(scatter.copy_name(n.name) in n.reads for n in stores):
+        return True
+    return bool({b for n in stores for b in n.writes} & consumer.reads)
 
 
 def indexed_read(p: Pair) -> Verdict | None:

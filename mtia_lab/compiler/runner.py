@@ -33,7 +33,7 @@ from ..backend.runtime import oom
 from ..backend.runtime.cost import KernelCost
 from ..backend.runtime.device_state import RUNTIME
 from ..backend.runtime.streams import charge
-from . import layout, recompute
+from . import layout, recompute, scatter
 from .codegen import Kernel, Program
 from .ir import FusedSchedulerNode, build_ir, sizes_at
 from .pricing import combo_cost, kernel_cost
@@ -189,6 +189,8 @@ class Runner:
             if plan.layout_copies or any(  # Inductor's layout copies of convolution
                     n.startswith(layout.BIAS_PREFIX) for g in plan.groups for n in g.nodes):
                 ir = layout.split(ir)  # operands, the bias adds it peeled off them
+            if plan.scatter_copies:  # Inductor's copies of a scatter's input
+                ir = scatter.split(ir)
             if plan.recomputed:  # each reader's kernel computes them again (recompute.py)
                 ir = recompute.split(ir, plan.recomputed)
             costs = self._costs[sizes] = [

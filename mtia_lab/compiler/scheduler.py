@@ -25,7 +25,7 @@ import torch
 from .. import _compat
 from ..backend.runtime.device_state import RUNTIME
 from ..records.plan import FusionDecision, FusionPlan, KernelGroup, PlanTotals
-from . import config, layout, loops, lowering, opcount, pricing, recompute, rules
+from . import config, layout, loops, lowering, opcount, pricing, recompute, rules, scatter
 from .ir import SCANS, SORTS, TRAINING, FusedSchedulerNode, GraphIR, Kind, node_kind
 from .rules import NOT_MODELLED, Pair, Verdict, can_fuse
 
@@ -248,7 +248,8 @@ def _locality_order(ir: GraphIR) -> list:
     for i, node in enumerate(ir.nodes):
         if at[i] is not None:
             last = at[i]
-        elif after[i] is not None and node.layout_of and after[i][1] == node.layout_of[0]:
+        elif after[i] is not None and (node.layout_of or node.scatter_copy) and \
+                after[i][1] == (node.layout_of or node.scatter_copy)[0]:
             keyed.append((after[i][0], i, node))
             continue
         keyed.append((last, i, node))
@@ -619,7 +620,9 @@ class Scheduler:
                           config.snapshot(), tuple(ir.views), self.source_ir, notes,
                           recomputed=tuple(self.recomputed),
                           layout_copies=tuple(n.name for n in self.source_ir.nodes
-                                              if n.layout_of))
+                                              if n.layout_of),
+                          scatter_copies=tuple(n.name for n in self.source_ir.nodes
+                                               if n.scatter_copy))
 
 
 def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
@@ -631,9 +634,14 @@ def schedule(ir: GraphIR, name: str = "graph", profile=None) -> FusionPlan:
 
     extern_in_triton=False: each convolution operand Inductor copies into channels-last, and
     each matmul operand it copies out of a padded buffer, gets a layout copy node of its own
-    before the scheduling (layout.py)."""
+    before the scheduling (layout.py).
+
+    scatter_in_one_kernel=False: each scatter Inductor lowers as a copy of its input and
+    then the indexed stores gets a copy node of its own before it (scatter.py)."""
     if not config.extern_in_triton:
         ir = layout.split(ir)
+    if not config.scatter_in_one_kernel:
+        ir = scatter.split(ir)
     with _gc_paused():  # building the Scheduler allocates one object or more per node too
         mark_unrolled(ir)
         recomputed = () if config.computed_once else tuple(recompute.candidates(ir))

@@ -108,6 +108,11 @@ GUARDRAILS: dict[str, Guardrail] = {g.name: g for g in [
                   "Inductor's layout_optimization, an operand whose layout is fixed (a graph "
                   "input, an extern's output, a view) is copied into channels-last by a "
                   "Triton kernel of its own before the call (compiler/layout.py)."),
+    Guardrail("scatter_in_one_kernel", True, bool, owner=OURS,
+              doc="Ours: a scatter (index_put, scatter, scatter_add) is one kernel, the copy "
+                  "of its input and the indexed stores. False: as Inductor's lowering, the "
+                  "copy is a kernel of its own and the stores share the values' loop "
+                  "(compiler/scatter.py)."),
     Guardrail("on_chip_memory_budget", None, int, 0, allow_none=True, owner=OURS,
               doc="Bytes of intermediates one kernel may keep on chip (None: the chip "
                   "profile's local_memory_per_pe * num_pes)."),

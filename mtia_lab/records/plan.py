@@ -99,6 +99,9 @@ class FusionPlan:
     # Layout copies of convolution operands, as Inductor's layout_optimization makes them
     # (extern_in_triton=False, compiler/layout.py): nodes of the plan's IR, not of the graph.
     layout_copies: tuple[str, ...] = ()
+    # Copies of a scatter's input, as Inductor's lowering makes them (scatter_in_one_kernel=
+    # False, compiler/scatter.py): nodes of the plan's IR, not of the graph.
+    scatter_copies: tuple[str, ...] = ()
 
     @property
     def kernel_count(self) -> int:
