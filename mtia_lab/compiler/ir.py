@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1061,3 +1062,24 @@ def _gemm_flops(fx_node: torch.fx.Node, size: Size = size_hint) -> float:
         else fx_node.args[0]
     k = size(a.meta["val"].shape[-1])
     return 2.0 * _numel(out, size) * k
+
+
+def scatter_placement(fx_node: torch.fx.Node) -> frozenset | None:
+    """The slice a slice_scatter's source fills in its output, described as a read of a
+    buffer shaped like the output is ({(sizes, strides, offset)}, contiguous strides); None
+    for a strided one (step > 1), whose source positions do not line up with a slice's.
+    Inductor's lowering (`slice_scatter`) loads the source at `idx - start` there."""
+    out = fx_node.meta.get("val")
+    args = list(fx_node.args) + [None] * (6 - len(fx_node.args))
+    dim, start, end = args[2] or 0, args[3] or 0, args[4]
+    step = args[5] if args[5] is not None else fx_node.kwargs.get("step", 1)
+    if not isinstance(out, torch.Tensor) or step != 1 or out.dim() == 0:
+        return None
+    shape = list(out.shape)
+    dim %= len(shape)
+    size = shape[dim]
+    start = min(size, max(0, start + size if start < 0 else start))
+    end = size if end is None else min(size, max(start, end + size if end < 0 else end))
+    strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+    sizes = tuple(shape[:dim] + [end - start] + shape[dim + 1:])
+    return frozenset({(sizes, strides, start * strides[dim])})

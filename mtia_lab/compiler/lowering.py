@@ -28,7 +28,9 @@ from .ir import (
     live_users,
     node_kind,
     origin,
+    scatter_placement,
 )
+from .opcount import realize_decisions
 
 
 def unrolled_into(producer: FusedSchedulerNode, consumer: FusedSchedulerNode,
@@ -115,7 +117,6 @@ def _stored_values(ir: GraphIR) -> set[str]:
     if ir.home:
         return {n.name for n in ir.nodes if n.stored}
     if ir.gm not in _STORED:
-        from .opcount import realize_decisions  # opcount imports this module
         _STORED[ir.gm] = realize_decisions(ir)[2]
     return _STORED[ir.gm]
 
@@ -160,27 +161,6 @@ def _multi_consumer_piece(cat: SchedulerNode, ir: GraphIR) -> bool:
         if producer is not None and lowered_pointwise(producer):
             return True
     return False
-
-
-def scatter_placement(fx_node: torch.fx.Node) -> frozenset | None:
-    """The slice a slice_scatter's source fills in its output, described as a read of a
-    buffer shaped like the output is ({(sizes, strides, offset)}, contiguous strides); None
-    for a strided one (step > 1), whose source positions do not line up with a slice's.
-    Inductor's lowering (`slice_scatter`) loads the source at `idx - start` there."""
-    out = fx_node.meta.get("val")
-    args = list(fx_node.args) + [None] * (6 - len(fx_node.args))
-    dim, start, end = args[2] or 0, args[3] or 0, args[4]
-    step = args[5] if args[5] is not None else fx_node.kwargs.get("step", 1)
-    if not isinstance(out, torch.Tensor) or step != 1 or out.dim() == 0:
-        return None
-    shape = list(out.shape)
-    dim %= len(shape)
-    size = shape[dim]
-    start = min(size, max(0, start + size if start < 0 else start))
-    end = size if end is None else min(size, max(start, end + size if end < 0 else end))
-    strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
-    sizes = tuple(shape[:dim] + [end - start] + shape[dim + 1:])
-    return frozenset({(sizes, strides, start * strides[dim])})
 
 
 def placed_back(node: SchedulerNode, buf: str, ir: GraphIR,

@@ -41,12 +41,13 @@ from .ir import (
     SchedulerNode,
     _op_name,
     classify,
+    is_pointwise_use,
     live_users,
     node_kind,
     on_host,
     outer_product,
+    scatter_placement,
 )
-from .lowering import is_pointwise_use, scatter_placement
 
 REALIZE_OPCOUNT = 30  # Inductor's realize_opcount_threshold (its default off CPU)
 REALIZE_ALWAYS = 100  # run_node realizes any larger body (deep inlining recurses too far)
