@@ -2632,13 +2632,8 @@ def test_scatter_in_one_kernel_off_a_scatters_stores_join_the_kernel_of_its_valu
     torch.manual_seed(0)
     values, index = ((2, 8, 16), (2, 8)) if op == "index_put" else ((16, 16), (16, 16))
     host = [torch.randn(*values), torch.randn(*values), torch.randint(-3, 70, index)]
-    with config.patch(matmul_templates=False, computed_once=False, extern_in_triton=False,
-                      scatter_in_one_kernel=False):
-        (c,) = compare(fn, *(t.to("mtia_sim") for t in host))
-        torch._dynamo.reset()
-        got = torch.compile(fn, backend="mtia_lab")(*(t.to("mtia_sim") for t in host))
-    torch.testing.assert_close(got.cpu(), fn(*host))
-    c.check()
+    c = _compared_and_run(fn, host, matmul_templates=False, computed_once=False,
+                          extern_in_triton=False, scatter_in_one_kernel=False)
     _same_as_inductor(c)
     scatter = next(n for g in c.ours.groups for n in g.nodes if n.startswith(("index_put",
                                                                               "scatter_add")))
