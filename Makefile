@@ -23,8 +23,11 @@ PYTEST_ARGS ?=
 # Two workers, a test file each at a time (pytest-xdist): the machines here and CI's have two
 # cores, and most tests spend their time in single-threaded Python (the device's dispatch,
 # Triton's interpreter). Whole files keep module fixtures and a notebook's cells together.
-# `make test XDIST_ARGS=` runs in one process.
-XDIST_ARGS ?= -n 2 --dist loadfile
+# Files go to the workers in collection order, which tests/conftest.py sorts longest first:
+# `--no-loadscope-reorder` keeps that order (since pytest-xdist 3.8 the default re-sorts files by
+# their number of tests, which put the few-test, longest file last and left one worker running
+# it alone for minutes). `make test XDIST_ARGS=` runs in one process.
+XDIST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 # JupyterLab's settings defaults for this venv (see jupyter/lab/settings/overrides.d/): saved
 # notebooks keep their widget state, so a learner's own notebook reopens with its widgets.
 LAB_SETTINGS_SRC := jupyter/lab/settings/overrides.d/mtia_lab.json

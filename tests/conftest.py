@@ -31,11 +31,14 @@ def clean_memory():
 
 
 # The files that take minutes (compiling every graph of a suite by our backend and by
-# Inductor), longest first. `make test`'s two workers take whole files in collection order, so
-# a long file collected last (as `test_s...` sorts) left one worker running alone at the end.
-LONGEST_FIRST = ("test_scheduler_fidelity_blind.py", "test_scheduler_fidelity.py",
-                 "test_model_zoo.py", "test_tutorials_in_jupyterlab.py",
-                 "test_instruments_activations.py", "test_interrupt_storm.py")
+# Inductor, real models, a browser), longest first, as measured by `make test`'s junit times.
+# `make test`'s two workers take whole files in collection order (the Makefile turns off
+# pytest-xdist's re-sort by test count), so a long file collected last would leave one worker
+# running it alone at the end. tests/test_test_order.py checks that each is still a file here.
+LONGEST_FIRST = ("test_scheduler_fidelity_blind.py", "test_model_zoo.py",
+                 "test_tutorials_in_jupyterlab.py", "test_scheduler_fidelity.py",
+                 "test_fidelity_rules.py", "test_meta_strides.py", "test_opinfo_inductor.py",
+                 "test_distributed.py")
 
 
 def pytest_collection_modifyitems(items: list) -> None:

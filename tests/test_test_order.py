@@ -1,0 +1,32 @@
+"""The test run's own set-up: the longest files start first on `make test`'s two workers.
+
+CI's time is the longer worker's: a file of minutes handed out last runs alone at the end.
+pytest-xdist 3.8 re-sorts files by their number of tests unless told not to, which put the
+fidelity suites (few tests, the longest file) last and made CI half again as long."""
+
+import re
+from pathlib import Path
+
+from conftest import LONGEST_FIRST
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _xdist_args() -> list[str]:
+    makefile = (ROOT / "Makefile").read_text()
+    match = re.search(r"^XDIST_ARGS \?=(.*)$", makefile, re.MULTILINE)
+    assert match, "the Makefile no longer sets XDIST_ARGS"
+    return match.group(1).split()
+
+
+def test_the_workers_take_files_in_collection_order():
+    args = _xdist_args()
+    assert "loadfile" in args, args
+    assert "--no-loadscope-reorder" in args, (
+        "without it pytest-xdist re-sorts files by test count and LONGEST_FIRST is ignored")
+
+
+def test_every_file_named_longest_first_is_a_test_file_here():
+    files = {path.name for path in (ROOT / "tests").rglob("test_*.py")}
+    missing = [name for name in LONGEST_FIRST if name not in files]
+    assert not missing, f"renamed or removed: {missing}; update tests/conftest.py"
