@@ -221,3 +221,19 @@ def test_a_post_grad_node_is_ours_by_its_sources_not_by_a_name_a_retrace_reused(
     assert roots(made_from_view, ours) == set()
     assert roots(made_from_ours, ours) == {"clone_10"}
     assert roots(unremembered, ours) == {"mul_3"}
+
+
+def test_a_value_inductor_stores_under_a_views_name_is_stored_not_inlined():
+    """exp(x) read by a matmul and a sum: Inductor computes it inside the launch that writes
+    the `expand` the bmm reads (the value stored under the view's name) and again inside the
+    sum. The comparison says it is stored there; "never stored" was wrong for such values."""
+    def fn(x, w):
+        y = (x * 2).exp()
+        return torch.matmul(y, w), (y + 1).sum(-1)
+
+    (c,) = compare(fn, torch.randn(2, 4, 8, 16, device="mtia_sim"),
+                   torch.randn(2, 4, 16, 8, device="mtia_sim"))
+    how = c.placed.how
+    assert how["exp"].startswith("computed, stored as expand"), how
+    assert how["mul"] == "computed", how  # read by exp only: inlined, stored under no name
+    assert "never stored" not in str(c), str(c)

@@ -16,7 +16,9 @@ of our nodes is then given the one launch that holds it, by these steps, first m
     2. written     the launch that writes its value (the last of its post-grad nodes written)
     3. computed    the first launch that computes it inline (a node a launch only inherits
                    from the buffer it reads, through a copy, does not count); more than one:
-                   Inductor recomputes it in each (`recomputed`)
+                   Inductor recomputes it in each (`recomputed`); "computed, stored as V"
+                   where a launch writes the value under the name of a view V of it (the
+                   `expand` a bmm reads): computed there, and stored after all
     4. absorbed    a node no launch computes (a copy into a mutated input, a clone Inductor
                    removed, a constant folded away, a pattern that named only its user, a
                    cat whose producers write straight into its buffer, a cat of one
@@ -375,6 +377,23 @@ def _viewed_op(names: set[str], gm: torch.fx.GraphModule) -> set[str]:
     return found
 
 
+def _written_views(names: set[str], by_name: dict, values: list[set[str]]) -> str:
+    """The view of post-grad nodes `names` (through views only) that a launch writes, or "":
+    a value Inductor computes inside the launch that writes it under a view's name (a bmm's
+    operand stored as the `expand` the bmm reads) is stored after all, not inlined."""
+    written = set().union(*values) if values else set()
+    stack = [by_name[n] for n in names if n in by_name]
+    seen: set[str] = set()
+    while stack:
+        for user in stack.pop().users:
+            if user.name not in seen and user.op == "call_function" and _is_view(user):
+                if user.name in written:
+                    return user.name
+                seen.add(user.name)
+                stack.append(user)
+    return ""
+
+
 def _is_view(node: torch.fx.Node) -> bool:
     return classify(node.target) is Kind.VIEW or str(node.target).startswith(
         ("aten.reshape", "aten.expand", "aten.view"))
@@ -490,6 +509,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
     kind = {n.name: n.kind.value for n in ir.nodes}
     order = {n.name: i for i, n in enumerate(info.gm.graph.nodes)}
     post = _post_grad_nodes(ir, info.gm)
+    by_post_name = {n.name: n for n in info.gm.graph.nodes}
     launches = theirs.groups
     computes = _computes(theirs)
     origins = [set(info.origins.get(g.index, ())) for g in launches]
@@ -519,7 +539,9 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             continue
         computing = [k for k in range(len(launches)) if mine_post & computes[k]]
         if computing:
-            home[name], how[name] = computing[0], "computed"
+            stored_as = _written_views(mine_post, by_post_name, values)
+            home[name] = computing[0]
+            how[name] = f"computed, stored as {stored_as}" if stored_as else "computed"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
     _place_layout_copies(ir, theirs, post, (origins, values), home, how)

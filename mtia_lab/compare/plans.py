@@ -309,10 +309,13 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
                    or set(h.nodes) & wanted <= recomputed]
         if inlined and len(holders) - len(inlined) == 1:  # the rest is one kernel of ours
             rules.append(once)
-            reasons.append("Inductor computes " + ", ".join(
-                n for h in inlined for n in h.nodes if n in wanted) + " inside the loop of "
-                "each reader (never stored); we compute a value with several readers once, "
-                "in one kernel")
+            names = [n for h in inlined for n in h.nodes if n in wanted]
+            stored = sorted({placed.how[n].rpartition(" ")[2] for n in names
+                             if placed.how.get(n, "").startswith("computed, stored as")})
+            reasons.append("Inductor computes " + ", ".join(names) + " inside the loop of "
+                           "each reader " + (f"(and stores it as {', '.join(stored)})"
+                                             if stored else "(never stored)")
+                           + "; we compute a value with several readers once, in one kernel")
             holders = [h for h in holders if h not in inlined]
         pattern = [m for m in merged if m & wanted]
         split_by_pattern = len(holders) > 1 and pattern and _joined_by(pattern, holders)
