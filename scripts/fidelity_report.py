@@ -23,17 +23,18 @@ more families, two training steps among them, written blind as the twelfth was),
 HELD-OUT-14 suite (tests/fidelity_heldout14.py: fifteen more families, two training steps
 among them, written blind as the thirteenth was), the HELD-OUT-15 suite
 (tests/fidelity_heldout15.py: fifteen more families, two training steps among them, written
-blind as the fourteenth was) and the HELD-OUT-16 suite (tests/fidelity_heldout16.py: fifteen
-more families, two training steps among them, written blind as the fifteenth was), each graph
-audited launch by launch against
+blind as the fourteenth was), the HELD-OUT-16 suite (tests/fidelity_heldout16.py: fifteen
+more families, two training steps among them, written blind as the fifteenth was) and the
+HELD-OUT-17 suite (tests/fidelity_heldout17.py: fifteen more families, two training steps
+among them, written blind as the sixteenth was), each graph audited launch by launch against
 Inductor's generated wrapper.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/fidelity_report.py [--summary] [SUITE...] [--graph G]
 
 --summary: the per-graph table and totals only, without the list of differences.
 SUITE: tuning, heldout, heldout2, heldout3, heldout4, heldout5, heldout6, heldout7, heldout8,
-heldout9, heldout10, heldout11, heldout12, heldout13, heldout14, heldout15, heldout16
-(default: all seventeen, one after the other).
+heldout9, heldout10, heldout11, heldout12, heldout13, heldout14, heldout15, heldout16,
+heldout17 (default: all eighteen, one after the other).
 --graph G: only graph G (of the suites named).
 """
 
@@ -62,6 +63,7 @@ from fidelity_heldout13 import heldout13_graphs  # noqa: E402
 from fidelity_heldout14 import heldout14_graphs  # noqa: E402
 from fidelity_heldout15 import heldout15_graphs  # noqa: E402
 from fidelity_heldout16 import heldout16_graphs  # noqa: E402
+from fidelity_heldout17 import heldout17_graphs  # noqa: E402
 from fidelity_tuning_hf import tuning_hf_graphs  # noqa: E402
 
 import mtia_lab  # noqa: E402,F401
@@ -85,6 +87,7 @@ SUITES = {
     "heldout14": ("HELD-OUT-14", heldout14_graphs),
     "heldout15": ("HELD-OUT-15", heldout15_graphs),
     "heldout16": ("HELD-OUT-16", heldout16_graphs),
+    "heldout17": ("HELD-OUT-17", heldout17_graphs),
 }
 
 def main(argv: list[str] | None = None) -> None:
