@@ -2,7 +2,7 @@
 held-out .. held-out-4, held-out-9 and held-out-10) and test_scheduler_fidelity_blind.py
 (held-out-5 .. held-out-8, held-out-11 .. held-out-13):
 two files, so that the test runner's two workers compare half the suites each. The comparison
-with Inductor runs in every test run for the tuning suite and the two newest blind suites, and
+with Inductor runs in every test run for the tuning suite and the newest blind suite, and
 under the `slow` marker for the others; every suite's check against eager runs every time."""
 
 from mtia_lab.compare.fidelity import fidelity_table, suite_totals

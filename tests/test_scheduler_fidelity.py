@@ -34,8 +34,8 @@ launches of Inductor's generated wrapper (`Comparison.check`).
 
 Two tiers, for the test run's time (Inductor's compile is three quarters of a comparison):
 every suite's compiled code is checked against eager in every run (`eager_rows`), while the
-comparison with Inductor (audit, floor) runs in every run for the tuning suite and the two
-newest blind suites (test_scheduler_fidelity_blind.py), and for the suites tuned on long
+comparison with Inductor (audit, floor) runs in every run for the tuning suite and the
+newest blind suite (test_scheduler_fidelity_blind.py), and for the suites tuned on long
 ago under the `slow` marker: `make test PYTEST_ARGS="-m slow"` runs them, as does
 `scripts/fidelity_report.py`, which whoever changes a rule runs on all suites.
 """
