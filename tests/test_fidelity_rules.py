@@ -1730,6 +1730,34 @@ def test_compare_a_padded_attention_maps_copy_is_the_launch_that_holds_nothing_o
     assert ("layout_copy_mat1_bmm_1",) in held, held
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_extern_in_triton_off_keys_through_a_dropped_cat_are_copied_for_their_bmm(cached):
+    """A decoder's first step with a DynamicCache: the keys' and values' heads (a linear's
+    output viewed (2, 6, 4, 8), heads transposed) are concatenated after the cache's empty
+    `torch.tensor([])`. Our graph's cat writes a contiguous value the bmms view as (8, ...);
+    Inductor drops the cat (the empty piece, then the clone of the one piece kept), the
+    bmms' reshapes then merge the batch and the transposed heads, which no view can, and
+    `reshape` clones them: a copy of the keys, another of the values, each its own launch
+    (the linear's bias added in it). Without the cache our graph holds those clones
+    itself: no layout copy."""
+    def fn(x, wq, wk, wv, bk, bv):
+        q = F.linear(x, wq).view(2, 6, 4, 8).transpose(1, 2)
+        k = F.linear(x, wk, bk).view(2, 6, 4, 8).transpose(1, 2)
+        v = F.linear(x, wv, bv).view(2, 6, 4, 8).transpose(1, 2)
+        if cached:
+            k = torch.cat([torch.tensor([], device=x.device), k], dim=-2)
+            v = torch.cat([torch.tensor([], device=x.device), v], dim=-2)
+        p = torch.matmul(q, k.transpose(-1, -2)).sigmoid()  # no softmax: no SDPA pattern
+        return torch.matmul(p, v).transpose(1, 2).reshape(2, 6, 32).sigmoid()
+
+    torch.manual_seed(0)
+    host = [torch.randn(2, 6, 32)] + [torch.randn(32, 32) for _ in range(3)] + \
+        [torch.randn(32) for _ in range(2)]
+    with config.patch(matmul_templates=False):
+        c = _compared_with_layout_copies(fn, host)
+    assert len(_layout_copies(c)) == (2 if cached else 0), _kernels(c)
+
+
 @pytest.mark.parametrize("source", ["same_slice", "other_slice", "projected"])
 def test_read_other_positions_an_in_place_update_of_a_slice_is_read_at_its_own_index(source):
     """DAB-DETR scales the halves of its sine embedding in place: `q[..., 8:] *= s`, which

@@ -620,8 +620,9 @@ def _place_layout_copies(ir, theirs: FusionPlan, post: dict,
     fixed the layout of, copied for each convolution), else one that finishes the copied
     value, else one that reads that value (the copy fused into a sibling reading it too),
     else the first one that holds nothing of ours yet, else the first one. A matmul's copy of a
-    padded buffer (layout.padded_view_fails) may name only the values it copies: any launch
-    feeding the call that holds nothing of ours is a candidate."""
+    padded buffer, or of a view through a cat Inductor drops (layout.copied_view), may name
+    only the values it copies: any launch feeding the call that holds nothing of ours is a
+    candidate."""
     launches, (origins, values) = theirs.groups, records
     writer = {b: g.index for g in launches for b in g.outputs}
     held = set(home.values())

@@ -206,9 +206,10 @@ def generate_kernel(group: KernelGroup, ir: GraphIR) -> Kernel:
     builder = _SubgraphBuilder(ir, members)
     bound = set()
     for copy in ir.nodes:  # a convolution reads the layout copies of its operands
-        if copy.layout_of and copy.layout_of[0] in group.nodes:
+        readers = {n for n in group.nodes if copy.name in ir.by_name[n].reads}
+        if copy.layout_of and readers:  # one matmul copy may serve several (layout.py)
             builder.bind(copy.layout_of[1], copy.name)
-            bound.add(copy.layout_of[0])
+            bound |= readers
         if copy.scatter_copy and copy.scatter_copy[0] in group.nodes:  # scatter.py
             builder.bind(copy.scatter_copy[1], copy.name)
     calls = {n.bias_of[0]: n.bias_of[1] for n in ir.nodes if n.bias_of}

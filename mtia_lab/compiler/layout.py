@@ -25,10 +25,13 @@ output (`<conv>_call`) and writes the convolution's buffer: it fuses as any poin
 
 A matmul's operand is copied too (`copy_input`, from `ExternKernel.realize_input`) when it is
 a view that no longer exists once Inductor fixed the layout of the buffer it views, padded
-(`Layout._pad_strides`, config.comprehensive_padding: `padded_view_fails`): attention
+(`Layout._pad_strides`, config.comprehensive_padding: `copied_view`): attention
 probabilities (B, H, S, S) read as (B*H, S, S) when H*S*S is over 1024 and no multiple of
 32 floats. Such a copy, `layout_copy_mat1_<matmul>`, reads the buffer at other addresses
-than any kernel writing or reading it whole: it shares no data, a launch of its own.
+than any kernel writing or reading it whole: it shares no data, a launch of its own. So is
+the copy of a view through a cat Inductor drops (a DynamicCache's empty keys and the new
+ones): the cat's readers view the permuted piece, and a reshape merging its dims is a clone
+in Inductor's graph (`copied_view`), one copy for every matmul reading that reshape.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from .ir import (
     Kind,
     SchedulerNode,
     _access,
+    _noop_copy,
+    cat_kept,
     conv_operands,
     fixed_by_a_user,
     live_users,
@@ -52,7 +57,8 @@ from .ir import (
 )
 
 WHY = "layout copy for conv, Inductor's layout_optimization"
-PADDED_WHY = "copy for a matmul, a view of a buffer Inductor padded (comprehensive_padding)"
+PADDED_WHY = ("copy for a matmul, a view Inductor cannot make of the buffer (padded: "
+              "comprehensive_padding; or viewed through a cat it drops)")
 NHWC_ORDER = (0, 2, 3, 1)  # dims from the largest stride to the smallest, channels-last
 
 
@@ -63,7 +69,7 @@ def copy_name(conv: str, role: str) -> str:
 def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
     """(extern, role, FX argument) of each operand Inductor copies before the extern call,
     in Inductor's order: a convolution's into channels-last (see the module docstring), a
-    matmul's that padding left no view of (`padded_view_fails`)."""
+    matmul's that Inductor's layout leaves no view of (`copied_view`: the value copied)."""
     fx = {n.name: n for n in ir.gm.graph.nodes}
     out = []
     channels_last = layout_optimization(ir.gm)
@@ -72,8 +78,9 @@ def copies(ir: GraphIR) -> list[tuple[str, str, str]]:
         if op.name not in ir.by_name or not isinstance(val, torch.Tensor):
             continue
         if op.target in MATMUL_OPERANDS:
-            if padded_view_fails(arg, ir, fx):
-                out.append((op.name, role, arg.name))
+            copied = copied_view(arg, ir, fx)
+            if copied is not None:
+                out.append((op.name, role, copied))
             continue
         if _numel(val) <= 1 or _ordered(val, wanted_order(val, channels_last)):
             continue
@@ -197,45 +204,84 @@ def _reaches_convolution(node: torch.fx.Node, seen: dict) -> bool:
     return found
 
 
-def padded_view_fails(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> bool:
-    """Does Inductor copy this matmul operand (`ExternKernel.realize_input`: a view it cannot
-    reinterpret goes to `copy_input`, a Triton launch of its own)? When the operand is a
-    view (a reshape merging dims: attention probabilities (B, H, S, S) read as (B*H, S, S))
-    of a buffer a Triton kernel writes, not a graph output (`pad_outputs` is off), whose
-    padded strides (`padded_strides`) the view's dims no longer merge over."""
+def copied_view(arg: torch.fx.Node, ir: GraphIR, fx: dict) -> str | None:
+    """The value Inductor copies for this matmul operand, None if none: when the operand is
+    a view whose dims no longer merge over the strides the buffer it views has in Inductor's
+    graph, though they did in ours:
+    - a view (a reshape merging dims: attention probabilities (B, H, S, S) read as
+      (B*H, S, S)) of a buffer a Triton kernel writes, not a graph output (`pad_outputs` is
+      off), whose padded strides (`padded_strides`) the view's dims no longer merge over:
+      the matmul's lowering copies its operand (`ExternKernel.realize_input`: a view it
+      cannot reinterpret goes to `copy_input`, a Triton launch of its own, one per call);
+    - a view through a cat of one piece and empty ones (a DynamicCache's first keys): our
+      graph's cat writes a contiguous value, Inductor's drops the cat (`ir._noop_copy`) and
+      its readers view the piece where it is, permuted heads of a projection: a reshape
+      merging the batch and heads then cannot view it, and Inductor's decomposition of
+      `reshape` clones its input (`clone(memory_format=contiguous)`, a pointwise node of
+      the graph), the one copy every reader of that reshape reads (a backward's matmul
+      reading it transposed too): the value copied is that reshape's."""
     base = ir.base_of.get(arg.name)
     buf = ir.buffers.get(base) if base else None
-    producer = ir.by_name.get(buf.producer) if buf is not None and buf.producer else None
+    if buf is None or base == arg.name or base not in fx:
+        return None
+    found = _view_chain(arg, base, ir)
+    whole = fx[base].meta.get("val")
+    if found is None or not isinstance(whole, torch.Tensor):
+        return None
+    chain, through_cat = found
+    strides = padded_strides(whole) if _padded_base(arg, base, buf, ir) else None
+    if strides is None:
+        if not through_cat:
+            return None
+        strides = tuple(size_hint(s) for s in whole.stride())
+    value = torch.empty_strided([size_hint(d) for d in whole.shape], strides, device="meta",
+                                dtype=whole.dtype)
+    for view in reversed(chain):
+        target = aten.view.default if view.target in _RESHAPES else view.target
+        try:
+            value = target(value, *view.args[1:], **view.kwargs)
+        except (RuntimeError, ValueError):  # ValueError: torch._refs' view
+            padded = not through_cat or _padded_base(arg, base, buf, ir)
+            return arg.name if padded else view.name
+    return None
+
+
+def _padded_base(arg: torch.fx.Node, base: str, buf: Buffer, ir: GraphIR) -> bool:
+    """Does Inductor pad the buffer the matmul operand views when it fixes its layout: a
+    Triton kernel's output, not a graph output, no ConcatKernel, lowered while no node that
+    dislikes padding is (`_dislikes_padding`)?"""
+    producer = ir.by_name.get(buf.producer) if buf.producer else None
     matmul = next(u for u in arg.users if u.target in MATMUL_OPERANDS)
     if _dislikes_padding(matmul, {}):
         return False
-    if base == arg.name or producer is None or buf.is_output or producer.kind not in (
-            Kind.POINTWISE, Kind.REDUCTION) or base not in fx:
+    if producer is None or buf.is_output or producer.kind not in (Kind.POINTWISE,
+                                                                   Kind.REDUCTION):
         return False
-    if producer.target == "aten.cat.default" and not lowering.pointwise_cat(producer, ir):
-        return False  # a ConcatKernel: created with a FixedLayout, never padded
-    whole = fx[base].meta.get("val")
-    padded = padded_strides(whole) if isinstance(whole, torch.Tensor) else None
+    # a ConcatKernel: created with a FixedLayout, never padded
+    return not (producer.target == "aten.cat.default" and
+                not lowering.pointwise_cat(producer, ir))
+
+
+def _view_chain(arg: torch.fx.Node, base: str,
+                ir: GraphIR) -> tuple[list[torch.fx.Node], bool] | None:
+    """The views from the buffer `base` to `arg`, last first, and whether they pass a cat
+    Inductor drops (a piece and empty ones: `ir._noop_copy`, its readers view the piece); a
+    clone that is no kernel of ours (dropout's) is the same values. None when something
+    else lies between."""
     chain = []
+    through_cat = False
     node = arg
     while node.name != base:
+        if node.target is aten.cat.default and _noop_copy(node):
+            node, through_cat = cat_kept(node)[0], True
+            continue
         removed = node.target is aten.clone.default and node.name not in ir.by_name
         if not (node.target in _VIEWS or removed) or not isinstance(node.args[0], torch.fx.Node):
-            return False
+            return None
         if not removed:  # a clone that is no kernel of ours (dropout's): the same values
             chain.append(node)
         node = node.args[0]
-    if padded is None:
-        return False
-    value = torch.empty_strided([size_hint(d) for d in whole.shape], padded, device="meta",
-                                dtype=whole.dtype)
-    try:
-        for view in reversed(chain):
-            target = aten.view.default if view.target in _RESHAPES else view.target
-            value = target(value, *view.args[1:], **view.kwargs)
-    except (RuntimeError, ValueError):  # ValueError: torch._refs' view
-        return True
-    return False
+    return chain, through_cat
 
 
 def wanted_order(val: torch.Tensor, channels_last: bool) -> tuple[int, ...]:
@@ -463,8 +509,16 @@ def _copy_operands(ir: GraphIR, found: list[tuple[str, str, str]]) -> GraphIR:
     users = {b: list(u) for b, u in ir.users.items()}
     before: dict[str, list[SchedulerNode]] = {}
     after: dict[str, list[SchedulerNode]] = {}
+    shared: dict[str, str] = {}  # a matmul operand's copied value -> its copy
     for conv_name, role, arg in found:
         conv, base = nodes[conv_name], ir.base_of[arg]
+        if role in ("mat1", "mat2") and arg in shared:  # one copy (a reshape's clone) for
+            name = shared[arg]  # every matmul reading that reshape (copied_view)
+            conv.reads = tuple(name if b == base else b for b in conv.reads)
+            conv.access = {(name if b == base else b): how for b, how in conv.access.items()}
+            users[base] = [u for u in users.get(base, []) if u != conv_name]
+            users[name] = users[name] + [conv_name]
+            continue
         val = fx[arg].meta["val"]
         name = copy_name(conv_name, role)
         shape = tuple(size_hint(d) for d in val.shape)
@@ -476,7 +530,8 @@ def _copy_operands(ir: GraphIR, found: list[tuple[str, str, str]]) -> GraphIR:
         # a padded buffer is read at other addresses than its writer's or its other
         # readers' index: no shared data with any of them (the whole buffer, padded strides)
         whole = fx[base].meta["val"]
-        how = (tuple(size_hint(d) for d in whole.shape), padded_strides(whole), 0) if padded \
+        how = (tuple(size_hint(d) for d in whole.shape), padded_strides(whole) or tuple(
+            size_hint(st) for st in whole.stride()), 0) if padded \
             else _access(val, ir.buffers[base])
         copy = SchedulerNode(
             name=name, index=-1, kind=Kind.POINTWISE, target="aten.clone.default",
@@ -489,6 +544,8 @@ def _copy_operands(ir: GraphIR, found: list[tuple[str, str, str]]) -> GraphIR:
         conv.access = {(name if b == base else b): how for b, how in conv.access.items()}
         users[base] = [u for u in users.get(base, []) if u != conv_name] + [name]
         users[name] = [conv_name]
+        if role in ("mat1", "mat2"):
+            shared[arg] = name
         producer = ir.buffers[base].producer
         if not padded and producer in nodes and _bias_stored_early(fx.get(base), ir):
             after.setdefault(producer, []).append(copy)

@@ -104,7 +104,9 @@ NOT_MODELLED = {
                            "(ExternKernel.require_stride_order) in a launch of its own; "
                            "a convolution's operand copies are modelled (layout.py), and "
                            "a matmul's view of a buffer Inductor padded (comprehensive "
-                           "padding: layout.padded_view_fails), no other",
+                           "padding) or views through a cat it drops (layout.copied_view); "
+                           "not a view of a buffer whose layout Inductor took from its "
+                           "reads (ComputedBuffer.decide_layout)",
     "realize_reads_threshold": "with computed_once on (the default), an op with several "
                                "users is computed once, never inlined into each of them "
                                "(computed_once=False follows it: recompute.py); one loading "
