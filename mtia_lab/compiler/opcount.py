@@ -349,8 +349,6 @@ def _body(node: SchedulerNode, fx: dict[str, torch.fx.Node], ir: GraphIR, bodies
             piece = pieces.get(arg.name)
             if producer is not None and producer not in loaded and producer in bodies:
                 view = _view_of(node, buf, arg) if piece is None else piece
-                if view is None and op == "cat":
-                    view = _cat_read_view(node, buf, arg)
                 body = bodies[producer]
                 if op == "slice_scatter" and arg is fx_node.args[1]:
                     body = _placed_back(body, scatter_placement(fx_node))
@@ -781,25 +779,6 @@ def _view_of(node: SchedulerNode, buf: str, arg: torch.fx.Node) -> object:
     views = [h for h in hows if h not in ("full", SHAPE_ONLY)
              and not (isinstance(h, tuple) and h[0] == "indexed")]  # a size taken loads nothing
     return frozenset(views) if views else None
-
-
-def _cat_read_view(node: SchedulerNode, buf: str, arg: torch.fx.Node) -> object:
-    """The view a cat reads one of its pieces at, when the piece is a view of its producer
-    (`x[..., :4]` of a normalized q, a rotate_half's second piece): Inductor's pointwise
-    cat loads the producer's body at that view's index (the piece's start added), so what
-    the piece shares with a piece read through another reader of the same view (the first
-    piece's neg of `x[..., 4:]`: the norm's statistics at the same rows) is one expression
-    to the CSE. None when the piece is the producer read whole."""
-    val = arg.meta.get("val")
-    if not isinstance(val, torch.Tensor):
-        return None
-    view = (tuple(size_hint(d) for d in val.shape), tuple(size_hint(st) for st in val.stride()),
-            size_hint(val.storage_offset()))
-    for how in node.access.get(buf, ()):
-        if isinstance(how, tuple) and len(how) == 5 and how[0] == "indexed" and \
-                how[1] == "cat" and how[4] == view:
-            return frozenset({view})
-    return None
 
 
 def _own_hows(node: SchedulerNode, buf: str, arg: torch.fx.Node) -> set:
