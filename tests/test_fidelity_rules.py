@@ -2679,3 +2679,33 @@ def test_scatter_in_one_kernel_off_a_scatters_stores_join_the_kernel_of_its_valu
     assert "full" in one, _kernels(default)
     assert {r for d in default.differences for r in d.rules} >= {"scatter_in_two_launches"}, \
         str(default)
+
+
+@pytest.mark.parametrize("frequencies", ["computed", "given"])
+def test_large_body_a_stored_value_that_reads_nothing_is_still_inlined_into_its_readers(
+        frequencies):
+    """Funnel's relative sinusoidal table: cat([sin, cos]) of positions times inverse
+    frequencies, gathered at two sets of relative positions. Computed from iotas alone, its
+    body is over realize_opcount_threshold (30) and it has two readers: `mark_reuse` realizes
+    it, but a ComputedBuffer that reads nothing is inlined into each reader all the same
+    (`ComputedBuffer.make_loader`, num_reads() == 0), so each gather computes the table again
+    in a kernel of its own and the table's store is dead. Given the frequencies as an input,
+    the table loads them: stored, and the two gathers load it (one kernel)."""
+    S, D = 8, 16
+
+    def fn(x, inv):
+        if frequencies == "computed":
+            inv = 1 / (10000 ** (torch.arange(0, D // 2, device=x.device).float() / (D // 2)))
+        rel = torch.arange(-2 * S, 2 * S, device=x.device).float()
+        sinusoid = rel[:, None] * inv[None]
+        table = torch.cat([torch.sin(sinusoid), torch.cos(sinusoid)], -1)
+        first = torch.arange(S, device=x.device)[:, None] + S
+        second = torch.arange(S, device=x.device)[:, None] + 2 * S
+        a = torch.gather(table, 0, first.expand(S, D))
+        b = torch.gather(table, 0, second.expand(S, D))
+        return x @ a.t(), x @ b.t()
+
+    c = _compared_and_run(fn, [torch.randn(4, D), torch.rand(D // 2)], computed_once=False)
+    _same_as_inductor(c)
+    gathers = [g.nodes for g in c.ours.groups if "gather" in g.nodes or "gather_1" in g.nodes]
+    assert len(gathers) == (2 if frequencies == "computed" else 1), _kernels(c)

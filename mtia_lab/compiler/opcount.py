@@ -128,6 +128,14 @@ def realize_decisions(ir: GraphIR) -> tuple[dict[str, int], set[str], set[str]]:
         heavy[node.name] = on_host(fx[node.name]) and (node.op in HEAVY_ON_CPU or any(
             heavy.get(ir.buffers[b].producer or "") and ir.buffers[b].producer not in loaded
             for b in node.reads))
+        if loads == 0 and not output and (node.name in large or ops > REALIZE_ALWAYS):
+            # realized for its size, but a ComputedBuffer that reads nothing is inlined into
+            # each reader all the same (ir.py `ComputedBuffer.make_loader`: num_reads() == 0):
+            # its readers compute it again and its own store is dead (dead_node_elimination)
+            large.pop(node.name, None)
+            if reused:
+                inline_reused.add(node.name)
+            continue
         if output or node.name in large or ops > REALIZE_ALWAYS or (
                 fx_reused(fx[node.name]) and loads > REALIZE_READS_ON_REUSE) or (
                 hinted_for_reader(fx[node.name]) and _nontrivial_loads(keys, ir) > 1) or (
