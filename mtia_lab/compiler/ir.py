@@ -1017,22 +1017,29 @@ def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     return not _outer_order(fx_node)
 
 
+def _reduced_dims(fx_node: torch.fx.Node) -> tuple[torch.Tensor | None, set[int]]:
+    """A reduction's input value and the dims it reduces (normalized, non-negative); an
+    empty set where its `dim` is absent or empty (a full reduction) or not a tensor's."""
+    arg = fx_node.args[0] if fx_node.args else None
+    source = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    if not isinstance(source, torch.Tensor) or source.dim() == 0:
+        return None, set()
+    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
+    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
+    if not isinstance(dims, (int, list, tuple)):
+        return source, set()
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return source, {d % source.dim() for d in dims if isinstance(d, int)}
+
+
 def _outer_order(fx_node: torch.fx.Node, memory: bool = False) -> tuple:
     """() for a reduction over the innermost dims of its input; else (input shape, reduced
     dims): the order in which it reads its input, which two reductions must share to share
     a loop (Inductor reorders a pointwise kernel's loops to fit, never a reduction's)."""
-    source = fx_node.args[0].meta.get("val") if fx_node.args else None
-    if not isinstance(source, torch.Tensor) or source.dim() == 0:
-        return ()
-    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
-    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
-    if dims is None or dims == []:
-        return ()
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    ndim = source.dim()
-    reduced = {d % ndim for d in dims if isinstance(d, int)}
+    source, reduced = _reduced_dims(fx_node)
     if not reduced:
         return ()
+    ndim = source.dim()
     kept_after = [d for d in range(min(reduced), ndim) if d not in reduced]
     if all(size_hint(source.shape[d]) == 1 for d in kept_after) and not (
             memory and _reduced_outer_in_memory(source, reduced)
@@ -1048,16 +1055,9 @@ def _kept_dims_split(fx_node: torch.fx.Node) -> bool:
     over C: its MemoryDep keeps B and T apart (`MemoryDep.normalize` merges only adjacent
     loops), where the reduction's store of B*T rows is one loop (rules.py
     `_broadcast_read_unfactored`)."""
-    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
-        fx_node.args[0], torch.fx.Node) else None
-    if not isinstance(source, torch.Tensor) or source.dim() < 3:
+    source, reduced = _reduced_dims(fx_node)
+    if not reduced or source.dim() < 3:
         return False
-    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1
-    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
-    if dims is None or dims == []:
-        return False
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    reduced = {d % source.dim() for d in dims if isinstance(d, int)}
     real = sorted((d for d in range(source.dim()) if size_hint(source.shape[d]) > 1),
                   key=lambda d: -abs(size_hint(source.stride(d))))
     kept = [i for i, d in enumerate(real) if d not in reduced]
@@ -1067,17 +1067,9 @@ def _kept_dims_split(fx_node: torch.fx.Node) -> bool:
 def _reduced_loops(fx_node: torch.fx.Node) -> frozenset:
     """The reduced dims of a reduction's input as (size, stride) loops, to find them among
     the loops of a pointwise kernel reading a buffer laid out as that input."""
-    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
-        fx_node.args[0], torch.fx.Node) else None
-    if not isinstance(source, torch.Tensor) or source.dim() == 0:
-        return frozenset()
-    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1
-    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
-    if not isinstance(dims, (int, list, tuple)) or dims == []:
-        return frozenset()
-    dims = [dims] if isinstance(dims, int) else list(dims)
+    source, reduced = _reduced_dims(fx_node)
     return frozenset((size_hint(source.shape[d]), abs(size_hint(source.stride(d))))
-                     for d in dims if isinstance(d, int) and size_hint(source.shape[d]) > 1)
+                     for d in reduced if size_hint(source.shape[d]) > 1)
 
 
 def _of_convolution(arg: object, steps: int = 8) -> bool:
@@ -1110,16 +1102,9 @@ def _rows_permuted(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
     Its loop order follows the strides of what it reads (`pick_loop_order`), and its output,
     laid out flexibly, is stored in that order (`ComputedBuffer.get_fill_order`): a mean over
     the last dim of `x.permute(0, 2, 1, 3)` loops (and stores) dims 0, 2, 1."""
-    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
-        fx_node.args[0], torch.fx.Node) else None
-    if not isinstance(source, torch.Tensor) or source.dim() < 2:
+    source, reduced = _reduced_dims(fx_node)
+    if not reduced or source.dim() < 2:
         return False
-    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1
-    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
-    if dims is None or dims == []:
-        return False
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    reduced = {d % source.dim() for d in dims if isinstance(d, int)}
     strides = [size(source.stride(d)) for d in range(source.dim())
                if d not in reduced and size(source.shape[d]) > 1]
     return any(a < b for a, b in zip(strides, strides[1:], strict=False))
