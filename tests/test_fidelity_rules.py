@@ -219,31 +219,6 @@ def test_the_reorder_round_joins_an_outer_reduction_only_to_align_a_buffer_read_
     assert (len(c.ours.groups) == 1) is (shared == "whole"), _kernels(c)
 
 
-@pytest.mark.parametrize("memory", ["inner", "between", "between_permuted"])
-def test_reorder_round_an_rmsnorm_over_a_dim_between_kept_ones_in_memory_stays_apart(memory):
-    """An RMSNorm's mean over C and the kernel scaling h by it. Over C innermost in memory
-    (h is (B, T, C)) they are one kernel. Over C lying between B and T in memory (h is
-    (B, C, T), reduced over dim 1 or over the last dim of its permutation), the pointwise
-    loops B, C, T and loads the mean broadcast over C, a dep that stays 3 loops, where the
-    reduction stores B*T rows as one: `_try_reorder_loops_for_candidates` gives up, and
-    `_try_reindex_pointwise_for_reduction` cannot split B, C, T as (B*T, C): two kernels."""
-    def fn(x, r, g, w):
-        h = r + x * g[:, None]
-        if memory == "inner":
-            var, hn = h.pow(2).mean(-1, keepdim=True), h
-        elif memory == "between":
-            var, hn = h.pow(2).mean(1, keepdim=True), h
-        else:
-            hn = h.permute(0, 2, 1)
-            var = hn.pow(2).mean(-1, keepdim=True)
-        return w * (hn * torch.rsqrt(var + 1e-5)), h * 2
-
-    c = _recomputing(fn, (2, 8, 256), (2, 8, 256), (8,), (8, 1) if memory == "between"
-                     else (8,) if memory == "between_permuted" else (256,))
-    _same_as_inductor(c)
-    assert len(c.ours.groups) == (1 if memory == "inner" else 2), _kernels(c)
-
-
 def test_a_value_inductor_inlines_into_its_readers_is_our_computed_once_departure():
     """cos(t) read by two kernels: Inductor recomputes it inside each one's loop
     (two users, one load: should_realize_on_reuse says no); we compute it once, in a kernel

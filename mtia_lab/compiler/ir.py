@@ -151,10 +151,6 @@ class SchedulerNode:
     # A reduction whose rows Inductor loops in its input's memory order, not its output's
     # (it reads a permuted view): its output is stored in that order (_rows_permuted)
     rows_permuted: bool = False
-    # A reduction whose input's memory order has kept dims on both sides of the reduced ones
-    # (a mean over C of a (B, C, T) buffer): see _kept_dims_split
-    rsplit: bool = False
-    rloops: frozenset = frozenset()  # its reduced dims as (size, stride) of its input
     unrolled: bool = False  # a reduction small enough to run as pointwise (set by the scheduler)
     splits: int = 1  # a reduction Inductor splits in two: partial results per output (scheduler)
     large_body: int = 0  # ops of a body Inductor stores for its size (opcount.py; scheduler)
@@ -492,11 +488,9 @@ def build_ir(gm: torch.fx.GraphModule, size: Size = size_hint) -> GraphIR:
             scatter=op_name in SCATTER and kind is not Kind.EXTERN,
             loads=_loads(fx_node, op_name, len(reads)),
             rorder=() if kind is not Kind.REDUCTION or op_name in LOWERED_NORMS
-            else _outer_order(fx_node, memory=op_name in REDUCTIONS),
+            else _outer_order(fx_node),
             rows_permuted=kind is Kind.REDUCTION and op_name in REDUCTIONS
             and _rows_permuted(fx_node, size),
-            rsplit=kind is Kind.REDUCTION and op_name in REDUCTIONS and _kept_dims_split(fx_node),
-            rloops=_reduced_loops(fx_node) if kind is Kind.REDUCTION else frozenset(),
             access=access, fx_nodes=(fx_node.name,), source=user_source(fx_node),
         )
         node.loops = _loop_signatures(fx_node, kind, whole, size)
@@ -1017,84 +1011,26 @@ def _reduces_inner(fx_node: torch.fx.Node) -> bool:
     return not _outer_order(fx_node)
 
 
-def _reduced_dims(fx_node: torch.fx.Node) -> tuple[torch.Tensor | None, set[int]]:
-    """A reduction's input value and the dims it reduces (normalized, non-negative); an
-    empty set where its `dim` is absent or empty (a full reduction) or not a tensor's."""
-    arg = fx_node.args[0] if fx_node.args else None
-    source = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
-    if not isinstance(source, torch.Tensor) or source.dim() == 0:
-        return None, set()
-    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
-    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
-    if not isinstance(dims, (int, list, tuple)):
-        return source, set()
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    return source, {d % source.dim() for d in dims if isinstance(d, int)}
-
-
-def _outer_order(fx_node: torch.fx.Node, memory: bool = False) -> tuple:
+def _outer_order(fx_node: torch.fx.Node) -> tuple:
     """() for a reduction over the innermost dims of its input; else (input shape, reduced
     dims): the order in which it reads its input, which two reductions must share to share
     a loop (Inductor reorders a pointwise kernel's loops to fit, never a reduction's)."""
-    source, reduced = _reduced_dims(fx_node)
+    source = fx_node.args[0].meta.get("val") if fx_node.args else None
+    if not isinstance(source, torch.Tensor) or source.dim() == 0:
+        return ()
+    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1  # (input, ord, dim)
+    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
+    if dims is None or dims == []:
+        return ()
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    ndim = source.dim()
+    reduced = {d % ndim for d in dims if isinstance(d, int)}
     if not reduced:
         return ()
-    ndim = source.dim()
     kept_after = [d for d in range(min(reduced), ndim) if d not in reduced]
-    if all(size_hint(source.shape[d]) == 1 for d in kept_after) and not (
-            memory and _reduced_outer_in_memory(source, reduced)
-            and not _of_convolution(fx_node.args[0])):
+    if all(size_hint(source.shape[d]) == 1 for d in kept_after):
         return ()
     return tuple(size_hint(d) for d in source.shape), tuple(sorted(reduced))
-
-
-def _kept_dims_split(fx_node: torch.fx.Node) -> bool:
-    """Does a reduced dim lie between kept dims in its input's memory order (a mean over C of
-    a (B, C, T) buffer, or over the last dim of its (B, T, C) permutation)? A pointwise over
-    the whole input looping in that memory order loads the reduction's output broadcast
-    over C: its MemoryDep keeps B and T apart (`MemoryDep.normalize` merges only adjacent
-    loops), where the reduction's store of B*T rows is one loop (rules.py
-    `_broadcast_read_unfactored`)."""
-    source, reduced = _reduced_dims(fx_node)
-    if not reduced or source.dim() < 3:
-        return False
-    real = sorted((d for d in range(source.dim()) if size_hint(source.shape[d]) > 1),
-                  key=lambda d: -abs(size_hint(source.stride(d))))
-    kept = [i for i, d in enumerate(real) if d not in reduced]
-    return bool(kept) and kept[-1] - kept[0] + 1 != len(kept)
-
-
-def _reduced_loops(fx_node: torch.fx.Node) -> frozenset:
-    """The reduced dims of a reduction's input as (size, stride) loops, to find them among
-    the loops of a pointwise kernel reading a buffer laid out as that input."""
-    source, reduced = _reduced_dims(fx_node)
-    return frozenset((size_hint(source.shape[d]), abs(size_hint(source.stride(d))))
-                     for d in reduced if size_hint(source.shape[d]) > 1)
-
-
-def _of_convolution(arg: object, steps: int = 8) -> bool:
-    """Is `arg` computed from a 2-d convolution's output, through views and pointwise ops?
-    Inductor lays such an output out channels-last (its layout optimization), not as eager's
-    strides say: memory order judged from those strides would be wrong."""
-    if not isinstance(arg, torch.fx.Node) or steps == 0 or arg.op != "call_function":
-        return False
-    if arg.target is aten.convolution.default:
-        val = arg.meta.get("val")
-        return isinstance(val, torch.Tensor) and val.dim() == 4
-    return any(_of_convolution(a, steps - 1) for a in arg.args if isinstance(a, torch.fx.Node))
-
-
-def _reduced_outer_in_memory(source: torch.Tensor, reduced: set[int]) -> bool:
-    """Are the reduced dims, last in the view, outer in memory (a mean over the last dim of
-    `h.permute(0, 2, 1)`)? Inductor's reduction then loads its input with the reduced loop
-    stepping over a kept one: its (numel, rnumel) split is not its input's memory order, and
-    a pointwise over the whole input, looping in memory order, shares no index with it."""
-    def real(d: int) -> bool:
-        return size_hint(source.shape[d]) > 1
-    red = [abs(size_hint(source.stride(d))) for d in reduced if real(d)]
-    kept = [abs(size_hint(source.stride(d))) for d in range(source.dim())
-            if d not in reduced and real(d)]
-    return bool(red and kept) and min(kept) < max(red)
 
 
 def _rows_permuted(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
@@ -1102,9 +1038,16 @@ def _rows_permuted(fx_node: torch.fx.Node, size: Size = size_hint) -> bool:
     Its loop order follows the strides of what it reads (`pick_loop_order`), and its output,
     laid out flexibly, is stored in that order (`ComputedBuffer.get_fill_order`): a mean over
     the last dim of `x.permute(0, 2, 1, 3)` loops (and stores) dims 0, 2, 1."""
-    source, reduced = _reduced_dims(fx_node)
-    if not reduced or source.dim() < 2:
+    source = fx_node.args[0].meta.get("val") if fx_node.args and isinstance(
+        fx_node.args[0], torch.fx.Node) else None
+    if not isinstance(source, torch.Tensor) or source.dim() < 2:
         return False
+    at = 2 if "linalg_vector_norm" in str(fx_node.target) else 1
+    dims = fx_node.args[at] if len(fx_node.args) > at else fx_node.kwargs.get("dim")
+    if dims is None or dims == []:
+        return False
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    reduced = {d % source.dim() for d in dims if isinstance(d, int)}
     strides = [size(source.stride(d)) for d in range(source.dim())
                if d not in reduced and size(source.shape[d]) > 1]
     return any(a < b for a, b in zip(strides, strides[1:], strict=False))

@@ -626,40 +626,7 @@ def _reorder_aligns(p: Pair, red: FusedSchedulerNode) -> bool:
     full = red.numel * red.rnumel
     shared = (p.a.reads | p.a.writes) & (p.b.reads | p.b.writes)
     return any(_elements(p.ir.buffers[b].shape) == full for b in shared) and \
-        _reorder_pairs_loops(p, red) and not _broadcast_read_unfactored(p, red)
-
-
-def _broadcast_read_unfactored(p: Pair, red: FusedSchedulerNode) -> bool:
-    """`_try_reorder_loops_for_candidates` gives up (returns -1) on a buffer one kernel
-    writes and the other reads whose MemoryDeps differ even in stride order, unless each
-    (merged) dim of the write is a dim of the read: only reordering could align them then.
-    A reduction over a dim lying between kept ones in memory (`rsplit`: a mean over C of a
-    (B, C, T) buffer) stores its B*T rows as one loop; a pointwise whose loops step over
-    that buffer B, C, T (those of its last node over the full space, read in the loop
-    signature of a buffer laid out as the reduction's input) loads the rows broadcast over
-    C in the middle, a dep of 3 loops: nothing is reordered, and its loops cannot be split
-    as (rows, reduced) in order either (`_try_reindex_pointwise_for_reduction`), so the two
-    share no data. A pointwise looping B, T, C (a copy of the buffer transposed to
-    (B, T, C): PatchTST's scaler) loads the rows as one loop of B*T beside C, and its loops
-    are reordered to the reduction's."""
-    pw = p.b if red is p.a else p.a
-    split = [n for n in red.nodes if n.kind is Kind.REDUCTION and n.rsplit and n.rloops
-             and set(n.writes) & pw.reads]
-    full = red.numel * red.rnumel
-    last = max((m for m in pw.nodes if m.kind is Kind.POINTWISE and m.numel == full),
-               key=lambda m: m.index, default=None)
-    if not split or last is None:
-        return False
-    for buf, signatures in last.loops.items():
-        if buf not in p.ir.buffers or _elements(p.ir.buffers[buf].shape) != full:
-            continue
-        for signature in signatures - {None}:
-            for node in split:
-                kept = [i for i, loop in enumerate(signature) if loop not in node.rloops]
-                if len(kept) < len(signature) and kept and \
-                        kept[-1] - kept[0] + 1 != len(kept):
-                    return True
-    return False
+        _reorder_pairs_loops(p, red)
 
 
 def _reorder_pairs_loops(p: Pair, red: FusedSchedulerNode) -> bool:
