@@ -111,12 +111,12 @@ def test_memory_stats_as_nested_dict_matches_the_flat_stats():
 
 
 def test_snapshot_and_history_read_by_torch_memory_viz(clean_memory):
-    # Needs a clean allocator: "segment_alloc" is recorded only if `keep` takes a new segment,
-    # i.e. no device tensor an earlier test leaked (a compile reset() should have freed) holds
-    # a cached segment with room for it. clean_memory returns every free segment first.
+    # "segment_alloc" is recorded only if `keep` takes a new segment: clean_memory returns
+    # every free segment first, and `keep` (16 MiB) is larger than the room a segment that
+    # tensors of earlier tests in this process still hold could have left.
     mt.memory._record_memory_history(max_entries=1000)
     try:
-        keep = torch.ones(1 << 16, device=DEVICE)  # this line is the allocation's frame
+        keep = torch.ones(1 << 22, device=DEVICE)  # this line is the allocation's frame
         line = inspect.currentframe().f_lineno - 1
         freed = torch.ones(1 << 10, device=DEVICE)
         del freed
