@@ -101,13 +101,13 @@ def test_trace_views_still_take_traces_and_lists_of_events(device):
         mtia_lab.trace(1)
 
 
-def test_a_checkpoint_bigger_than_the_device_is_out_of_memory():
+def test_a_checkpoint_bigger_than_the_device_is_out_of_memory(tmp_path):
     """In a fresh process: a device this test process shares with earlier tests may hold
     segments their leftover tensors keep, and the caching allocator serves the load from
     their free room without reaching the capacity (so no error, or blocks left counted)."""
     result = run_python(
-        "import gc, tempfile, torch, mtia_lab\n"
-        "path = tempfile.mktemp(suffix='.pt')\n"
+        "import gc, torch, mtia_lab\n"
+        f"path = {str(tmp_path / 'big.pt')!r}\n"
         "torch.save([torch.zeros(1 << 16) for _ in range(6)], path)  # 6 x 256 KiB\n"
         "mtia_lab.configure(memory_capacity=1 << 20)\n"
         "try:\n"

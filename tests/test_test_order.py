@@ -2,7 +2,7 @@
 
 CI's time is the longer worker's: a file of minutes handed out last runs alone at the end.
 pytest-xdist 3.8 re-sorts files by their number of tests unless told not to, which put the
-fidelity suites (few tests, the longest file) last and made CI half again as long."""
+fidelity suites (few tests, the longest file) last, to run alone at the end."""
 
 import importlib.util
 import re

@@ -77,6 +77,8 @@ class Attribution:
     # groups Inductor packs into one launch (a combo or foreach kernel: the copies of a
     # cat's pieces, `ForeachKernelSchedulerNode`), by launch index: the wrapper calls it once
     combos: list[tuple[int, ...]] = field(default_factory=list)
+    # our nodes computed inline that a launch still stores under a view's name -> that view
+    stored_as: dict[str, str] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """What does not line up, in words; empty when the alignment is complete."""
@@ -377,11 +379,10 @@ def _viewed_op(names: set[str], gm: torch.fx.GraphModule) -> set[str]:
     return found
 
 
-def _written_views(names: set[str], by_name: dict, values: list[set[str]]) -> str:
-    """The view of post-grad nodes `names` (through views only) that a launch writes, or "":
-    a value Inductor computes inside the launch that writes it under a view's name (a bmm's
-    operand stored as the `expand` the bmm reads) is stored after all, not inlined."""
-    written = set().union(*values) if values else set()
+def _written_views(names: set[str], by_name: dict, written: set[str]) -> str:
+    """The view of post-grad nodes `names` (through views only) among the values launches
+    write, or "": a value Inductor computes inside the launch that writes it under a view's
+    name (a bmm's operand stored as the `expand` the bmm reads) is stored after all."""
     stack = [by_name[n] for n in names if n in by_name]
     seen: set[str] = set()
     while stack:
@@ -510,10 +511,12 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
     order = {n.name: i for i, n in enumerate(info.gm.graph.nodes)}
     post = _post_grad_nodes(ir, info.gm)
     by_post_name = {n.name: n for n in info.gm.graph.nodes}
+    stored_as: dict[str, str] = {}
     launches = theirs.groups
     computes = _computes(theirs)
     origins = [set(info.origins.get(g.index, ())) for g in launches]
     values = [set(info.values.get(g.index, ())) for g in launches]
+    written_anywhere = set().union(*values)
     home: dict[str, int] = {}
     how: dict[str, str] = {}
     recomputed: set[str] = set()
@@ -539,9 +542,11 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
             continue
         computing = [k for k in range(len(launches)) if mine_post & computes[k]]
         if computing:
-            stored_as = _written_views(mine_post, by_post_name, values)
-            home[name] = computing[0]
-            how[name] = f"computed, stored as {stored_as}" if stored_as else "computed"
+            view = _written_views(mine_post, by_post_name, written_anywhere)
+            home[name], how[name] = computing[0], "computed"
+            if view:
+                stored_as[name] = view
+                how[name] = f"computed, stored as {view}"
             if len([k for k in computing if launches[k].kind != "extern"]) > 1:
                 recomputed.add(name)
     _place_layout_copies(ir, theirs, post, (origins, values), home, how)
@@ -568,7 +573,7 @@ def attribute(ours: FusionPlan, theirs: FusionPlan, wrapper: str | None = None) 
                   tuple(part_of[g.index])) for g in launches]
     return Attribution(out, how, recomputed, [n for n in mine if n not in home],
                        wrapper_launches(wrapper) if wrapper else None, pattern_only,
-                       [tuple(c) for c in theirs.combos])
+                       [tuple(c) for c in theirs.combos], stored_as)
 
 
 def _completed_by_reader(k: int, theirs: FusionPlan, held: list[list[str]]) -> list[str]:

@@ -310,8 +310,7 @@ def differences(ours: FusionPlan, theirs: FusionPlan,
         if inlined and len(holders) - len(inlined) == 1:  # the rest is one kernel of ours
             rules.append(once)
             names = [n for h in inlined for n in h.nodes if n in wanted]
-            stored = sorted({placed.how[n].rpartition(" ")[2] for n in names
-                             if placed.how.get(n, "").startswith("computed, stored as")})
+            stored = sorted({placed.stored_as[n] for n in names if n in placed.stored_as})
             reasons.append("Inductor computes " + ", ".join(names) + " inside the loop of "
                            "each reader " + (f"(and stores it as {', '.join(stored)})"
                                              if stored else "(never stored)")
